@@ -1,0 +1,101 @@
+#ifndef SK_CONFIG_H
+#define SK_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Every setting of every binary. Loaded in this order, later wins:
+ * built-in defaults, the file (conf/seckill.conf or -c FILE), SECKILL_* environment
+ * variables, --set key=value. Unknown keys and bad values are errors that name the key. */
+
+#define CONFIG_ERR_LEN 256
+#define CONFIG_MAX_PASSTHROUGH 64
+
+struct config_pair {
+    char *key;   /* without the "kafka.producer." / "kafka.consumer." prefix */
+    char *value;
+};
+
+struct config {
+    char *http_host;
+    int64_t http_port;
+    int64_t http_backlog;
+    int64_t http_max_connections;
+    int64_t http_request_timeout_ms;
+    int64_t http_idle_timeout;
+    int64_t http_max_body_size;
+    int64_t http_max_header_size;
+    bool http_trust_forwarded_for;
+
+    char *redis_host;
+    int64_t redis_port;
+    int64_t redis_timeout_ms;
+    int64_t redis_reconnect_min_ms;
+    int64_t redis_reconnect_max_ms;
+    char *redis_appendfsync;
+
+    char *kafka_brokers;
+    char *kafka_topic;
+    char *kafka_dead_letter_topic;
+    int64_t kafka_topic_partitions;
+    struct config_pair kafka_producer[CONFIG_MAX_PASSTHROUGH];
+    size_t kafka_producer_count;
+    struct config_pair kafka_consumer[CONFIG_MAX_PASSTHROUGH];
+    size_t kafka_consumer_count;
+
+    char *mysql_host;
+    int64_t mysql_port;
+    char *mysql_user;
+    char *mysql_password;
+    char *mysql_database;
+
+    int64_t permits_per_second;
+    int64_t burst_capacity;
+    char *stock_prefix;
+    char *user_prefix;
+    bool enable_rate_limit;
+    int64_t max_requests_per_user;
+    int64_t max_requests_per_ip;
+    bool enable_pre_reduce;
+    int64_t pre_reduce_timeout;
+    bool enable_stock_rollback;
+    int64_t max_seckill_duration;
+    bool enable_anti_brush;
+    int64_t anti_brush_threshold;
+    int64_t anti_brush_ban_seconds;
+    bool reply_after_ack;
+    int64_t activity_refresh_ms;
+    int64_t reaper_interval_ms;
+    int64_t queued_mark_interval_ms;
+    char *lua_dir;
+
+    int64_t consumer_batch_size;
+    int64_t consumer_batch_timeout_ms;
+    char *consumer_group_id;
+    int64_t consumer_retry_min_ms;
+    int64_t consumer_retry_max_ms;
+
+    char *log_level;
+};
+
+void config_init(struct config *cfg);
+void config_free(struct config *cfg);
+
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen);
+int config_set(struct config *cfg, const char *key, const char *value, char *err, size_t errlen);
+/* SECKILL_HTTP_PORT sets http.port: upper case, '.' and '-' become '_'.
+ * Pass-through kafka.* keys are file and --set only: their names are ambiguous in env form. */
+int config_apply_env(struct config *cfg, char *const *envp, char *err, size_t errlen);
+int config_validate(const struct config *cfg, char *err, size_t errlen);
+
+/* Writes the value of KEY as the loader sees it (for scripts: `seckillctl config get`). */
+int config_format(const struct config *cfg, const char *key, char *out, size_t outlen);
+
+/* The command line every binary shares: -c FILE and --set key=value, anywhere in argv.
+ * Consumed arguments are removed from argv; returns the new argc, or -1 with err set.
+ * Without -c, SECKILL_CONF or conf/seckill.conf is read; a missing file is an error. */
+int config_from_args(struct config *cfg, int argc, char **argv, char *const *envp,
+                     char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,44 @@
+#ifndef SK_LUASCRIPT_H
+#define SK_LUASCRIPT_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+/* The Redis scripts of schema/lua, read once at start-up and named by their SHA-1 so that
+ * EVALSHA can be sent at once; NOSCRIPT (Redis restarted or flushed) is answered with a
+ * SCRIPT LOAD and a retry. */
+
+enum luascript_id {
+    LUASCRIPT_EXECUTE,
+    LUASCRIPT_RELEASE,
+    LUASCRIPT_QUEUED,
+    LUASCRIPT_CONFIRM,
+    LUASCRIPT_FINALIZE,
+    LUASCRIPT_ACTIVITY,
+    LUASCRIPT_RESULT,
+    LUASCRIPT_COUNT
+};
+
+struct luascript {
+    const char *name;
+    char *body;
+    size_t body_len;
+    char sha[41];
+};
+
+struct luascript_set {
+    struct luascript scripts[LUASCRIPT_COUNT];
+};
+
+int luascript_load_all(struct luascript_set *set, const char *dir, char *err, size_t errlen);
+void luascript_free_all(struct luascript_set *set);
+
+/* Blocking EVALSHA for the consumer and seckillctl (never the gateway): argv holds the
+ * keys then the arguments. Returns the reply (caller frees) or NULL with c->errstr set. */
+redisReply *luascript_call_sync(redisContext *c, const struct luascript *s, int nkeys,
+                                const char *const *keys, int nargs, const char *const *args);
+
+/* True when a reply is Redis saying it does not know the script. */
+int luascript_is_noscript(const redisReply *reply);
+
+#endif

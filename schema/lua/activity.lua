@@ -1,0 +1,13 @@
+-- Read-only view of an activity for the gateway's cache and GET /seckill/activities.
+-- KEYS: 1 activity  2 stock
+-- Returns {} when the activity is not warmed, else
+--   {name, couponId, stock, start_ms, end_ms, status, stockLeft}
+local meta = redis.call('HMGET', KEYS[1], 'name', 'couponId', 'stock', 'start', 'end', 'status')
+if not meta[4] then
+  return {}
+end
+meta[7] = redis.call('GET', KEYS[2]) or '0'
+for i = 1, 6 do
+  if not meta[i] then meta[i] = '' end
+end
+return meta

@@ -1,0 +1,40 @@
+-- The consumer claims orders before writing them to MySQL. A claimed order can no longer
+-- be released by a rollback or the reaper; a FAILED order is never written.
+-- KEYS: 1 stock  2 users  3 orders  4 resv  5 queued  6 claimed
+-- ARGV: orderNo1, userId1, orderNo2, userId2, ...
+-- Returns one verdict per order, in order:
+--   'CLAIMED'   reservation taken over, write the row
+--   'CONFIRMED' already claimed or SUCCESS (redelivery), write the row again idempotently
+--   'REJECTED'  the order was released (FAILED) or cannot be honoured, skip it
+local verdicts = {}
+for i = 1, #ARGV, 2 do
+  local order_no, user = ARGV[i], ARGV[i + 1]
+  local member = order_no .. '|' .. user
+  local status = redis.call('HGET', KEYS[3], order_no)
+  local verdict
+  if status == 'FAILED' then
+    verdict = 'REJECTED'
+  elseif status == 'SUCCESS' or redis.call('SISMEMBER', KEYS[6], member) == 1 then
+    verdict = 'CONFIRMED'
+  elseif redis.call('ZREM', KEYS[4], member) == 1 or redis.call('SREM', KEYS[5], member) == 1 then
+    redis.call('SADD', KEYS[6], member)
+    verdict = 'CLAIMED'
+  elseif status == false then
+    -- Redis lost this order (restart without it, re-warmed from MySQL). Kafka says it was
+    -- accepted: honour it if stock and the one-per-user rule still allow, else reject.
+    local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
+    if stock > 0 and redis.call('HEXISTS', KEYS[2], user) == 0 then
+      redis.call('DECR', KEYS[1])
+      redis.call('HSET', KEYS[2], user, order_no)
+      redis.call('HSET', KEYS[3], order_no, 'PROCESSING')
+      redis.call('SADD', KEYS[6], member)
+      verdict = 'CLAIMED'
+    else
+      verdict = 'REJECTED'
+    end
+  else
+    verdict = 'REJECTED'
+  end
+  verdicts[#verdicts + 1] = verdict
+end
+return verdicts

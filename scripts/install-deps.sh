@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build, the services and the tests need.
+# Idempotent: packages already present are not touched and apt is not updated.
+set -euo pipefail
+
+packages=(
+  build-essential pkg-config
+  libevent-dev libhiredis-dev librdkafka-dev libcjson-dev libmariadb-dev libcmocka-dev
+  redis-server mariadb-server mariadb-client
+  python3 python3-pytest python3-requests
+  curl wrk valgrind gnuplot-nox
+  openjdk-17-jre-headless maven
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+
+# The Debian packages enable and start system-wide services; ours run on their own
+# ports under var/, so the stock ones are stopped to keep the machine quiet.
+if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now redis-server mariadb >/dev/null 2>&1 || true
+fi

@@ -1,0 +1,53 @@
+#include "parse.h"
+
+#include <stdint.h>
+
+int parse_id(const char *s, int64_t *out)
+{
+    if (!s || *s < '1' || *s > '9')
+        return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        unsigned digit = (unsigned)(*p - '0');
+        if (v > ((uint64_t)INT64_MAX - digit) / 10)
+            return -1;
+        v = v * 10 + digit;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+int parse_cents(const char *s, int64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    uint64_t whole = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned digit = (unsigned)(*p - '0');
+        /* Keep room for the cents: whole * 100 + 99 must fit. */
+        if (whole > ((uint64_t)INT64_MAX / 100 - digit) / 10)
+            return -1;
+        whole = whole * 10 + digit;
+    }
+    uint64_t cents = 0;
+    if (*p == '.') {
+        p++;
+        int digits = 0;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (++digits > 2)
+                return -1;
+            cents = cents * 10 + (unsigned)(*p - '0');
+        }
+        if (digits == 0)
+            return -1;
+        if (digits == 1)
+            cents *= 10;
+    }
+    if (*p != '\0')
+        return -1;
+    *out = (int64_t)(whole * 100 + cents);
+    return 0;
+}
