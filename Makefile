@@ -25,7 +25,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
 COMMON   := log config parse orderno tokenbucket keys sha1 luascript orderevent db timeparse
-SERVER   := server gateway http httpparams redisconn kafkaprod activity reply reaper metrics
+SERVER   := server gateway http httpparams queries redisconn kafkaprod activity winners reply marks reaper
 CONSUMER := consumer batch persist
 CTL      := ctl ctlcoupon ctlactivity ctlverify
 
@@ -33,7 +33,7 @@ obj = $(addprefix $(BUILD)/obj/,$(addsuffix .o,$(1)))
 
 BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl
 
-.PHONY: all clean up down status run test test-unit test-lua test-integration deps services
+.PHONY: all clean unit-tests up down status run test deps
 all: $(BINS)
 
 $(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
@@ -51,9 +51,11 @@ $(BUILD)/seckillctl: $(call obj,$(CTL) $(COMMON))
 
 # ---- unit tests (cmocka) -------------------------------------------------------
 UNIT_TESTS := $(patsubst test/unit/%.c,%,$(wildcard test/unit/test_*.c))
-$(BUILD)/test/%: test/unit/%.c $(call obj,$(COMMON) tokenbucket) | $(BUILD)/obj
+$(BUILD)/test/%: test/unit/%.c $(call obj,$(COMMON)) | $(BUILD)/obj
 	@mkdir -p $(BUILD)/test
-	$(CC) $(CFLAGS) $< $(call obj,$(COMMON)) $(LDFLAGS) $(LDLIBS) -lcmocka -lhiredis -o $@
+	$(CC) $(CFLAGS) $< $(call obj,$(COMMON)) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
+
+unit-tests: $(addprefix $(BUILD)/test/,$(UNIT_TESTS))
 
 clean:
 	rm -rf build

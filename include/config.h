@@ -21,7 +21,6 @@ struct config {
     char *http_host;
     int64_t http_port;
     int64_t http_backlog;
-    int64_t http_max_connections;
     int64_t http_request_timeout_ms;
     int64_t http_idle_timeout;
     int64_t http_max_body_size;

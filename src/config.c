@@ -34,7 +34,6 @@ static const struct config_entry config_table[] = {
     STR("http.host", http_host, "127.0.0.1"),
     INT("http.port", http_port, "8080", 1, 65535),
     INT("http.backlog", http_backlog, "4096", 16, 65535),
-    INT("http.max-connections", http_max_connections, "20000", 1, 1000000),
     INT("http.request-timeout-ms", http_request_timeout_ms, "10000", 10, 600000),
     INT("http.idle-timeout", http_idle_timeout, "60", 1, 86400),
     INT("http.max-body-size", http_max_body_size, "8192", 64, 16777216),
@@ -391,6 +390,19 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof(nonempty) / sizeof(nonempty[0]); i++) {
         if (nonempty[i].value[0] == '\0') {
             set_err(err, errlen, "%s: must not be empty", nonempty[i].name);
+            return -1;
+        }
+    }
+    if (!cfg->enable_pre_reduce) {
+        /* Without the Redis reservation nothing bounds the orders sent to Kafka by the
+         * stock; the reservation protocol is the design. */
+        set_err(err, errlen, "seckill.enable-pre-reduce: false is not supported");
+        return -1;
+    }
+    for (size_t i = 0; i < cfg->kafka_producer_count; i++) {
+        if (strcmp(cfg->kafka_producer[i].key, "message.timeout.ms") == 0 &&
+            strtoll(cfg->kafka_producer[i].value, NULL, 10) >= cfg->http_request_timeout_ms) {
+            set_err(err, errlen, "kafka.producer.message.timeout.ms: must be below http.request-timeout-ms");
             return -1;
         }
     }

@@ -1,0 +1,49 @@
+#ifndef SK_GATEWAY_H
+#define SK_GATEWAY_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "activity.h"
+#include "config.h"
+#include "kafkaprod.h"
+#include "luascript.h"
+#include "marks.h"
+#include "orderno.h"
+#include "redisconn.h"
+#include "tokenbucket.h"
+
+/* The gateway's parts, wired together by server.c and handed to every handler. */
+struct gateway {
+    struct event_base *base;
+    const struct config *cfg;
+    struct luascript_set scripts;
+    struct redisconn *redis;
+    struct kafkaprod *kafka;
+    struct activity_cache *activities;
+    struct marks *marks;
+    struct tokenbucket bucket;
+    struct orderno_gen orderno;
+    bool node_ready;          /* order numbers need a node id from Redis first */
+    bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
+    unsigned long in_flight;  /* execute requests not yet finished (reply and Kafka) */
+};
+
+int64_t gateway_now_ms(void);
+int64_t gateway_now_us(void);
+
+/* Called after every Redis (re)connect: node id, cache refresh. */
+void gateway_on_redis_connect(void *arg);
+/* The Kafka delivery report of an execute request (kafkaprod_delivery_cb). */
+void gateway_on_delivery(rd_kafka_resp_err_t err, void *opaque);
+
+/* POST /seckill/execute */
+void gateway_execute(struct gateway *gw, struct evhttp_request *req);
+
+/* The client address as the API defines it: the socket peer, or the first
+ * X-Forwarded-For hop when http.trust-forwarded-for is on. */
+void gateway_client_ip(const struct gateway *gw, struct evhttp_request *req, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,31 @@
+#ifndef SK_HTTPPARAMS_H
+#define SK_HTTPPARAMS_H
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cJSON;
+
+/* Request parameters from the query string and the body (form-encoded or a JSON object),
+ * parsed strictly: a body of another content type, malformed JSON, or a name given twice
+ * with different values is an error. */
+
+#define HTTPPARAMS_VALUE_LEN 128
+
+struct httpparams {
+    struct evkeyvalq query;
+    struct evkeyvalq form;
+    struct cJSON *json;   /* owned; NULL without a JSON body */
+    bool has_query;
+    bool has_form;
+};
+
+int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err, size_t errlen);
+/* Copies the value of `name` into out. Returns 1 found, 0 absent, -1 invalid (err set). */
+int httpparams_get(struct httpparams *p, const char *name, char *out, size_t outlen,
+                   char *err, size_t errlen);
+void httpparams_free(struct httpparams *p);
+
+#endif

@@ -1,0 +1,41 @@
+#ifndef SK_REPLY_H
+#define SK_REPLY_H
+
+#include <event2/http.h>
+#include <stdint.h>
+
+struct cJSON;
+
+/* HTTP replies of the gateway: every body is JSON with `success`, and on failure
+ * `status` and `message`. The status names and their HTTP codes are fixed by the API. */
+
+enum reply_status {
+    REPLY_OUT_OF_STOCK,
+    REPLY_DUPLICATE,
+    REPLY_NOT_STARTED,
+    REPLY_ENDED,
+    REPLY_CANCELLED,
+    REPLY_RATE_LIMITED,
+    REPLY_BLOCKED,
+    REPLY_INVALID,
+    REPLY_UNAUTHORIZED,
+    REPLY_NOT_FOUND,
+    REPLY_METHOD_NOT_ALLOWED,
+    REPLY_TOO_LARGE,
+    REPLY_UNAVAILABLE,
+    REPLY_STATUS_COUNT
+};
+
+const char *reply_status_name(enum reply_status status);
+int reply_status_code(enum reply_status status);
+
+/* Sends `body` (a JSON text) with the given HTTP code. */
+void reply_send(struct evhttp_request *req, int code, const char *body, size_t len);
+/* Renders and frees `json`. */
+void reply_json(struct evhttp_request *req, int code, struct cJSON *json);
+/* A failure. retry_after > 0 adds Retry-After (seconds); extra_key/extra_value add one
+ * more string field (e.g. the orderNo a DUPLICATE already holds), NULL for none. */
+void reply_error(struct evhttp_request *req, enum reply_status status, const char *message,
+                 int64_t retry_after, const char *extra_key, const char *extra_value);
+
+#endif

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# make test: install what is missing, build (release and ASan+UBSan), start Redis, Kafka and
+# MariaDB, then run the cmocka unit tests and the pytest integration suite against them.
+# Ends with one line "N passed, N failed". Services that were already running stay up;
+# services this run started are stopped again.
+set -uo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$ROOT" || exit 1
+
+started_at=$(date +%s)
+bash scripts/install-deps.sh || die "installing dependencies failed"
+make -s all || die "build failed"
+make -s SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
+
+was_up=false
+bash scripts/stack.sh status --services-only >/dev/null 2>&1 && was_up=true
+bash scripts/stack.sh up --services-only || die "starting the services failed"
+
+passed=0
+failed=0
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)}
+
+echo "== unit tests (cmocka, ASan+UBSan)"
+for t in build/asan/test/test_*; do
+  [ -x "$t" ] || continue
+  out=$("$t" 2>&1)
+  rc=$?
+  ok=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+  bad=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
+  ok=${ok:-0}
+  bad=${bad:-0}
+  if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+    bad=1  # crashed or a sanitizer stopped it before cmocka could count
+  fi
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  printf '%-28s %3d passed, %d failed\n' "$(basename "$t")" "$ok" "$bad"
+  [ "$bad" -eq 0 ] || printf '%s\n' "$out" | tail -n 40
+done
+
+echo "== integration tests (pytest, real services, ASan+UBSan binaries)"
+junit=build/pytest-junit.xml
+rm -f "$junit"
+SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT python3 -m pytest -q -p no:cacheprovider \
+  --junitxml="$junit" test/integration
+counts=$(python3 - "$junit" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print("0 1"); sys.exit()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+total = sum(int(s.get("tests", 0)) for s in suites)
+bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+skipped = sum(int(s.get("skipped", 0)) for s in suites)
+print(total - bad - skipped, bad if total else 1)
+PY
+)
+passed=$((passed + ${counts% *}))
+failed=$((failed + ${counts#* }))
+
+if [ "$was_up" = false ]; then
+  bash scripts/stack.sh down >/dev/null 2>&1 || warn "stopping the services failed"
+fi
+echo "make test took $(( $(date +%s) - started_at )) s"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

@@ -1,0 +1,218 @@
+#include "activity.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keys.h"
+#include "log.h"
+#include "parse.h"
+
+/* Activities are few (a shop runs a handful of sales at once): a sorted array gives
+ * binary-search lookups and stable pointers between refreshes. Entries are never removed
+ * while the gateway runs, so pointers held by in-flight requests stay valid. */
+#define ACTIVITY_CACHE_MAX 4096
+
+struct activity_cache {
+    struct event_base *base;
+    const struct config *cfg;
+    struct redisconn *redis;
+    struct event *timer;
+    struct activity *items[ACTIVITY_CACHE_MAX];  /* sorted by id; each owned */
+    size_t count;
+    bool listing;  /* a SMEMBERS is in flight */
+};
+
+/* One activity.lua call in flight. Freed by its callback. */
+struct activity_fetch {
+    struct activity_cache *cache;
+    int64_t id;
+};
+
+const char *activity_status_name(enum activity_status status)
+{
+    static const char *const names[] = { "PENDING", "ACTIVE", "ENDED", "CANCELLED" };
+    return names[status];
+}
+
+enum activity_status activity_status_at(const struct activity *a, int64_t now_ms)
+{
+    if (a->cancelled)
+        return ACTIVITY_CANCELLED;
+    if (now_ms < a->start_ms)
+        return ACTIVITY_PENDING;
+    if (now_ms >= a->end_ms)
+        return ACTIVITY_ENDED;
+    return ACTIVITY_ACTIVE;
+}
+
+static int reply_int(const redisReply *r, int64_t *out)
+{
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *out = r->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_STRING)
+        return -1;
+    char *end;
+    long long v = strtoll(r->str, &end, 10);
+    if (end == r->str || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int activity_from_reply(struct activity *a, const redisReply *reply)
+{
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7)
+        return -1;
+    redisReply **e = reply->element;
+    int64_t coupon, stock, start, end, left;
+    if (reply_int(e[1], &coupon) || reply_int(e[2], &stock) || reply_int(e[3], &start) ||
+        reply_int(e[4], &end) || reply_int(e[6], &left))
+        return -1;
+    snprintf(a->name, sizeof(a->name), "%s", e[0]->type == REDIS_REPLY_STRING ? e[0]->str : "");
+    a->coupon_id = coupon;
+    a->stock = stock;
+    a->start_ms = start;
+    a->end_ms = end;
+    a->stock_left = left;
+    a->cancelled = e[5]->type == REDIS_REPLY_STRING && strcmp(e[5]->str, "CANCELLED") == 0;
+    a->loaded = true;
+    /* Stock that came back (a rollback or an expired reservation) reopens the sale. */
+    if (left > 0)
+        a->sold_out = false;
+    return 0;
+}
+
+static size_t lower_bound(const struct activity_cache *cache, int64_t id)
+{
+    size_t lo = 0, hi = cache->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cache->items[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+struct activity *activity_cache_find(struct activity_cache *cache, int64_t id)
+{
+    size_t i = lower_bound(cache, id);
+    return (i < cache->count && cache->items[i]->id == id) ? cache->items[i] : NULL;
+}
+
+static struct activity *cache_insert(struct activity_cache *cache, int64_t id)
+{
+    size_t i = lower_bound(cache, id);
+    if (i < cache->count && cache->items[i]->id == id)
+        return cache->items[i];
+    if (cache->count == ACTIVITY_CACHE_MAX)
+        return NULL;
+    struct activity *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->id = id;
+    winners_init(&a->winners);
+    memmove(&cache->items[i + 1], &cache->items[i], (cache->count - i) * sizeof(cache->items[0]));
+    cache->items[i] = a;
+    cache->count++;
+    return a;
+}
+
+size_t activity_cache_count(const struct activity_cache *cache) { return cache->count; }
+
+struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { return cache->items[i]; }
+
+static void on_fetched(redisReply *reply, void *privdata)
+{
+    struct activity_fetch *fetch = privdata;
+    struct activity *a = activity_cache_find(fetch->cache, fetch->id);
+    if (a && reply && reply->type == REDIS_REPLY_ARRAY) {
+        if (reply->elements == 0)
+            a->loaded = false;  /* no longer warmed: let the script answer NOT_FOUND */
+        else if (activity_from_reply(a, reply) != 0)
+            LOG_WARN("activity %" PRId64 ": malformed activity hash in Redis", a->id);
+    }
+    free(fetch);
+}
+
+static void fetch_activity(struct activity_cache *cache, int64_t id)
+{
+    char activity_key[KEYS_LEN], stock_key[KEYS_LEN];
+    keys_activity(activity_key, sizeof(activity_key), cache->cfg, KEYS_ACTIVITY, id);
+    keys_activity(stock_key, sizeof(stock_key), cache->cfg, KEYS_STOCK, id);
+    struct activity_fetch *fetch = malloc(sizeof(*fetch));
+    if (!fetch)
+        return;
+    fetch->cache = cache;
+    fetch->id = id;
+    const char *argv[] = { activity_key, stock_key };
+    if (redisconn_eval(cache->redis, LUASCRIPT_ACTIVITY, 2, 0, argv, NULL, on_fetched, fetch) != 0)
+        free(fetch);
+}
+
+static void on_listed(redisReply *reply, void *privdata)
+{
+    struct activity_cache *cache = privdata;
+    cache->listing = false;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY)
+        return;
+    for (size_t i = 0; i < reply->elements; i++) {
+        int64_t id;
+        if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
+            continue;
+        if (cache_insert(cache, id))
+            fetch_activity(cache, id);
+        else
+            LOG_WARN("activity cache full (%d): activity %" PRId64 " served by Redis alone",
+                     ACTIVITY_CACHE_MAX, id);
+    }
+}
+
+void activity_cache_refresh(struct activity_cache *cache)
+{
+    if (cache->listing || !redisconn_ready(cache->redis))
+        return;
+    const char *argv[] = { "SMEMBERS", KEYS_ACTIVITIES };
+    if (redisconn_command_argv(cache->redis, 2, argv, NULL, on_listed, cache) == 0)
+        cache->listing = true;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    activity_cache_refresh(arg);
+}
+
+struct activity_cache *activity_cache_new(struct event_base *base, const struct config *cfg,
+                                          struct redisconn *redis)
+{
+    struct activity_cache *cache = calloc(1, sizeof(*cache));
+    if (!cache)
+        return NULL;
+    cache->base = base;
+    cache->cfg = cfg;
+    cache->redis = redis;
+    cache->timer = event_new(base, -1, EV_PERSIST, on_timer, cache);
+    struct timeval tv = { (time_t)(cfg->activity_refresh_ms / 1000),
+                          (suseconds_t)((cfg->activity_refresh_ms % 1000) * 1000) };
+    event_add(cache->timer, &tv);
+    return cache;
+}
+
+void activity_cache_free(struct activity_cache *cache)
+{
+    if (!cache)
+        return;
+    event_free(cache->timer);
+    for (size_t i = 0; i < cache->count; i++) {
+        winners_free(&cache->items[i]->winners);
+        free(cache->items[i]);
+    }
+    free(cache);
+}

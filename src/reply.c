@@ -1,0 +1,91 @@
+#include "reply.h"
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int code;
+} reply_statuses[REPLY_STATUS_COUNT] = {
+    [REPLY_OUT_OF_STOCK] = { "OUT_OF_STOCK", 409 },
+    [REPLY_DUPLICATE] = { "DUPLICATE", 409 },
+    [REPLY_NOT_STARTED] = { "NOT_STARTED", 409 },
+    [REPLY_ENDED] = { "ENDED", 409 },
+    [REPLY_CANCELLED] = { "CANCELLED", 409 },
+    [REPLY_RATE_LIMITED] = { "RATE_LIMITED", 429 },
+    [REPLY_BLOCKED] = { "BLOCKED", 429 },
+    [REPLY_INVALID] = { "INVALID", 400 },
+    [REPLY_UNAUTHORIZED] = { "UNAUTHORIZED", 401 },
+    [REPLY_NOT_FOUND] = { "NOT_FOUND", 404 },
+    [REPLY_METHOD_NOT_ALLOWED] = { "METHOD_NOT_ALLOWED", 405 },
+    [REPLY_TOO_LARGE] = { "TOO_LARGE", 413 },
+    [REPLY_UNAVAILABLE] = { "UNAVAILABLE", 503 },
+};
+
+const char *reply_status_name(enum reply_status status) { return reply_statuses[status].name; }
+
+int reply_status_code(enum reply_status status) { return reply_statuses[status].code; }
+
+static const char *reason_phrase(int code)
+{
+    switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+void reply_send(struct evhttp_request *req, int code, const char *body, size_t len)
+{
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", "application/json");
+    struct evbuffer *buf = evbuffer_new();
+    if (buf)
+        evbuffer_add(buf, body, len);
+    evhttp_send_reply(req, code, reason_phrase(code), buf);
+    if (buf)
+        evbuffer_free(buf);
+}
+
+void reply_json(struct evhttp_request *req, int code, cJSON *json)
+{
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    if (!text) {
+        static const char oom[] = "{\"success\":false,\"status\":\"UNAVAILABLE\",\"message\":\"out of memory\"}";
+        reply_send(req, 503, oom, sizeof(oom) - 1);
+        return;
+    }
+    reply_send(req, code, text, strlen(text));
+    cJSON_free(text);
+}
+
+void reply_error(struct evhttp_request *req, enum reply_status status, const char *message,
+                 int64_t retry_after, const char *extra_key, const char *extra_value)
+{
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 0);
+    cJSON_AddStringToObject(json, "status", reply_status_name(status));
+    cJSON_AddStringToObject(json, "message", message);
+    if (extra_key && extra_value)
+        cJSON_AddStringToObject(json, extra_key, extra_value);
+    if (retry_after > 0) {
+        char value[24];
+        snprintf(value, sizeof(value), "%" PRId64, retry_after);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", value);
+        cJSON_AddNumberToObject(json, "retryAfter", (double)retry_after);
+    }
+    reply_json(req, reply_status_code(status), json);
+}
