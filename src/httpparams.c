@@ -1,5 +1,7 @@
 #include "httpparams.h"
 
+#include "json.h"
+
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
 #include <math.h>
@@ -37,9 +39,10 @@ int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err
     }
     char *text = (char *)evbuffer_pullup(body, -1);
     if (content_type_is(type, "application/json")) {
-        p->json = cJSON_ParseWithLength(text, len);
-        if (!p->json || !cJSON_IsObject(p->json)) {
-            snprintf(err, errlen, "body is not a JSON object");
+        char why[64];
+        p->json = json_parse_object(text, len, why, sizeof(why));
+        if (!p->json) {
+            snprintf(err, errlen, "body: %s", why);
             return -1;
         }
         return 0;
@@ -65,8 +68,6 @@ int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err
     return -1;
 }
 
-/* JSON numbers above 2^53 are not exact; ids and amounts beyond that must be strings. */
-#define JSON_MAX_EXACT 9007199254740992.0
 
 static int json_value(const cJSON *item, const char *name, char *out, size_t outlen, char *err, size_t errlen)
 {
@@ -80,7 +81,7 @@ static int json_value(const cJSON *item, const char *name, char *out, size_t out
     }
     if (cJSON_IsNumber(item)) {
         double v = item->valuedouble;
-        if (!isfinite(v) || fabs(v) > JSON_MAX_EXACT) {
+        if (!isfinite(v) || fabs(v) > JSON_MAX_EXACT_INT) {
             snprintf(err, errlen, "%s: number out of range", name);
             return -1;
         }

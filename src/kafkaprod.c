@@ -86,6 +86,18 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
     return 0;  /* librdkafka frees the JSON */
 }
 
+static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    (void)rk;
+    /* syslog levels: 0-3 errors, 4 warnings, the rest information */
+    if (level <= 3)
+        LOG_ERROR("kafka %s: %s", fac, buf);
+    else if (level == 4)
+        LOG_WARN("kafka %s: %s", fac, buf);
+    else
+        LOG_INFO("kafka %s: %s", fac, buf);
+}
+
 static void serve_queue(struct kafkaprod *kp)
 {
     if (kp->rk)
@@ -133,6 +145,7 @@ static int producer_create(struct kafkaprod *kp, char *err, size_t errlen)
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_stats_cb(conf, on_stats);
+    rd_kafka_conf_set_log_cb(conf, on_log);
     char why[512];
     kp->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
     if (!kp->rk) {

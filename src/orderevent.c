@@ -1,5 +1,7 @@
 #include "orderevent.h"
 
+#include "json.h"
+
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
@@ -16,8 +18,6 @@ int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
-/* JSON numbers are doubles: only integers up to 2^53 survive the trip exactly. */
-#define JSON_MAX_EXACT 9007199254740992.0
 
 static int get_int(const cJSON *obj, const char *name, int64_t min, int64_t *out, char *err,
                    size_t errlen)
@@ -28,7 +28,7 @@ static int get_int(const cJSON *obj, const char *name, int64_t min, int64_t *out
         return -1;
     }
     double v = item->valuedouble;
-    if (v != floor(v) || v < (double)min || v > JSON_MAX_EXACT) {
+    if (v != floor(v) || v < (double)min || v > JSON_MAX_EXACT_INT) {
         snprintf(err, errlen, "%s: not an integer in range", name);
         return -1;
     }
@@ -39,16 +39,10 @@ static int get_int(const cJSON *obj, const char *name, int64_t min, int64_t *out
 int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char *err, size_t errlen)
 {
     memset(ev, 0, sizeof(*ev));
-    cJSON *root = cJSON_ParseWithLength(data, len);
-    if (!root) {
-        snprintf(err, errlen, "not JSON");
+    cJSON *root = json_parse_object(data, len, err, errlen);
+    if (!root)
         return -1;
-    }
     int rc = -1;
-    if (!cJSON_IsObject(root)) {
-        snprintf(err, errlen, "not a JSON object");
-        goto out;
-    }
     const cJSON *order_no = cJSON_GetObjectItemCaseSensitive(root, "orderNo");
     if (!cJSON_IsString(order_no) || strlen(order_no->valuestring) >= sizeof(ev->order_no)) {
         snprintf(err, errlen, "orderNo: missing or not a string");

@@ -27,7 +27,7 @@ int parse_cents(const char *s, int64_t *out)
     const char *p = s;
     for (; *p >= '0' && *p <= '9'; p++) {
         unsigned digit = (unsigned)(*p - '0');
-        /* Keep room for the cents: whole * 100 + 99 must fit. */
+        /* whole * 100 must fit; the cents are checked at the end. */
         if (whole > ((uint64_t)INT64_MAX / 100 - digit) / 10)
             return -1;
         whole = whole * 10 + digit;
@@ -48,6 +48,11 @@ int parse_cents(const char *s, int64_t *out)
     }
     if (*p != '\0')
         return -1;
-    *out = (int64_t)(whole * 100 + cents);
+    /* whole <= INT64_MAX / 100, so this cannot wrap, but with the cents it can pass
+     * INT64_MAX ("92233720368547758.08"). */
+    uint64_t total = whole * 100 + cents;
+    if (total > (uint64_t)INT64_MAX)
+        return -1;
+    *out = (int64_t)total;
     return 0;
 }

@@ -1,0 +1,18 @@
+#ifndef SK_JSON_H
+#define SK_JSON_H
+
+#include <stddef.h>
+
+struct cJSON;
+
+/* Strict JSON input for untrusted bytes (HTTP bodies, Kafka messages): exactly one JSON
+ * object and nothing but white space after it. cJSON alone stops after the first value
+ * and would take "{...}junk". Returns the object (caller frees with cJSON_Delete) or NULL
+ * with a reason in err. */
+struct cJSON *json_parse_object(const char *data, size_t len, char *err, size_t errlen);
+
+/* Numbers are doubles in JSON: integers above 2^53 - 1 do not survive the trip exactly
+ * (2^53 + 1 reads as 2^53), so anything larger is refused as an id or an amount. */
+#define JSON_MAX_EXACT_INT 9007199254740991.0
+
+#endif
