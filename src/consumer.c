@@ -526,8 +526,12 @@ static int step_dead_letters(struct consumer *c, char *err, size_t errlen)
     }
     /* Sliced so that delivery reports are served as they come. */
     int64_t deadline = now_ms() + DLQ_FLUSH_MS;
-    while (rd_kafka_outq_len(c->dlq) > 0 && now_ms() < deadline)
+    while (rd_kafka_outq_len(c->dlq) > 0 && now_ms() < deadline) {
         rd_kafka_flush(c->dlq, SLICE_MS);
+        /* Stopping: a healthy broker acknowledges within a second, a sick one never. */
+        if (stop_requested && deadline > now_ms() + 1000)
+            deadline = now_ms() + 1000;
+    }
     size_t undelivered = 0;
     for (size_t i = 0; i < b->dead_count; i++)
         if (b->dead[i]->state != BATCH_DEAD_DELIVERED)

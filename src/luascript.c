@@ -12,7 +12,8 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_EXECUTE] = "execute",   [LUASCRIPT_RELEASE] = "release",
     [LUASCRIPT_QUEUED] = "queued",     [LUASCRIPT_CONFIRM] = "confirm",
     [LUASCRIPT_FINALIZE] = "finalize", [LUASCRIPT_ACTIVITY] = "activity",
-    [LUASCRIPT_RESULT] = "result",
+    [LUASCRIPT_RESULT] = "result",     [LUASCRIPT_USE] = "use",
+    [LUASCRIPT_UNUSE] = "unuse",       [LUASCRIPT_CANCEL] = "cancel",
 };
 
 static char *read_file(const char *path, size_t *len)

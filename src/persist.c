@@ -302,7 +302,7 @@ static int persist_run(struct tx *tx, const struct run *r, unsigned char *in_db,
         if (in_db[run_slot(r, i)])
             continue;
         const struct orderevent *ev = run_order(r, i);
-        LOG_WARN("order %s: user %" PRId64 " already holds another order of activity %" PRId64
+        LOG_ERROR("order %s: user %" PRId64 " already holds another order of activity %" PRId64
                  " in MySQL; not persisted", ev->order_no, ev->user_id, r->activity_id);
         stats->conflicts++;
     }

@@ -1,0 +1,20 @@
+-- Redeems a user coupon at checkout, atomically: the first order reference wins, the same
+-- reference gets the same answer again, any other is refused. The gateway has read the
+-- coupon's terms and computed the amounts with its one discount function.
+-- KEYS: 1 the user's coupon hash seckill:ucoupon:{u<userId>}
+-- ARGV: 1 userCouponId  2 orderRef  3 discount cents  4 payable cents  5 now ms
+-- Returns {'OK'} | {'REPEAT', discount, payable} | {'USED', otherOrderRef} | {'NOT_FOUND'}
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  return {'NOT_FOUND'}
+end
+local used_field = ARGV[1] .. ':used'
+local used = redis.call('HGET', KEYS[1], used_field)
+if used then
+  local ref, discount, payable = string.match(used, '^([^|]*)|([^|]*)|([^|]*)|')
+  if ref == ARGV[2] then
+    return {'REPEAT', discount, payable}
+  end
+  return {'USED', ref}
+end
+redis.call('HSET', KEYS[1], used_field, ARGV[2] .. '|' .. ARGV[3] .. '|' .. ARGV[4] .. '|' .. ARGV[5])
+return {'OK'}
