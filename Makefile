@@ -25,7 +25,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
 COMMON   := log config json coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse
-SERVER   := server gateway http httpparams queries redisconn kafkaprod activity winners reply marks reaper
+SERVER   := server gateway http httpparams queries coupons redisconn kafkaprod activity winners reply marks reaper
 CONSUMER := consumer batch persist
 CTL      := ctl ctlcoupon ctlactivity ctlverify
 

@@ -36,8 +36,6 @@ int64_t gateway_now_us(void);
 
 /* Called after every Redis (re)connect: node id, cache refresh. */
 void gateway_on_redis_connect(void *arg);
-/* The Kafka delivery report of an execute request (kafkaprod_delivery_cb). */
-void gateway_on_delivery(rd_kafka_resp_err_t err, void *opaque);
 
 /* POST /seckill/execute */
 void gateway_execute(struct gateway *gw, struct evhttp_request *req);

@@ -13,20 +13,25 @@
  * loop drains the pipe and serves them with rd_kafka_poll(rk, 0). Nothing here blocks
  * except kafkaprod_flush, which only shutdown calls. */
 
-/* Runs on the loop exactly once per accepted produce: err is RD_KAFKA_RESP_ERR_NO_ERROR
+/* Every message carries a ticket, embedded in the sender's request context; its `done`
+ * runs on the loop exactly once per accepted produce, with RD_KAFKA_RESP_ERR_NO_ERROR
  * when the message is durably in Kafka (acks=all). */
-typedef void (*kafkaprod_delivery_cb)(rd_kafka_resp_err_t err, void *opaque);
+struct kafkaprod_ticket;
+typedef void (*kafkaprod_done_fn)(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err);
+struct kafkaprod_ticket {
+    kafkaprod_done_fn done;
+};
 
 struct kafkaprod;
 
-struct kafkaprod *kafkaprod_new(struct event_base *base, const struct config *cfg,
-                                kafkaprod_delivery_cb cb, char *err, size_t errlen);
+struct kafkaprod *kafkaprod_new(struct event_base *base, const struct config *cfg, char *err,
+                                size_t errlen);
 void kafkaprod_free(struct kafkaprod *kp);
 
-/* 0 when queued (the callback will run), else the error and no callback
+/* 0 when queued (ticket->done will run), else the error and no callback
  * (queue full, unknown topic, fatal producer state). */
 rd_kafka_resp_err_t kafkaprod_produce(struct kafkaprod *kp, const void *key, size_t keylen,
-                                      const void *payload, size_t len, void *opaque);
+                                      const void *payload, size_t len, struct kafkaprod_ticket *ticket);
 
 /* Waits for every queued message's delivery report; shutdown only. */
 int kafkaprod_flush(struct kafkaprod *kp, int timeout_ms);

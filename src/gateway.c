@@ -23,6 +23,7 @@
  * reply-after-ack off the reply goes out before the delivery report, which still has to
  * mark or roll back the reservation. */
 struct gw_req {
+    struct kafkaprod_ticket ticket;  /* first: the delivery report hands it back */
     struct gateway *gw;
     struct evhttp_request *http;
     int64_t user_id;
@@ -154,9 +155,9 @@ static void rollback(struct gw_req *r)
     }
 }
 
-void gateway_on_delivery(rd_kafka_resp_err_t err, void *opaque)
+static void on_delivery(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
 {
-    struct gw_req *r = opaque;
+    struct gw_req *r = (struct gw_req *)ticket;
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         char member[ORDERNO_LEN + 24];
         snprintf(member, sizeof(member), "%s|%s", r->order_no, r->user);
@@ -182,7 +183,7 @@ static void produce(struct gw_req *r)
     char payload[256];
     int len = orderevent_encode(&ev, payload, sizeof(payload));
     rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
-                                      : kafkaprod_produce(r->gw->kafka, r->user, strlen(r->user), payload, (size_t)len, r);
+                                      : kafkaprod_produce(r->gw->kafka, r->user, strlen(r->user), payload, (size_t)len, &r->ticket);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         LOG_WARN("order %s: kafka produce refused: %s", r->order_no, rd_kafka_err2str(err));
         rollback(r);
@@ -390,6 +391,7 @@ void gateway_execute(struct gateway *gw, struct evhttp_request *req)
         reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
         return;
     }
+    r->ticket.done = on_delivery;
     r->gw = gw;
     r->http = req;
     r->user_id = user_id;

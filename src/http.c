@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "coupons.h"
 #include "log.h"
 #include "queries.h"
 #include "reply.h"
@@ -51,12 +52,20 @@ static void route_health(struct gateway *gw, struct evhttp_request *req, const c
     queries_health(gw, req);
 }
 
+static void route_coupons(struct gateway *gw, struct evhttp_request *req, const char *rest)
+{
+    (void)rest;
+    coupons_list(gw, req);
+}
+
 static const struct route routes[] = {
     { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
     { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_stock },
     { "/seckill/result", ROUTE_EXACT, EVHTTP_REQ_GET, route_result },
     { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_order },
     { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_activity },
+    { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
+    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, coupons_use },
     { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
 };
 

@@ -20,7 +20,6 @@ struct kafkaprod {
     struct event *wakeup_event;
     struct event *poll_timer;      /* safety net should a wake-up byte ever be missed */
     struct event *recreate_timer;  /* a fatal idempotence error needs a new producer */
-    kafkaprod_delivery_cb cb;
     bool healthy;
 };
 
@@ -43,7 +42,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
     struct kafkaprod *kp = opaque;
     if (msg->err == RD_KAFKA_RESP_ERR_NO_ERROR)
         kp->healthy = true;
-    kp->cb(msg->err, msg->_private);
+    struct kafkaprod_ticket *ticket = msg->_private;
+    ticket->done(ticket, msg->err);
 }
 
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -193,8 +193,8 @@ static void on_recreate(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-struct kafkaprod *kafkaprod_new(struct event_base *base, const struct config *cfg,
-                                kafkaprod_delivery_cb cb, char *err, size_t errlen)
+struct kafkaprod *kafkaprod_new(struct event_base *base, const struct config *cfg, char *err,
+                                size_t errlen)
 {
     struct kafkaprod *kp = calloc(1, sizeof(*kp));
     if (!kp) {
@@ -203,7 +203,6 @@ struct kafkaprod *kafkaprod_new(struct event_base *base, const struct config *cf
     }
     kp->base = base;
     kp->cfg = cfg;
-    kp->cb = cb;
     if (pipe(kp->wakeup_pipe) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));
         free(kp);
@@ -240,12 +239,12 @@ void kafkaprod_free(struct kafkaprod *kp)
 }
 
 rd_kafka_resp_err_t kafkaprod_produce(struct kafkaprod *kp, const void *key, size_t keylen,
-                                      const void *payload, size_t len, void *opaque)
+                                      const void *payload, size_t len, struct kafkaprod_ticket *ticket)
 {
     if (!kp->rk)
         return RD_KAFKA_RESP_ERR__STATE;
     if (rd_kafka_produce(kp->topic, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)payload,
-                         len, key, keylen, opaque) != 0)
+                         len, key, keylen, ticket) != 0)
         return rd_kafka_last_error();
     return RD_KAFKA_RESP_ERR_NO_ERROR;
 }

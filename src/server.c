@@ -85,7 +85,7 @@ int main(int argc, char **argv)
     }
     gw.base = event_base_new();
     tokenbucket_init(&gw.bucket, cfg.permits_per_second, cfg.burst_capacity, gateway_now_us());
-    gw.kafka = kafkaprod_new(gw.base, &cfg, gateway_on_delivery, err, sizeof(err));
+    gw.kafka = kafkaprod_new(gw.base, &cfg, err, sizeof(err));
     if (!gw.kafka) {
         LOG_ERROR("%s", err);
         goto out;
