@@ -1,7 +1,6 @@
 /* order-consumer: reads order.created events from Kafka in batches, claims them in Redis,
  * writes them to MySQL in one transaction, shows them as SUCCESS in Redis, and only then
  * commits the Kafka offsets. A crash anywhere replays the batch, which is idempotent. */
-#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -14,6 +13,7 @@
 
 #include "batch.h"
 #include "config.h"
+#include "couponstore.h"
 #include "db.h"
 #include "keys.h"
 #include "log.h"
@@ -63,6 +63,8 @@ struct consumer {
     size_t stash_cap;
     int paused;                  /* the assignment is paused while a step is retried */
     char dlq_error[256];         /* last failed dead-letter delivery */
+    struct persist_coupon *coupons;  /* parallel to batch.accepted */
+    size_t coupons_cap;
     struct persist_stats persisted;  /* of the current batch */
     struct consumer_stats total;
     struct consumer_stats reported;
@@ -163,17 +165,20 @@ static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *op
         LOG_ERROR("kafka %s: fatal %s: %s", rd_kafka_name(rk), rd_kafka_err2name(orig), fatal);
         return;
     }
-    LOG_WARN("kafka %s: %s: %s", rd_kafka_name(rk), rd_kafka_err2name((rd_kafka_resp_err_t)err),
-             reason);
+    /* A lost connection is already in librdkafka's own log line. */
+    if (err == RD_KAFKA_RESP_ERR__TRANSPORT)
+        LOG_DEBUG("kafka %s: %s", rd_kafka_name(rk), reason);
+    else
+        LOG_WARN("kafka %s: %s: %s", rd_kafka_name(rk),
+                 rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
 }
 
-/* librdkafka's own log lines, from its threads: log_write keeps each line whole. */
+/* librdkafka's own log lines, from its threads: log_write keeps each line whole. Its
+ * "errors" (a broker unreachable) are transient and retried by itself: warnings here. */
 static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
 {
     (void)rk;
-    if (level <= 3)
-        LOG_ERROR("kafka %s: %s", fac, buf);
-    else if (level == 4)
+    if (level <= 4)
         LOG_WARN("kafka %s: %s", fac, buf);
     else if (level <= 6)
         LOG_INFO("kafka %s: %s", fac, buf);
@@ -393,22 +398,21 @@ static int is_message_error(rd_kafka_resp_err_t err)
            err == RD_KAFKA_RESP_ERR_INVALID_MSG;
 }
 
-static void consumer_dead_letter(struct consumer *c, const rd_kafka_message_t *msg,
-                                 const char *error)
+static int consumer_dead_letter(struct consumer *c, const rd_kafka_message_t *msg,
+                                const char *error)
 {
     LOG_WARN("dead-lettering partition %" PRId32 " offset %" PRId64 ": %s", msg->partition,
              msg->offset, error);
-    if (batch_add_dead(&c->batch, msg->payload, msg->len, msg->key, msg->key_len,
-                       msg->partition, msg->offset, error) != 0) {
-        /* Without its dead letter the offset must not be committed: stop, replay later. */
-        LOG_ERROR("out of memory keeping a dead letter; stopping");
-        stop_requested = 1;
-    }
+    return batch_add_dead(&c->batch, msg->payload, msg->len, msg->key, msg->key_len,
+                          msg->partition, msg->offset, error);
 }
 
-/* Returns 1 when msg counts towards the batch (an order or a dead letter). */
+/* Keeps what msg means for the batch: an order, a dead letter, or nothing (an error
+ * that is not about one message). Returns 1 when it counts towards the batch size. */
 static int consumer_take(struct consumer *c, const rd_kafka_message_t *msg)
 {
+    char error[160];
+    int rc;
     if (msg->err) {
         if (msg->err == RD_KAFKA_RESP_ERR__PARTITION_EOF)
             return 0;
@@ -417,23 +421,24 @@ static int consumer_take(struct consumer *c, const rd_kafka_message_t *msg)
                      msg->rkt ? " on " : "", msg->rkt ? rd_kafka_topic_name(msg->rkt) : "");
             return 0;
         }
-        char error[160];
         snprintf(error, sizeof(error), "kafka: %s", rd_kafka_message_errstr(msg));
-        consumer_dead_letter(c, msg, error);
+        rc = consumer_dead_letter(c, msg, error);
     } else {
         struct orderevent ev;
-        char error[160];
-        if (orderevent_decode(msg->payload, msg->len, &ev, error, sizeof(error)) != 0) {
-            consumer_dead_letter(c, msg, error);
-        } else if (batch_add_order(&c->batch, &ev) != 0) {
-            LOG_ERROR("out of memory keeping order %s; stopping", ev.order_no);
-            stop_requested = 1;
-            return 0;
-        }
+        if (orderevent_decode(msg->payload, msg->len, &ev, error, sizeof(error)) != 0)
+            rc = consumer_dead_letter(c, msg, error);
+        else if (ev.created_ms > PERSIST_MAX_ACCEPTED_MS)
+            rc = consumer_dead_letter(c, msg, "createdAt: beyond the range of DATETIME");
+        else
+            rc = batch_add_order(&c->batch, &ev);
     }
-    if (batch_note_offset(&c->batch, msg->partition, msg->offset) != 0) {
-        LOG_ERROR("out of memory keeping offsets; stopping");
+    if (rc != 0 || batch_note_offset(&c->batch, msg->partition, msg->offset) != 0) {
+        /* Nothing later may be taken, or its offset would commit past this message:
+         * finish what is kept, stop, and let this one replay. */
+        LOG_ERROR("out of memory at partition %" PRId32 " offset %" PRId64 "; stopping",
+                  msg->partition, msg->offset);
         stop_requested = 1;
+        return 0;
     }
     c->batch.messages++;
     return 1;
@@ -446,7 +451,9 @@ static void consumer_fill(struct consumer *c)
     size_t limit = (size_t)c->cfg.consumer_batch_size;
     int64_t first_ms = 0;
     for (size_t i = 0; i < c->stash_count; i++) {
-        consumer_take(c, c->stash[i]);
+        /* Once stopping, the rest is left uncommitted: it is fetched again. */
+        if (!stop_requested)
+            consumer_take(c, c->stash[i]);
         rd_kafka_message_destroy(c->stash[i]);
     }
     c->stash_count = 0;
@@ -498,9 +505,13 @@ static int step_dead_letters(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     if (b->dead_count == 0)
         return 0;
-    if ((c->dlq && dlq_renew(c, err, errlen) != 0) ||
-        (!c->dlq && !(c->dlq = consumer_dlq_new(c, err, errlen))))
+    if (c->dlq && dlq_renew(c, err, errlen) != 0)
         return -1;
+    if (!c->dlq) {
+        c->dlq = consumer_dlq_new(c, err, errlen);
+        if (!c->dlq)
+            return -1;
+    }
     char partition[16], offset[24];
     size_t refused = 0;
     for (size_t i = 0; i < b->dead_count; i++) {
@@ -672,13 +683,81 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     if (b->accepted_count == 0)
         return 0;
+    if (b->accepted_count > c->coupons_cap) {
+        struct persist_coupon *grown = realloc(c->coupons, b->accepted_count * sizeof(*grown));
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->coupons = grown;
+        c->coupons_cap = b->accepted_count;
+    }
     if (db_ensure(c, err, errlen) != 0)
         return -1;
     enum persist_result r = persist_batch(c->db, b->accepted, b->accepted_count, b->in_db,
-                                          &c->persisted, err, errlen);
+                                          c->coupons, &c->persisted, err, errlen);
     if (r == PERSIST_DISCONNECTED)
         db_drop(c);
     return r == PERSIST_OK ? 0 : -1;
+}
+
+/* The terms of one coupon, read once per batch. Returns 0 with *usable set (0: the coupon
+ * row is missing or malformed, which no retry mends), or -1 when MySQL failed. */
+static int coupon_terms(struct consumer *c, int64_t coupon_id, struct ucoupon *tmpl,
+                        int *usable, char *err, size_t errlen)
+{
+    char why[256];
+    int rc = couponstore_load(c->db, coupon_id, tmpl, why, sizeof(why));
+    *usable = rc == 0;
+    if (rc == 0)
+        return 0;
+    unsigned int code = mysql_errno(c->db);
+    if (rc < 0 && code != 0) {
+        snprintf(err, errlen, "%s", why);
+        if (persist_connection_lost(code))
+            db_drop(c);
+        return -1;
+    }
+    LOG_ERROR("%s: its user coupons of this batch are not published to redis", why);
+    return 0;
+}
+
+/* The Redis record of each issued user coupon (GET /coupons reads it), before SUCCESS
+ * shows, so that a winner who looks finds the coupon too. Written once: a repeat changes
+ * nothing. */
+static int step_publish(struct consumer *c, char *err, size_t errlen)
+{
+    struct batch *b = &c->batch;
+    if (b->accepted_count == 0)
+        return 0;
+    if (redis_ensure(c, err, errlen) != 0 || db_ensure(c, err, errlen) != 0)
+        return -1;
+    struct ucoupon tmpl;
+    int64_t loaded = 0;
+    int usable = 0;
+    for (size_t i = 0; i < b->accepted_count; i++) {
+        const struct persist_coupon *pc = &c->coupons[i];
+        if (!b->in_db[i] || pc->id <= 0)
+            continue;
+        if (pc->coupon_id != loaded) {
+            if (coupon_terms(c, pc->coupon_id, &tmpl, &usable, err, errlen) != 0)
+                return -1;
+            loaded = pc->coupon_id;
+        }
+        if (!usable)
+            continue;
+        struct ucoupon uc = tmpl;
+        uc.id = pc->id;
+        uc.user_id = b->accepted[i].user_id;
+        char why[256];
+        if (couponstore_publish(c->redis, &uc, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "order %s: %s", b->accepted[i].order_no, why);
+            if (c->redis->err)
+                redis_drop(c);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static int finalize_chunk(struct consumer *c, const struct activity_keys *k,
@@ -780,7 +859,8 @@ static void log_rejections(const struct batch *b)
                      "before it could be persisted", b->orders[i].order_no, b->orders[i].user_id);
 }
 
-/* DLQ → claim → MySQL COMMIT → SUCCESS in Redis → Kafka offsets, strictly in this order.
+/* DLQ → claim → MySQL COMMIT → user coupons and SUCCESS in Redis → Kafka offsets, strictly
+ * in this order.
  * Returns -1 when stopping left the batch unfinished. */
 static int consumer_process(struct consumer *c)
 {
@@ -794,6 +874,7 @@ static int consumer_process(struct consumer *c)
     log_rejections(b);
     batch_collect_accepted(b);
     if (consumer_retry(c, "persist", step_persist) != 0 ||
+        consumer_retry(c, "publish coupons", step_publish) != 0 ||
         consumer_retry(c, "finalize", step_finalize) != 0)
         return -1;
     consumer_set_paused(c, 0);
@@ -850,6 +931,7 @@ static void consumer_free(struct consumer *c)
 {
     consumer_close(c);
     free(c->stash);
+    free(c->coupons);
     /* Before the batch: its dead letters are the opaques of messages still queued here. */
     if (c->dlq) {
         rd_kafka_flush(c->dlq, 2000);
@@ -958,6 +1040,9 @@ int main(int argc, char **argv)
             unfinished = 1;
             break;
         }
+        /* Serves the dead-letter producer's own events (errors) between batches. */
+        if (c.dlq)
+            rd_kafka_poll(c.dlq, 0);
         consumer_summary(&c);
     }
     /* A batch being filled when SIGTERM came was finished above before the loop ended. */
@@ -969,5 +1054,6 @@ int main(int argc, char **argv)
              " new), %" PRIu64 " rejected, %" PRIu64 " dead-lettered",
              t->batches, t->persisted, t->added, t->rejected, t->dead);
     consumer_free(&c);
+    mysql_library_end();
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 
@@ -96,7 +97,8 @@ struct tx {
 static int tx_run(struct tx *tx, const char *what, uint64_t *affected)
 {
     if (tx->sql.failed) {
-        snprintf(tx->err, tx->errlen, "%s: out of memory building the statement", what);
+        snprintf(tx->err, tx->errlen, "%s: statement not built (out of memory, or a time "
+                 "beyond DATETIME)", what);
         return -1;
     }
     if (mysql_real_query(tx->db, tx->sql.data, (unsigned long)tx->sql.len) != 0) {
@@ -136,10 +138,17 @@ static size_t run_slot(const struct run *r, size_t i)
     return (size_t)(r->orders[i] - r->base);
 }
 
+/* A UTC literal formatted here: FROM_UNIXTIME stops at 2038 on MariaDB 10.11. */
 static void sql_accepted_at(struct sql *s, int64_t created_ms)
 {
-    sql_printf(s, "FROM_UNIXTIME(%" PRId64 ".%03d)", created_ms / 1000,
-               (int)(created_ms % 1000));
+    time_t secs = (time_t)(created_ms / 1000);
+    struct tm tm;
+    if (created_ms < 0 || created_ms > PERSIST_MAX_ACCEPTED_MS || !gmtime_r(&secs, &tm)) {
+        s->failed = 1;
+        return;
+    }
+    sql_printf(s, "'%04d-%02d-%02d %02d:%02d:%02d.%03d'", tm.tm_year + 1900, tm.tm_mon + 1,
+               tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(created_ms % 1000));
 }
 
 static int insert_orders(struct tx *tx, const struct run *r, uint64_t *added)
@@ -255,6 +264,46 @@ static int insert_user_coupons(struct tx *tx, const struct run *r, const unsigne
     return 0;
 }
 
+/* The ids of the user coupons of this run, new or replayed, for the Redis record. */
+static int find_user_coupons(struct tx *tx, const struct run *r, const unsigned char *in_db,
+                             struct persist_coupon *coupons)
+{
+    size_t i = 0;
+    while (i < r->count) {
+        sql_reset(&tx->sql);
+        sql_printf(&tx->sql, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN (");
+        size_t rows = 0;
+        for (; i < r->count && rows < PERSIST_ROWS_PER_STATEMENT; i++) {
+            if (!in_db[run_slot(r, i)])
+                continue;
+            if (rows++)
+                sql_printf(&tx->sql, ",");
+            sql_quoted(&tx->sql, tx->db, run_order(r, i)->order_no);
+        }
+        if (rows == 0)
+            break;
+        sql_printf(&tx->sql, ")");
+        if (tx_run(tx, "select user_coupon", NULL) != 0)
+            return -1;
+        MYSQL_RES *res = mysql_store_result(tx->db);
+        if (!res) {
+            snprintf(tx->err, tx->errlen, "select user_coupon: %s (%u)", mysql_error(tx->db),
+                     mysql_errno(tx->db));
+            return -1;
+        }
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res)) != NULL) {
+            size_t pos;
+            if (row[0] && row[1] && run_find(r, row[1], &pos) == 0) {
+                coupons[run_slot(r, pos)].id = strtoll(row[0], NULL, 10);
+                coupons[run_slot(r, pos)].coupon_id = r->coupon_id;
+            }
+        }
+        mysql_free_result(res);
+    }
+    return 0;
+}
+
 static int bump_counters(struct tx *tx, const struct run *r, uint64_t orders_added,
                          uint64_t coupons_added)
 {
@@ -287,7 +336,7 @@ static int bump_counters(struct tx *tx, const struct run *r, uint64_t orders_add
 }
 
 static int persist_run(struct tx *tx, const struct run *r, unsigned char *in_db,
-                       struct persist_stats *stats)
+                       struct persist_coupon *coupons, struct persist_stats *stats)
 {
     uint64_t orders_added, coupons_added;
     if (insert_orders(tx, r, &orders_added) != 0)
@@ -303,13 +352,14 @@ static int persist_run(struct tx *tx, const struct run *r, unsigned char *in_db,
             continue;
         const struct orderevent *ev = run_order(r, i);
         LOG_ERROR("order %s: user %" PRId64 " already holds another order of activity %" PRId64
-                 " in MySQL; not persisted", ev->order_no, ev->user_id, r->activity_id);
+                  " in MySQL; not persisted", ev->order_no, ev->user_id, r->activity_id);
         stats->conflicts++;
     }
     coupons_added = 0;
     if (r->coupon_id == 0)
         LOG_WARN("activity %" PRId64 " has no coupon: no user coupon issued", r->activity_id);
-    else if (insert_user_coupons(tx, r, in_db, &coupons_added) != 0)
+    else if (insert_user_coupons(tx, r, in_db, &coupons_added) != 0 ||
+             find_user_coupons(tx, r, in_db, coupons) != 0)
         return -1;
     if (bump_counters(tx, r, orders_added, coupons_added) != 0)
         return -1;
@@ -354,7 +404,8 @@ static int resolve_coupon(struct tx *tx, int64_t activity_id, int64_t *coupon_id
 
 static int persist_all(struct tx *tx, const struct orderevent *base,
                        const struct orderevent *const *sorted, size_t count,
-                       unsigned char *in_db, struct persist_stats *stats)
+                       unsigned char *in_db, struct persist_coupon *coupons,
+                       struct persist_stats *stats)
 {
     if (tx_simple(tx, "START TRANSACTION") != 0)
         return -1;
@@ -369,7 +420,7 @@ static int persist_all(struct tx *tx, const struct orderevent *base,
                          first->coupon_id };
         if (r.coupon_id == 0 && resolve_coupon(tx, r.activity_id, &r.coupon_id) != 0)
             return -1;
-        if (persist_run(tx, &r, in_db, stats) != 0)
+        if (persist_run(tx, &r, in_db, coupons, stats) != 0)
             return -1;
         start = end;
     }
@@ -394,11 +445,12 @@ int persist_connection_lost(unsigned int code)
 }
 
 enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, size_t count,
-                                  unsigned char *in_db, struct persist_stats *stats, char *err,
-                                  size_t errlen)
+                                  unsigned char *in_db, struct persist_coupon *coupons,
+                                  struct persist_stats *stats, char *err, size_t errlen)
 {
     memset(stats, 0, sizeof(*stats));
     memset(in_db, 0, count);
+    memset(coupons, 0, count * sizeof(*coupons));
     if (count == 0)
         return PERSIST_OK;
     const struct orderevent **sorted = malloc(count * sizeof(*sorted));
@@ -411,7 +463,7 @@ enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, si
     qsort(sorted, count, sizeof(*sorted), order_cmp);
 
     struct tx tx = { .db = db, .err = err, .errlen = errlen };
-    int rc = persist_all(&tx, orders, sorted, count, in_db, stats);
+    int rc = persist_all(&tx, orders, sorted, count, in_db, coupons, stats);
     enum persist_result result = PERSIST_OK;
     if (rc != 0) {
         unsigned int code = mysql_errno(db);
@@ -421,6 +473,7 @@ enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, si
             result = PERSIST_DISCONNECTED;
         memset(stats, 0, sizeof(*stats));
         memset(in_db, 0, count);
+        memset(coupons, 0, count * sizeof(*coupons));
     }
     sql_free(&tx.sql);
     free(sorted);
