@@ -7,7 +7,7 @@
 CC       ?= cc
 BUILD    ?= build
 CONF     ?= conf/seckill.conf
-PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb
+PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb libcrypto
 SANITIZE ?= 0
 
 CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
@@ -24,10 +24,10 @@ CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
-COMMON   := log config json coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse
-SERVER   := server gateway http httpparams queries coupons redisconn kafkaprod activity winners reply marks reaper
+COMMON   := log config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
+SERVER   := server gateway auth http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
 CONSUMER := consumer batch persist
-CTL      := ctl ctlcoupon ctlactivity ctlverify
+CTL      := ctl ctlcoupon ctlactivity ctlverify ctlstats
 
 obj = $(addprefix $(BUILD)/obj/,$(addsuffix .o,$(1)))
 

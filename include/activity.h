@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "redisconn.h"
-#include "winners.h"
+#include "intmap.h"
 
 /* The gateway's local view of every warmed activity (Redis set seckill:activities),
  * refreshed on a timer. It lets the hot path answer NOT_STARTED, ENDED, CANCELLED and
@@ -30,7 +30,7 @@ struct activity {
     bool cancelled;
     bool loaded;            /* false until the first refresh answered */
     bool sold_out;          /* set by an OUT_OF_STOCK answer, cleared when stock returns */
-    struct winners winners; /* owned */
+    struct intmap winners; /* owned */
 };
 
 struct activity_cache;

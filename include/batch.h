@@ -5,10 +5,13 @@
 #include <stdint.h>
 
 #include "orderevent.h"
+#include "useevent.h"
 
 /* One batch of the order consumer: what it read from Kafka between two offset commits.
  * Filled while polling, sealed (sorted by activity, duplicates dropped), then claimed,
- * persisted and finalized as a whole; only then are its offsets committed. No I/O here. */
+ * persisted and finalized as a whole; only then are its offsets committed. No I/O here.
+ * The coupon.used events of the same topic ride along in arrival order; they are written
+ * in the same transaction, after the orders. */
 
 enum batch_verdict {
     BATCH_PENDING,   /* not yet claimed in Redis */
@@ -37,6 +40,17 @@ struct batch_dead {
     enum batch_dead_state state;
 };
 
+/* Where a coupon.used event came from: its message, copied, so that it can still be
+ * dead-lettered when MySQL finds it inconsistent (after the DLQ step of the batch ran). */
+struct batch_use_msg {
+    char *payload;
+    size_t payload_len;
+    char *key;
+    size_t key_len;
+    int32_t partition;
+    int64_t offset;
+};
+
 struct batch_offset {
     int32_t partition;
     int64_t offset;   /* highest offset seen in this batch */
@@ -53,6 +67,11 @@ struct batch {
     struct orderevent *accepted;     /* copies of the ACCEPTED orders, still by activity */
     unsigned char *in_db;            /* parallel to accepted: the row is in MySQL */
     size_t accepted_count;
+
+    struct useevent *uses;           /* coupon.used events, in arrival order */
+    struct batch_use_msg *use_msgs;  /* parallel to uses */
+    size_t use_count;
+    size_t use_cap;
 
     struct batch_dead **dead;        /* pointers stay put while the array grows */
     size_t dead_count;
@@ -74,6 +93,12 @@ int batch_add_order(struct batch *b, const struct orderevent *ev);
 /* Copies payload and key. */
 int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, const void *key,
                    size_t key_len, int32_t partition, int64_t offset, const char *error);
+/* Copies payload and key too. */
+int batch_add_use(struct batch *b, const struct useevent *ev, const void *payload,
+                  size_t payload_len, const void *key, size_t key_len, int32_t partition,
+                  int64_t offset);
+/* Turns uses[i] into a dead letter carrying error (its message, copied again). */
+int batch_dead_use(struct batch *b, size_t i, const char *error);
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset);
 
 /* Sorts the orders by activity then order number and drops repeated order numbers (a
@@ -84,7 +109,7 @@ size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start
 /* Copies the ACCEPTED orders into b->accepted and clears b->in_db. */
 void batch_collect_accepted(struct batch *b);
 
-/* True when the batch holds nothing to do: no order, no dead letter, no offset. */
+/* True when the batch holds nothing to do: no order, no use, no dead letter, no offset. */
 int batch_is_empty(const struct batch *b);
 
 #endif

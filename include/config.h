@@ -26,6 +26,11 @@ struct config {
     int64_t http_max_body_size;
     int64_t http_max_header_size;
     bool http_trust_forwarded_for;
+    int64_t http_max_connections;
+
+    char *auth_mode;
+    char *auth_jwt_secret;
+    int64_t auth_clock_skew_seconds;
 
     char *redis_host;
     int64_t redis_port;
@@ -64,6 +69,9 @@ struct config {
     int64_t anti_brush_threshold;
     int64_t anti_brush_ban_seconds;
     bool reply_after_ack;
+    bool require_token;
+    char *token_secret;
+    int64_t token_ttl_seconds;
     int64_t activity_refresh_ms;
     int64_t reaper_interval_ms;
     int64_t queued_mark_interval_ms;

@@ -6,8 +6,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
+#include "luascript.h"
 
 /* seckillctl: the admin CLI. ctl.c holds main, the command table and the helpers every
  * command shares (option parsing, MySQL and Redis connections, output); each command
@@ -27,6 +29,7 @@ struct ctl {
     const char *usage;      /* its arguments, for usage errors */
     MYSQL *db;
     redisContext *redis;
+    struct luascript_set *scripts;  /* read on first use by ctl_redis_script */
 };
 
 /* A command handler gets the arguments after the command words. */
@@ -78,6 +81,23 @@ void ctl_note(struct ctl *ctl, const char *fmt, ...) __attribute__((format(print
 /* Prints obj as one line of JSON on stdout and deletes it. */
 int ctl_print_json(struct ctl *ctl, void *cjson_obj);
 
+/* An aligned text table for listings (stats): the cells are copied; widths are terminal
+ * columns (East Asian wide characters count two). Owned by the caller; ctl_table_free
+ * releases the cells. */
+struct ctl_table {
+    size_t ncols;
+    const char *const *heads;   /* ncols column titles */
+    const char *align;          /* one letter a column: 'l' left, 'r' right */
+    char **cells;               /* nrows * ncols */
+    size_t nrows, cap;
+};
+
+void ctl_table_init(struct ctl_table *t, size_t ncols, const char *const *heads, const char *align);
+/* Adds one row of ncols cells (NULL prints as "-"). CTL_OK, or CTL_FAIL after printing. */
+int ctl_table_row(struct ctl *ctl, struct ctl_table *t, const char *const *cells);
+void ctl_table_print(const struct ctl_table *t, FILE *out);
+void ctl_table_free(struct ctl_table *t);
+
 /* 1050 -> "10.50". buf of 32 bytes. */
 void ctl_format_cents(int64_t cents, char *buf, size_t len);
 
@@ -126,5 +146,10 @@ struct ctl_redis_cmd {
  * returns EXEC's array reply, element i answering cmds[i]; an element may be an error
  * reply (WRONGTYPE) for the caller to judge. NULL after printing the error. */
 redisReply *ctl_redis_multi(struct ctl *ctl, const struct ctl_redis_cmd *cmds, size_t n);
+/* EVALSHA of one of the schema/lua scripts (read from seckill.lua-dir on first use; a
+ * NOSCRIPT is answered with SCRIPT LOAD and a retry). Returns the reply, or NULL after
+ * printing the error (an error reply included). The caller frees the reply. */
+redisReply *ctl_redis_script(struct ctl *ctl, enum luascript_id id, int nkeys,
+                             const char *const *keys, int nargs, const char *const *args);
 
 #endif

@@ -28,7 +28,8 @@ struct gateway {
     struct orderno_gen orderno;
     bool node_ready;          /* order numbers need a node id from Redis first */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
-    unsigned long in_flight;  /* execute requests not yet finished (reply and Kafka) */
+    unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
+    uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
 };
 
 int64_t gateway_now_ms(void);
@@ -39,6 +40,8 @@ void gateway_on_redis_connect(void *arg);
 
 /* POST /seckill/execute */
 void gateway_execute(struct gateway *gw, struct evhttp_request *req);
+/* GET /seckill/token: a one-time purchase token, only inside the sale's window. */
+void gateway_token(struct gateway *gw, struct evhttp_request *req);
 
 /* The client address as the API defines it: the socket peer, or the first
  * X-Forwarded-For hop when http.trust-forwarded-for is on. */

@@ -17,6 +17,7 @@
  *   seckill:queued:{A}        set     "orderNo|userId": durably in Kafka, not yet claimed
  *   seckill:claimed:{A}       set     "orderNo|userId": claimed by a consumer, being written
  *   seckill:rl:user:{A}:<uid> seckill:rl:ip:{A}:<ip> seckill:brush:{A}:<uid> seckill:ban:{A}:<uid>
+ *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
  *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
  *   seckill:node-seq          counter source of order-number node ids
  */
@@ -40,6 +41,7 @@ enum keys_subject_kind {
     KEYS_RATE_IP,
     KEYS_BRUSH,
     KEYS_BAN,
+    KEYS_TOKEN,
 };
 
 int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,

@@ -5,10 +5,10 @@ set -euo pipefail
 
 packages=(
   build-essential pkg-config
-  libevent-dev libhiredis-dev librdkafka-dev libcjson-dev libmariadb-dev libcmocka-dev
+  libevent-dev libhiredis-dev librdkafka-dev libcjson-dev libmariadb-dev libcmocka-dev libssl-dev
   redis-server mariadb-server mariadb-client
   python3 python3-pytest python3-requests
-  curl wrk valgrind gnuplot-nox
+  curl wrk valgrind gnuplot-nox clang
   openjdk-17-jre-headless maven
 )
 

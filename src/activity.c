@@ -116,7 +116,7 @@ static struct activity *cache_insert(struct activity_cache *cache, int64_t id)
     if (!a)
         return NULL;
     a->id = id;
-    winners_init(&a->winners);
+    intmap_init(&a->winners);
     memmove(&cache->items[i + 1], &cache->items[i], (cache->count - i) * sizeof(cache->items[0]));
     cache->items[i] = a;
     cache->count++;
@@ -211,7 +211,7 @@ void activity_cache_free(struct activity_cache *cache)
         return;
     event_free(cache->timer);
     for (size_t i = 0; i < cache->count; i++) {
-        winners_free(&cache->items[i]->winners);
+        intmap_free(&cache->items[i]->winners);
         free(cache->items[i]);
     }
     free(cache);

@@ -63,6 +63,11 @@ void batch_reset(struct batch *b)
     for (size_t i = 0; i < b->dead_count; i++)
         dead_free(b->dead[i]);
     b->dead_count = 0;
+    for (size_t i = 0; i < b->use_count; i++) {
+        free(b->use_msgs[i].payload);
+        free(b->use_msgs[i].key);
+    }
+    b->use_count = 0;
     b->count = 0;
     b->accepted_count = 0;
     b->offset_count = 0;
@@ -77,6 +82,8 @@ void batch_free(struct batch *b)
     free(b->verdicts);
     free(b->accepted);
     free(b->in_db);
+    free(b->uses);
+    free(b->use_msgs);
     free(b->dead);
     free(b->offsets);
     memset(b, 0, sizeof(*b));
@@ -130,6 +137,44 @@ int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, con
     d->state = BATCH_DEAD_PENDING;
     b->dead[b->dead_count++] = d;
     return 0;
+}
+
+int batch_add_use(struct batch *b, const struct useevent *ev, const void *payload,
+                  size_t payload_len, const void *key, size_t key_len, int32_t partition,
+                  int64_t offset)
+{
+    if (b->use_count == b->use_cap) {
+        size_t n = grown_cap(b->use_cap, b->use_count + 1);
+        struct useevent *uses = realloc(b->uses, n * sizeof(*uses));
+        if (!uses)
+            return -1;
+        b->uses = uses;
+        struct batch_use_msg *msgs = realloc(b->use_msgs, n * sizeof(*msgs));
+        if (!msgs)
+            return -1;
+        b->use_msgs = msgs;
+        b->use_cap = n;
+    }
+    struct batch_use_msg m = { dup_bytes(payload, payload_len), 0, dup_bytes(key, key_len), 0,
+                               partition, offset };
+    if ((payload_len && payload && !m.payload) || (key_len && key && !m.key)) {
+        free(m.payload);
+        free(m.key);
+        return -1;
+    }
+    m.payload_len = m.payload ? payload_len : 0;
+    m.key_len = m.key ? key_len : 0;
+    b->uses[b->use_count] = *ev;
+    b->use_msgs[b->use_count] = m;
+    b->use_count++;
+    return 0;
+}
+
+int batch_dead_use(struct batch *b, size_t i, const char *error)
+{
+    const struct batch_use_msg *m = &b->use_msgs[i];
+    return batch_add_dead(b, m->payload, m->payload_len, m->key, m->key_len, m->partition,
+                          m->offset, error);
 }
 
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset)
@@ -203,5 +248,5 @@ void batch_collect_accepted(struct batch *b)
 
 int batch_is_empty(const struct batch *b)
 {
-    return b->count == 0 && b->dead_count == 0 && b->offset_count == 0;
+    return b->count == 0 && b->use_count == 0 && b->dead_count == 0 && b->offset_count == 0;
 }

@@ -39,6 +39,11 @@ static const struct config_entry config_table[] = {
     INT("http.max-body-size", http_max_body_size, "8192", 64, 16777216),
     INT("http.max-header-size", http_max_header_size, "8192", 256, 1048576),
     BOOL("http.trust-forwarded-for", http_trust_forwarded_for, "false"),
+    INT("http.max-connections", http_max_connections, "20000", 1, 1000000),
+
+    CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
+    STR("auth.jwt-secret", auth_jwt_secret, ""),
+    INT("auth.clock-skew-seconds", auth_clock_skew_seconds, "30", 0, 3600),
 
     STR("redis.host", redis_host, "127.0.0.1"),
     INT("redis.port", redis_port, "16379", 1, 65535),
@@ -73,6 +78,9 @@ static const struct config_entry config_table[] = {
     INT("seckill.anti-brush-threshold", anti_brush_threshold, "5", 1, 100000000),
     INT("seckill.anti-brush.ban-seconds", anti_brush_ban_seconds, "60", 1, 86400),
     BOOL("seckill.order.reply-after-ack", reply_after_ack, "true"),
+    BOOL("seckill.require-token", require_token, "false"),
+    STR("seckill.token-secret", token_secret, ""),
+    INT("seckill.token-ttl-seconds", token_ttl_seconds, "60", 1, 86400),
     INT("seckill.activity-refresh-ms", activity_refresh_ms, "1000", 10, 600000),
     INT("seckill.reaper-interval-ms", reaper_interval_ms, "1000", 10, 600000),
     INT("seckill.queued-mark-interval-ms", queued_mark_interval_ms, "5", 1, 10000),
@@ -392,6 +400,15 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
             set_err(err, errlen, "%s: must not be empty", nonempty[i].name);
             return -1;
         }
+    }
+    /* HS256 keys shorter than the hash (256 bits) weaken it; RFC 7518 section 3.2. */
+    if (strcmp(cfg->auth_mode, "jwt") == 0 && strlen(cfg->auth_jwt_secret) < 32) {
+        set_err(err, errlen, "auth.jwt-secret: auth.mode=jwt needs a secret of at least 32 characters");
+        return -1;
+    }
+    if (cfg->require_token && strlen(cfg->token_secret) < 32) {
+        set_err(err, errlen, "seckill.token-secret: seckill.require-token needs a secret of at least 32 characters");
+        return -1;
     }
     if (!cfg->enable_pre_reduce) {
         /* Without the Redis reservation nothing bounds the orders sent to Kafka by the

@@ -1,6 +1,8 @@
 /* order-consumer: reads order.created events from Kafka in batches, claims them in Redis,
  * writes them to MySQL in one transaction, shows them as SUCCESS in Redis, and only then
- * commits the Kafka offsets. A crash anywhere replays the batch, which is idempotent. */
+ * commits the Kafka offsets. A crash anywhere replays the batch, which is idempotent.
+ * coupon.used events share the topic: they are written in the same transaction, after
+ * the orders, and need nothing in Redis (the gateway marked the coupon used already). */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -20,6 +22,7 @@
 #include "luascript.h"
 #include "orderevent.h"
 #include "persist.h"
+#include "useevent.h"
 
 extern char **environ;
 
@@ -28,6 +31,7 @@ extern char **environ;
 #define DLQ_FLUSH_MS 10000         /* longest wait for dead letters to be acknowledged */
 #define SUMMARY_INTERVAL_MS 5000
 #define ACTIVITY_KEYS 6
+#define TERMS_CACHE 64             /* coupons whose terms are kept between batches */
 
 static volatile sig_atomic_t stop_requested;
 
@@ -44,6 +48,19 @@ struct consumer_stats {
     uint64_t rejected;
     uint64_t dead;
     uint64_t conflicts;
+    uint64_t uses;        /* coupon.used events applied or found applied already */
+};
+
+/* The terms of one coupon, as couponstore_load read them: they never change after the
+ * coupon is created, so they are read once per coupon and kept. */
+struct terms_entry {
+    int64_t coupon_id;
+    struct ucoupon tmpl;
+};
+
+/* Milliseconds spent in each part of the current batch, for the DEBUG line. */
+struct batch_times {
+    int64_t fill, dead, claim, persist, publish, finalize, commit;
 };
 
 /* The process. Ownership: every handle, the stash and the batch belong to it and are
@@ -65,6 +82,14 @@ struct consumer {
     char dlq_error[256];         /* last failed dead-letter delivery */
     struct persist_coupon *coupons;  /* parallel to batch.accepted */
     size_t coupons_cap;
+    struct persist_use_result *use_results;  /* parallel to batch.uses */
+    size_t use_results_cap;
+    struct ucoupon *records;         /* the user coupon records step_publish writes */
+    size_t records_cap;
+    struct terms_entry terms[TERMS_CACHE];
+    size_t terms_count;
+    size_t terms_next;               /* the entry a new coupon replaces when full */
+    struct batch_times times;
     struct persist_stats persisted;  /* of the current batch */
     struct consumer_stats total;
     struct consumer_stats reported;
@@ -423,6 +448,13 @@ static int consumer_take(struct consumer *c, const rd_kafka_message_t *msg)
         }
         snprintf(error, sizeof(error), "kafka: %s", rd_kafka_message_errstr(msg));
         rc = consumer_dead_letter(c, msg, error);
+    } else if (msg->payload && useevent_is(msg->payload, msg->len)) {
+        struct useevent ev;
+        if (useevent_decode(msg->payload, msg->len, &ev, error, sizeof(error)) != 0)
+            rc = consumer_dead_letter(c, msg, error);
+        else
+            rc = batch_add_use(&c->batch, &ev, msg->payload, msg->len, msg->key, msg->key_len,
+                               msg->partition, msg->offset);
     } else {
         struct orderevent ev;
         if (orderevent_decode(msg->payload, msg->len, &ev, error, sizeof(error)) != 0)
@@ -678,84 +710,120 @@ static int step_claim(struct consumer *c, char *err, size_t errlen)
     return rc;
 }
 
+/* Grows *array (of *cap elements of size bytes) to hold need elements. */
+static int ensure_cap(void **array, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    void *grown = realloc(*array, need * size);
+    if (!grown)
+        return -1;
+    *array = grown;
+    *cap = need;
+    return 0;
+}
+
 static int step_persist(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    if (b->accepted_count == 0)
+    if (b->accepted_count == 0 && b->use_count == 0)
         return 0;
-    if (b->accepted_count > c->coupons_cap) {
-        struct persist_coupon *grown = realloc(c->coupons, b->accepted_count * sizeof(*grown));
-        if (!grown) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        c->coupons = grown;
-        c->coupons_cap = b->accepted_count;
+    if (ensure_cap((void **)&c->coupons, &c->coupons_cap, b->accepted_count,
+                   sizeof(*c->coupons)) != 0 ||
+        ensure_cap((void **)&c->use_results, &c->use_results_cap, b->use_count,
+                   sizeof(*c->use_results)) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
     if (db_ensure(c, err, errlen) != 0)
         return -1;
     enum persist_result r = persist_batch(c->db, b->accepted, b->accepted_count, b->in_db,
-                                          c->coupons, &c->persisted, err, errlen);
+                                          c->coupons, b->uses, b->use_count, c->use_results,
+                                          &c->persisted, err, errlen);
     if (r == PERSIST_DISCONNECTED)
         db_drop(c);
     return r == PERSIST_OK ? 0 : -1;
 }
 
-/* The terms of one coupon, read once per batch. Returns 0 with *usable set (0: the coupon
- * row is missing or malformed, which no retry mends), or -1 when MySQL failed. */
-static int coupon_terms(struct consumer *c, int64_t coupon_id, struct ucoupon *tmpl,
-                        int *usable, char *err, size_t errlen)
+/* The terms of one coupon: from the cache, else from MySQL (and then kept). Returns the
+ * template, or NULL: with *failed set when MySQL failed (retry), else when the coupon row
+ * is missing or malformed, which no retry mends. */
+static const struct ucoupon *coupon_terms(struct consumer *c, int64_t coupon_id, int *failed,
+                                          char *err, size_t errlen)
 {
+    *failed = 0;
+    for (size_t i = 0; i < c->terms_count; i++)
+        if (c->terms[i].coupon_id == coupon_id)
+            return &c->terms[i].tmpl;
+    if (db_ensure(c, err, errlen) != 0) {
+        *failed = 1;
+        return NULL;
+    }
+    struct ucoupon tmpl;
     char why[256];
-    int rc = couponstore_load(c->db, coupon_id, tmpl, why, sizeof(why));
-    *usable = rc == 0;
-    if (rc == 0)
-        return 0;
+    int rc = couponstore_load(c->db, coupon_id, &tmpl, why, sizeof(why));
+    if (rc == 0) {
+        size_t slot = c->terms_count < TERMS_CACHE ? c->terms_count++ : c->terms_next;
+        if (c->terms_count == TERMS_CACHE)
+            c->terms_next = (slot + 1) % TERMS_CACHE;
+        c->terms[slot].coupon_id = coupon_id;
+        c->terms[slot].tmpl = tmpl;
+        return &c->terms[slot].tmpl;
+    }
     unsigned int code = mysql_errno(c->db);
     if (rc < 0 && code != 0) {
         snprintf(err, errlen, "%s", why);
         if (persist_connection_lost(code))
             db_drop(c);
-        return -1;
+        *failed = 1;
+        return NULL;
     }
     LOG_ERROR("%s: its user coupons of this batch are not published to redis", why);
-    return 0;
+    return NULL;
 }
 
 /* The Redis record of each issued user coupon (GET /coupons reads it), before SUCCESS
  * shows, so that a winner who looks finds the coupon too. Written once: a repeat changes
- * nothing. */
+ * nothing. One pipeline for the whole batch. */
 static int step_publish(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
     if (b->accepted_count == 0)
         return 0;
-    if (redis_ensure(c, err, errlen) != 0 || db_ensure(c, err, errlen) != 0)
+    if (redis_ensure(c, err, errlen) != 0)
         return -1;
-    struct ucoupon tmpl;
-    int64_t loaded = 0;
-    int usable = 0;
+    if (ensure_cap((void **)&c->records, &c->records_cap, b->accepted_count,
+                   sizeof(*c->records)) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t n = 0;
+    const struct ucoupon *tmpl = NULL;
+    int64_t looked_up = 0;
     for (size_t i = 0; i < b->accepted_count; i++) {
         const struct persist_coupon *pc = &c->coupons[i];
         if (!b->in_db[i] || pc->id <= 0)
             continue;
-        if (pc->coupon_id != loaded) {
-            if (coupon_terms(c, pc->coupon_id, &tmpl, &usable, err, errlen) != 0)
+        if (pc->coupon_id != looked_up) {
+            int failed;
+            tmpl = coupon_terms(c, pc->coupon_id, &failed, err, errlen);
+            if (failed)
                 return -1;
-            loaded = pc->coupon_id;
+            looked_up = pc->coupon_id;
         }
-        if (!usable)
+        if (!tmpl)
             continue;
-        struct ucoupon uc = tmpl;
-        uc.id = pc->id;
-        uc.user_id = b->accepted[i].user_id;
-        char why[256];
-        if (couponstore_publish(c->redis, &uc, why, sizeof(why)) < 0) {
-            snprintf(err, errlen, "order %s: %s", b->accepted[i].order_no, why);
-            if (c->redis->err)
-                redis_drop(c);
-            return -1;
-        }
+        struct ucoupon *uc = &c->records[n++];
+        *uc = *tmpl;
+        uc->id = pc->id;
+        uc->user_id = b->accepted[i].user_id;
+    }
+    char why[256];
+    if (n > 0 && couponstore_publish_many(c->redis, c->records, n, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "%s", why);
+        if (c->redis->err)
+            redis_drop(c);
+        return -1;
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "httpparams.h"
 #include "log.h"
 #include "parse.h"
@@ -138,14 +139,14 @@ static void on_listed(redisReply *reply, void *privdata)
 void coupons_list(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
-    char err[160], user[HTTPPARAMS_VALUE_LEN];
+    char err[160];
     int64_t user_id;
-    int ok = httpparams_parse(req, &params, err, sizeof(err)) == 0 &&
-             httpparams_get(&params, "userId", user, sizeof(user), err, sizeof(err)) == 1 &&
-             parse_id(user, &user_id) == 0;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     httpparams_free(&params);
-    if (!ok) {
-        reply_error(req, REPLY_INVALID, "userId must be a positive 64-bit integer", 0, NULL, NULL);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
         return;
     }
     struct listing *l = malloc(sizeof(*l));
@@ -363,17 +364,17 @@ void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *res
         return;
     }
     struct httpparams params;
-    char err[160], user[HTTPPARAMS_VALUE_LEN], amount[HTTPPARAMS_VALUE_LEN], ref[HTTPPARAMS_VALUE_LEN];
-    int64_t user_id, cents;
+    char err[160], amount[HTTPPARAMS_VALUE_LEN], ref[HTTPPARAMS_VALUE_LEN];
+    int64_t user_id = 0, cents;
+    enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              read_param(&params, "userId", user, sizeof(user), err, sizeof(err)) != 0 ||
-              read_param(&params, "orderAmount", amount, sizeof(amount), err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    if (!bad) {
+        status = REPLY_INVALID;
+        bad = read_param(&params, "orderAmount", amount, sizeof(amount), err, sizeof(err)) != 0 ||
               read_param(&params, "orderRef", ref, sizeof(ref), err, sizeof(err)) != 0;
-    httpparams_free(&params);
-    if (!bad && parse_id(user, &user_id) != 0) {
-        snprintf(err, sizeof(err), "userId must be a positive 64-bit integer");
-        bad = 1;
     }
+    httpparams_free(&params);
     if (!bad && parse_cents(amount, &cents) != 0) {
         snprintf(err, sizeof(err), "orderAmount must be yuan with at most two decimals, like 100.00");
         bad = 1;
@@ -383,7 +384,7 @@ void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *res
         bad = 1;
     }
     if (bad) {
-        reply_error(req, REPLY_INVALID, err, 0, NULL, NULL);
+        reply_error(req, status, err, 0, NULL, NULL);
         return;
     }
     if (gw->draining) {

@@ -11,6 +11,7 @@
 
 #include "ctlactivity.h"
 #include "ctlcoupon.h"
+#include "ctlstats.h"
 #include "ctlverify.h"
 #include "db.h"
 #include "log.h"
@@ -33,11 +34,16 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon create", ctlcoupon_create,
       "--name N --type CASH|DISCOUNT|GIFT [--amount 10.00] [--rate 0.85] [--min-order 100.00] "
       "[--max-discount 50.00] --total N --start T --end T" },
+    { "coupon grant", ctlcoupon_grant, "--coupon ID --user UID [--ref REF]" },
+    { "coupon show", ctlcoupon_show, "ID" },
+    { "coupon warmup", ctlcoupon_warmup, "ID" },
     { "activity create", ctlactivity_create,
       "--coupon ID --stock N --start T --end T [--name N]" },
     { "activity warmup", ctlactivity_warmup, "ID" },
+    { "activity cancel", ctlactivity_cancel, "ID" },
     { "activity show", ctlactivity_show, "ID" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },
+    { "stats", ctlstats_run, "" },
 };
 
 #define CTL_NCOMMANDS (sizeof(ctl_commands) / sizeof(ctl_commands[0]))
@@ -467,6 +473,152 @@ redisReply *ctl_redis_multi(struct ctl *ctl, const struct ctl_redis_cmd *cmds, s
     return result;
 }
 
+redisReply *ctl_redis_script(struct ctl *ctl, enum luascript_id id, int nkeys,
+                             const char *const *keys, int nargs, const char *const *args)
+{
+    redisContext *c = ctl_redis(ctl);
+    if (!c)
+        return NULL;
+    if (!ctl->scripts) {
+        struct luascript_set *set = malloc(sizeof(*set));
+        char err[512];
+        if (!set) {
+            ctl_fail(ctl, "out of memory");
+            return NULL;
+        }
+        if (luascript_load_all(set, ctl->cfg.lua_dir, err, sizeof(err)) != 0) {
+            free(set);
+            ctl_fail(ctl, "%s", err);
+            return NULL;
+        }
+        ctl->scripts = set;
+    }
+    const struct luascript *s = &ctl->scripts->scripts[id];
+    redisReply *r = luascript_call_sync(c, s, nkeys, keys, nargs, args);
+    if (!r) {
+        ctl_fail(ctl, "redis %s.lua: %s", s->name, c->errstr[0] ? c->errstr : "no reply");
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        ctl_fail(ctl, "redis %s.lua: %s", s->name, r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* ---- tables ----------------------------------------------------------------------------- */
+
+void ctl_table_init(struct ctl_table *t, size_t ncols, const char *const *heads, const char *align)
+{
+    memset(t, 0, sizeof(*t));
+    t->ncols = ncols;
+    t->heads = heads;
+    t->align = align;
+}
+
+int ctl_table_row(struct ctl *ctl, struct ctl_table *t, const char *const *cells)
+{
+    if (t->nrows == t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 16;
+        char **grown = realloc(t->cells, ncap * t->ncols * sizeof(*grown));
+        if (!grown)
+            return ctl_fail(ctl, "out of memory");
+        t->cells = grown;
+        t->cap = ncap;
+    }
+    char **row = t->cells + t->nrows * t->ncols;
+    for (size_t i = 0; i < t->ncols; i++) {
+        row[i] = strdup(cells[i] ? cells[i] : "-");
+        if (!row[i]) {
+            while (i > 0)
+                free(row[--i]);
+            return ctl_fail(ctl, "out of memory");
+        }
+    }
+    t->nrows++;
+    return CTL_OK;
+}
+
+/* Terminal columns of a UTF-8 string: a character is one column, except the East Asian
+ * wide ones (CJK, Hangul, full-width forms), which take two; coupon names are often
+ * Chinese. A small table instead of wcwidth(), which would need a UTF-8 locale. */
+static size_t ctl_utf8_width(const char *s)
+{
+    static const uint32_t wide[][2] = {
+        { 0x1100, 0x115F }, { 0x2E80, 0x303E }, { 0x3041, 0x33FF }, { 0x3400, 0x4DBF },
+        { 0x4E00, 0x9FFF }, { 0xA000, 0xA4CF }, { 0xAC00, 0xD7A3 }, { 0xF900, 0xFAFF },
+        { 0xFE30, 0xFE4F }, { 0xFF00, 0xFF60 }, { 0xFFE0, 0xFFE6 }, { 0x20000, 0x3FFFD },
+    };
+    size_t cols = 0;
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        size_t n = ctl_utf8_seq(p);
+        if (n == 0) {           /* not UTF-8: one column a byte */
+            cols++;
+            p++;
+            continue;
+        }
+        uint32_t cp = n == 1 ? p[0] : (uint32_t)(p[0] & (0xFF >> (n + 1)));
+        for (size_t i = 1; i < n; i++)
+            cp = (cp << 6) | (p[i] & 0x3F);
+        size_t w = 1;
+        for (size_t i = 0; i < sizeof(wide) / sizeof(wide[0]); i++)
+            if (cp >= wide[i][0] && cp <= wide[i][1])
+                w = 2;
+        cols += w;
+        p += n;
+    }
+    return cols;
+}
+
+static void ctl_table_cell(FILE *out, const char *s, size_t width, char align, bool last)
+{
+    size_t pad = width - ctl_utf8_width(s);
+    if (align == 'r')
+        fprintf(out, "%*s%s", (int)pad, "", s);
+    else if (last)
+        fputs(s, out);
+    else
+        fprintf(out, "%s%*s", s, (int)pad, "");
+}
+
+void ctl_table_print(const struct ctl_table *t, FILE *out)
+{
+    size_t width[32] = { 0 };
+    size_t ncols = t->ncols < 32 ? t->ncols : 32;
+    for (size_t c = 0; c < ncols; c++) {
+        width[c] = ctl_utf8_width(t->heads[c]);
+        for (size_t r = 0; r < t->nrows; r++) {
+            size_t w = ctl_utf8_width(t->cells[r * t->ncols + c]);
+            if (w > width[c])
+                width[c] = w;
+        }
+    }
+    for (size_t c = 0; c < ncols; c++) {
+        if (c)
+            fputs("  ", out);
+        ctl_table_cell(out, t->heads[c], width[c], t->align[c], c + 1 == ncols);
+    }
+    fputc('\n', out);
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t c = 0; c < ncols; c++) {
+            if (c)
+                fputs("  ", out);
+            ctl_table_cell(out, t->cells[r * t->ncols + c], width[c], t->align[c], c + 1 == ncols);
+        }
+        fputc('\n', out);
+    }
+}
+
+void ctl_table_free(struct ctl_table *t)
+{
+    for (size_t i = 0; i < t->nrows * t->ncols; i++)
+        free(t->cells[i]);
+    free(t->cells);
+    memset(t, 0, sizeof(*t));
+}
+
 /* ---- config commands ------------------------------------------------------------------ */
 
 static int ctl_config_get(struct ctl *ctl, int argc, char **argv)
@@ -638,6 +790,10 @@ int main(int argc, char **argv)
         redisFree(ctl.redis);
     if (ctl.db)
         mysql_close(ctl.db);
+    if (ctl.scripts) {
+        luascript_free_all(ctl.scripts);
+        free(ctl.scripts);
+    }
     mysql_library_end();
     config_free(&ctl.cfg);
     return rc;

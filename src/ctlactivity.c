@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctlcoupon.h"
 #include "db.h"
 #include "keys.h"
 #include "orderno.h"
@@ -21,21 +22,12 @@
 
 /* ---- the row ---------------------------------------------------------------------- */
 
-int ctlactivity_load(struct ctl *ctl, int64_t id, struct ctlactivity_row *row)
+#define CTLACTIVITY_COLUMNS                                                                  \
+    "id, coupon_id, stock, sold_count, " CTL_SQL_MS("start_time") ", " CTL_SQL_MS("end_time") \
+    ", name, status"
+
+static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
 {
-    char sql[512];
-    snprintf(sql, sizeof(sql),
-             "SELECT id, coupon_id, stock, sold_count, " CTL_SQL_MS("start_time") ", "
-             CTL_SQL_MS("end_time") ", name, status FROM seckill_activity WHERE id = %" PRId64,
-             id);
-    MYSQL_RES *res = ctl_db_query(ctl, sql);
-    if (!res)
-        return CTL_FAIL;
-    MYSQL_ROW r = mysql_fetch_row(res);
-    if (!r) {
-        mysql_free_result(res);
-        return ctl_fail(ctl, "activity %" PRId64 " does not exist", id);
-    }
     memset(row, 0, sizeof(*row));
     row->id = ctl_db_int(r[0]);
     row->coupon_id = ctl_db_int(r[1]);
@@ -45,7 +37,52 @@ int ctlactivity_load(struct ctl *ctl, int64_t id, struct ctlactivity_row *row)
     row->end_ms = ctl_db_int(r[5]);
     snprintf(row->name, sizeof(row->name), "%s", r[6] ? r[6] : "");
     snprintf(row->status, sizeof(row->status), "%s", r[7] ? r[7] : "");
+}
+
+int ctlactivity_load(struct ctl *ctl, int64_t id, struct ctlactivity_row *row)
+{
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT " CTLACTIVITY_COLUMNS " FROM seckill_activity WHERE id = %" PRId64,
+             id);
+    MYSQL_RES *res = ctl_db_query(ctl, sql);
+    if (!res)
+        return CTL_FAIL;
+    MYSQL_ROW r = mysql_fetch_row(res);
+    if (!r) {
+        mysql_free_result(res);
+        return ctl_fail(ctl, "activity %" PRId64 " does not exist", id);
+    }
+    ctlactivity_parse_row(r, row);
     mysql_free_result(res);
+    return CTL_OK;
+}
+
+int ctlactivity_list(struct ctl *ctl, int64_t coupon_id, bool lock, struct ctlactivity_row **rows,
+                     size_t *n)
+{
+    char sql[512], where[64] = "";
+    if (coupon_id > 0)
+        snprintf(where, sizeof(where), " WHERE coupon_id = %" PRId64, coupon_id);
+    snprintf(sql, sizeof(sql), "SELECT " CTLACTIVITY_COLUMNS " FROM seckill_activity%s ORDER BY id%s",
+             where, lock ? " FOR UPDATE" : "");
+    *rows = NULL;
+    *n = 0;
+    MYSQL_RES *res = ctl_db_query(ctl, sql);
+    if (!res)
+        return CTL_FAIL;
+    size_t count = (size_t)mysql_num_rows(res);
+    struct ctlactivity_row *out = calloc(count + 1, sizeof(*out));
+    if (!out) {
+        mysql_free_result(res);
+        return ctl_fail(ctl, "out of memory");
+    }
+    MYSQL_ROW r;
+    size_t i = 0;
+    while (i < count && (r = mysql_fetch_row(res)))
+        ctlactivity_parse_row(r, &out[i++]);
+    mysql_free_result(res);
+    *rows = out;
+    *n = i;
     return CTL_OK;
 }
 
@@ -164,13 +201,7 @@ static int ctlactivity_exec_errors(struct ctl *ctl, const redisReply *r)
     return CTL_OK;
 }
 
-/* The stock key is missing: the Redis side of the sale is rebuilt from MySQL, the one
- * durable record, inside one MULTI that the WATCH on the stock key aborts if another
- * warmup creates the key meanwhile. Reservations and queue marks left in a Redis that
- * lost its stock key cannot be trusted and are dropped; orders still in Kafka are
- * claimed again by the consumer's confirm script against the rebuilt stock. */
-static int ctlactivity_rebuild(struct ctl *ctl, redisContext *c, const struct ctlactivity_row *row,
-                               const struct ctlactivity_keys *k, char *report, size_t reportlen)
+static int ctlactivity_multi(struct ctl *ctl, redisContext *c)
 {
     redisReply *r = redisCommand(c, "MULTI");
     if (!r || r->type != REDIS_REPLY_STATUS) {
@@ -180,6 +211,51 @@ static int ctlactivity_rebuild(struct ctl *ctl, redisContext *c, const struct ct
         return CTL_FAIL;
     }
     freeReplyObject(r);
+    return CTL_OK;
+}
+
+/* EXEC of a transaction under WATCH: CTL_OK with the array reply in *out (caller frees),
+ * CTLACTIVITY_RETRY when a watched key changed, or CTL_FAIL after printing. */
+static int ctlactivity_exec(struct ctl *ctl, redisContext *c, redisReply **out)
+{
+    *out = NULL;
+    redisReply *r = redisCommand(c, "EXEC");
+    if (!r)
+        return ctl_fail(ctl, "redis EXEC: %s", c->errstr);
+    if (r->type == REDIS_REPLY_NIL) {
+        freeReplyObject(r);
+        return CTLACTIVITY_RETRY;
+    }
+    if (r->type != REDIS_REPLY_ARRAY) {
+        int rc = ctl_fail(ctl, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        return rc;
+    }
+    if (ctlactivity_exec_errors(ctl, r) != CTL_OK) {
+        freeReplyObject(r);
+        return CTL_FAIL;
+    }
+    *out = r;
+    return CTL_OK;
+}
+
+static bool ctlactivity_is_cancelled(const struct ctlactivity_row *row)
+{
+    return strcmp(row->status, "CANCELLED") == 0;
+}
+
+/* The stock key is missing: the Redis side of the sale is rebuilt from MySQL, the one
+ * durable record, inside one MULTI that the WATCH on the stock key aborts if another
+ * warmup creates the key meanwhile. Reservations and queue marks left in a Redis that
+ * lost its stock key cannot be trusted and are dropped; orders still in Kafka are
+ * claimed again by the consumer's confirm script against the rebuilt stock. A cancelled
+ * sale gets a stock key of 0 and its unsold stock as 'returned' (see ctlactivity.h):
+ * it must not go back on sale, and I3 must still add up. */
+static int ctlactivity_rebuild(struct ctl *ctl, redisContext *c, const struct ctlactivity_row *row,
+                               const struct ctlactivity_keys *k, char *report, size_t reportlen)
+{
+    if (ctlactivity_multi(ctl, c) != CTL_OK)
+        return CTL_FAIL;
 
     int rc = CTL_FAIL;
     MYSQL_RES *res = NULL;
@@ -227,34 +303,36 @@ static int ctlactivity_rebuild(struct ctl *ctl, redisContext *c, const struct ct
                  " (oversold); stock set to 0", row->id, orders, row->stock);
         left = 0;
     }
+    bool cancelled = ctlactivity_is_cancelled(row);
     char s_left[24], s_id[24];
     snprintf(s_left, sizeof(s_left), "%" PRId64, left);
     snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
     struct ctlactivity_meta meta;
     ctlactivity_meta(row, k->activity, &meta);
-    const char *set[] = { "SET", k->stock, s_left };
+    const char *set[] = { "SET", k->stock, cancelled ? "0" : s_left };
+    /* 'returned' is rewritten, not added to: it describes this rebuilt stock key. */
+    const char *returned_set[] = { "HSET", k->activity, "returned", s_left };
+    const char *returned_del[] = { "HDEL", k->activity, "returned" };
     const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
     if (ctlactivity_queue(ctl, c, 3, set) != CTL_OK || ctlactivity_queue(ctl, c, 14, meta.argv) != CTL_OK ||
+        (cancelled ? ctlactivity_queue(ctl, c, 4, returned_set)
+                   : ctlactivity_queue(ctl, c, 3, returned_del)) != CTL_OK ||
         ctlactivity_queue(ctl, c, 3, sadd) != CTL_OK)
         goto out;
+    free(ch);
 
-    r = redisCommand(c, "EXEC");
-    if (!r) {
-        ctl_fail(ctl, "redis EXEC: %s", c->errstr);
-        free(ch);
-        return CTL_FAIL;
-    }
-    if (r->type == REDIS_REPLY_NIL) {
-        rc = CTLACTIVITY_RETRY;
-    } else if (r->type != REDIS_REPLY_ARRAY) {
-        rc = ctl_fail(ctl, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    } else if ((rc = ctlactivity_exec_errors(ctl, r)) == CTL_OK) {
+    redisReply *r;
+    rc = ctlactivity_exec(ctl, c, &r);
+    if (rc != CTL_OK)
+        return rc;
+    freeReplyObject(r);
+    if (cancelled)
+        snprintf(report, reportlen, "stock set to 0 (cancelled: %" PRId64 " unsold returned to the "
+                 "coupon, %" PRId64 " orders rebuilt from MySQL)", left, orders);
+    else
         snprintf(report, reportlen, "stock set to %" PRId64 " (stock %" PRId64 ", %" PRId64
                  " orders rebuilt from MySQL)", left, row->stock, orders);
-    }
-    freeReplyObject(r);
-    free(ch);
-    return rc;
+    return CTL_OK;
 
 out:
     if (res)
@@ -265,29 +343,65 @@ out:
 }
 
 /* The stock key exists: the sale may be live, so only the description is refreshed and
- * the stock, the users and the orders are left as they are. */
-static int ctlactivity_refresh(struct ctl *ctl, const struct ctlactivity_row *row,
+ * the stock, the users and the orders are left as they are. Under the caller's WATCH. */
+static int ctlactivity_refresh(struct ctl *ctl, redisContext *c, const struct ctlactivity_row *row,
                                const struct ctlactivity_keys *k, char *report, size_t reportlen)
 {
+    if (ctlactivity_multi(ctl, c) != CTL_OK)
+        return CTL_FAIL;
     struct ctlactivity_meta meta;
     ctlactivity_meta(row, k->activity, &meta);
     char s_id[24];
     snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
-    struct ctl_redis_cmd cmds[3] = {
-        { 14, { 0 } },
-        { 3, { "SADD", KEYS_ACTIVITIES, s_id } },
-        { 2, { "GET", k->stock } },
-    };
-    memcpy(cmds[0].argv, meta.argv, sizeof(meta.argv));
-    redisReply *r = ctl_redis_multi(ctl, cmds, 3);
+    const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
+    const char *get[] = { "GET", k->stock };
+    if (ctlactivity_queue(ctl, c, 14, meta.argv) != CTL_OK || ctlactivity_queue(ctl, c, 3, sadd) != CTL_OK ||
+        ctlactivity_queue(ctl, c, 2, get) != CTL_OK) {
+        ctlactivity_discard(c);
+        return CTL_FAIL;
+    }
+    redisReply *r;
+    int rc = ctlactivity_exec(ctl, c, &r);
+    if (rc != CTL_OK)
+        return rc;
+    int64_t left;
+    if (r->elements == 3 && ctl_redis_int(r->element[2], &left) == 0)
+        snprintf(report, reportlen, "stock key kept: %" PRId64 " left", left);
+    else
+        snprintf(report, reportlen, "stock key kept (it vanished meanwhile: run warmup again)");
+    freeReplyObject(r);
+    return CTL_OK;
+}
+
+/* cancel.lua on a warmed activity: {moved now, returned in total, was cancelled}. */
+struct ctlactivity_cancelled {
+    bool warmed;
+    int64_t moved, returned;
+    bool was_cancelled;
+};
+
+static int ctlactivity_cancel_redis(struct ctl *ctl, int64_t id, struct ctlactivity_cancelled *out)
+{
+    struct ctlactivity_keys k;
+    ctlactivity_keys(&ctl->cfg, id, &k);
+    const char *keys[] = { k.activity, k.stock };
+    redisReply *r = ctl_redis_script(ctl, LUASCRIPT_CANCEL, 2, keys, 0, NULL);
     if (!r)
         return CTL_FAIL;
-    int rc = ctlactivity_exec_errors(ctl, r);
-    int64_t left;
-    if (rc == CTL_OK && ctl_redis_int(r->element[2], &left) == 0)
-        snprintf(report, reportlen, "stock key kept: %" PRId64 " left", left);
-    else if (rc == CTL_OK)
-        snprintf(report, reportlen, "stock key kept (it vanished meanwhile: run warmup again)");
+    memset(out, 0, sizeof(*out));
+    int rc = CTL_OK;
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
+        out->warmed = false;
+    } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+               r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER &&
+               r->element[2]->type == REDIS_REPLY_INTEGER) {
+        out->warmed = true;
+        out->moved = r->element[0]->integer;
+        out->returned = r->element[1]->integer;
+        out->was_cancelled = r->element[2]->integer == 1;
+    } else {
+        rc = ctl_fail(ctl, "redis cancel.lua: unexpected reply (is seckill.lua-dir current?)");
+    }
     freeReplyObject(r);
     return rc;
 }
@@ -300,32 +414,58 @@ int ctlactivity_warm(struct ctl *ctl, const struct ctlactivity_row *row, char *r
         return CTL_FAIL;
     struct ctlactivity_keys k;
     ctlactivity_keys(&ctl->cfg, row->id, &k);
-    for (int attempt = 0; attempt < CTLACTIVITY_WARM_ATTEMPTS; attempt++) {
-        const char *watch[] = { "WATCH", k.stock };
-        redisReply *r = ctl_redis_argv(ctl, 2, watch);
+    bool cancelled = ctlactivity_is_cancelled(row);
+    int rc = CTLACTIVITY_RETRY;
+    for (int attempt = 0; attempt < CTLACTIVITY_WARM_ATTEMPTS && rc == CTLACTIVITY_RETRY; attempt++) {
+        /* The activity hash is watched too: a cancel running meanwhile must not be undone
+         * by this warmup writing the status it read from MySQL before the cancel. */
+        const char *watch[] = { "WATCH", k.stock, k.activity };
+        redisReply *r = ctl_redis_argv(ctl, 3, watch);
         if (!r)
             return CTL_FAIL;
         freeReplyObject(r);
         const char *exists[] = { "EXISTS", k.stock };
-        r = ctl_redis_argv(ctl, 2, exists);
-        if (!r)
+        const char *status[] = { "HGET", k.activity, "status" };
+        redisReply *e = ctl_redis_argv(ctl, 2, exists);
+        redisReply *st = e ? ctl_redis_argv(ctl, 3, status) : NULL;
+        if (!e || !st) {
+            if (e)
+                freeReplyObject(e);
             return CTL_FAIL;
-        bool present = r->type == REDIS_REPLY_INTEGER && r->integer > 0;
-        freeReplyObject(r);
-        if (present) {
+        }
+        bool present = e->type == REDIS_REPLY_INTEGER && e->integer > 0;
+        bool redis_cancelled = st->type == REDIS_REPLY_STRING && strcmp(st->str, "CANCELLED") == 0;
+        freeReplyObject(e);
+        freeReplyObject(st);
+        if (redis_cancelled && !cancelled) {
             const char *unwatch[] = { "UNWATCH" };
             r = ctl_redis_argv(ctl, 1, unwatch);
-            if (!r)
-                return CTL_FAIL;
-            freeReplyObject(r);
-            return ctlactivity_refresh(ctl, row, &k, report, reportlen);
+            if (r)
+                freeReplyObject(r);
+            return ctl_fail(ctl, "activity %" PRId64 " is cancelled in Redis but not in MySQL (an "
+                            "interrupted 'activity cancel'?): run 'seckillctl activity cancel %" PRId64
+                            "' to finish it; warming it would reopen the sale", row->id, row->id);
         }
-        int rc = ctlactivity_rebuild(ctl, c, row, &k, report, reportlen);
-        if (rc != CTLACTIVITY_RETRY)
-            return rc;
+        rc = present ? ctlactivity_refresh(ctl, c, row, &k, report, reportlen)
+                     : ctlactivity_rebuild(ctl, c, row, &k, report, reportlen);
     }
-    return ctl_fail(ctl, "activity %" PRId64 ": the stock key kept changing during warmup; "
-                    "is another warmup running?", row->id);
+    if (rc == CTLACTIVITY_RETRY)
+        return ctl_fail(ctl, "activity %" PRId64 ": the activity kept changing during warmup; "
+                        "is another warmup or cancel running?", row->id);
+    if (rc != CTL_OK || !cancelled)
+        return rc;
+    /* A kept stock key of a cancelled sale may hold units the reaper released after the
+     * cancel; cancel.lua moves them into 'returned' and makes sure the hash says
+     * CANCELLED. Idempotent. */
+    struct ctlactivity_cancelled cc;
+    if ((rc = ctlactivity_cancel_redis(ctl, row->id, &cc)) != CTL_OK)
+        return rc;
+    if (cc.moved > 0) {
+        size_t used = strlen(report);
+        snprintf(report + used, reportlen - used, "; cancelled: %" PRId64 " released unit(s) moved "
+                 "to returned (%" PRId64 " in all)", cc.moved, cc.returned);
+    }
+    return CTL_OK;
 }
 
 int ctlactivity_warmup(struct ctl *ctl, int argc, char **argv)
@@ -352,92 +492,112 @@ int ctlactivity_warmup(struct ctl *ctl, int argc, char **argv)
     return CTL_OK;
 }
 
-/* ---- create ------------------------------------------------------------------------- */
+/* ---- the allotment ------------------------------------------------------------------- */
 
-struct ctlactivity_coupon {
-    int64_t total, issued, start_ms, end_ms;
-    char name[CTLACTIVITY_NAME_BYTES];
-    char status[16];
-};
+enum { CTLACTIVITY_REDIS_CMDS = 7 };
 
-/* Stock of the coupon already promised to its other activities. A live or future sale
- * holds its unsold stock. An ended one holds only what may still turn into orders: stock
- * Redis has handed out that MySQL has not recorded yet (reservations, orders queued in
- * Kafka). Its stock key gone, nothing more can be confirmed, so it holds nothing. Sold
- * orders are already in issued_count. */
-static int ctlactivity_allotted(struct ctl *ctl, int64_t coupon_id, int64_t now_ms,
-                                int64_t *allotted)
+/* The commands of ctlactivity_read_redis, first in a MULTI that show extends. */
+static void ctlactivity_redis_cmds(const struct ctlactivity_keys *k, struct ctl_redis_cmd *cmds)
 {
-    char sql[512];
-    snprintf(sql, sizeof(sql),
-             "SELECT id, stock, sold_count, " CTL_SQL_MS("end_time") " FROM seckill_activity "
-             "WHERE coupon_id = %" PRId64 " AND status <> 'CANCELLED' FOR UPDATE",
-             coupon_id);
-    MYSQL_RES *res = ctl_db_query(ctl, sql);
-    if (!res)
+    const struct ctl_redis_cmd c[CTLACTIVITY_REDIS_CMDS] = {
+        { 2, { "EXISTS", k->activity } },
+        { 3, { "HGET", k->activity, "status" } },
+        { 2, { "GET", k->stock } },
+        { 3, { "HGET", k->activity, "returned" } },
+        { 2, { "ZCARD", k->resv } },
+        { 2, { "SCARD", k->queued } },
+        { 2, { "SCARD", k->claimed } },
+    };
+    memcpy(cmds, c, sizeof(c));
+}
+
+static int ctlactivity_redis_parse(struct ctl *ctl, const redisReply *r, struct ctlactivity_redis *rd)
+{
+    if (ctlactivity_exec_errors(ctl, r) != CTL_OK)
         return CTL_FAIL;
+    redisReply **e = r->element;
+    memset(rd, 0, sizeof(*rd));
+    rd->warmed = e[0]->type == REDIS_REPLY_INTEGER && e[0]->integer > 0;
+    rd->cancelled = e[1]->type == REDIS_REPLY_STRING && strcmp(e[1]->str, "CANCELLED") == 0;
+    rd->has_stock = ctl_redis_int(e[2], &rd->stock_left) == 0;
+    if (ctl_redis_int(e[3], &rd->returned) != 0 || rd->returned < 0)
+        rd->returned = 0;
+    rd->reservations = e[4]->integer;
+    rd->queued = e[5]->integer;
+    rd->claimed = e[6]->integer;
+    return CTL_OK;
+}
+
+int ctlactivity_read_redis(struct ctl *ctl, int64_t id, struct ctlactivity_redis *rd)
+{
+    struct ctlactivity_keys k;
+    ctlactivity_keys(&ctl->cfg, id, &k);
+    struct ctl_redis_cmd cmds[CTLACTIVITY_REDIS_CMDS];
+    ctlactivity_redis_cmds(&k, cmds);
+    redisReply *r = ctl_redis_multi(ctl, cmds, CTLACTIVITY_REDIS_CMDS);
+    if (!r)
+        return CTL_FAIL;
+    int rc = ctlactivity_redis_parse(ctl, r, rd);
+    freeReplyObject(r);
+    return rc;
+}
+
+int64_t ctlactivity_holds(const struct ctlactivity_row *row, int64_t now_ms,
+                          const struct ctlactivity_redis *rd)
+{
+    int64_t unsold = row->stock - row->sold_count;
+    if (unsold < 0)
+        unsold = 0;
+    bool cancelled = ctlactivity_is_cancelled(row);
+    if (cancelled && rd->warmed && !rd->cancelled)
+        return unsold;
+    if (!cancelled && now_ms < row->end_ms + CTLACTIVITY_END_GRACE_MS)
+        return unsold;
+    /* Over. Without a stock key no order can be claimed any more (confirm.lua's lost-order
+     * path needs stock), so nothing is in flight. */
+    if (!rd->has_stock)
+        return 0;
+    int64_t in_flight = unsold - (rd->stock_left > 0 ? rd->stock_left : 0) - rd->returned;
+    return in_flight > 0 ? in_flight : 0;
+}
+
+int ctlactivity_allotted(struct ctl *ctl, int64_t coupon_id, int64_t now_ms, bool lock,
+                         int64_t *allotted)
+{
+    struct ctlactivity_row *rows;
+    size_t n;
+    if (ctlactivity_list(ctl, coupon_id, lock, &rows, &n) != CTL_OK)
+        return CTL_FAIL;
+    /* Redis is read after the rows are locked: sold_count cannot move meanwhile (the
+     * consumer's UPDATE waits for our COMMIT). Stock key + returned of an ended or
+     * cancelled sale only grow afterwards (releases), which makes in-flight smaller, so
+     * the sum read here is never too small. The one exception is confirm.lua's lost-order
+     * path (Redis lost an order that Kafka still holds), which takes a unit from a
+     * positive stock key even of an ended or cancelled sale; it only runs after Redis
+     * lost writes. */
     int64_t sum = 0;
-    MYSQL_ROW r;
-    while ((r = mysql_fetch_row(res))) {
-        int64_t id = ctl_db_int(r[0]);
-        int64_t unsold = ctl_db_int(r[1]) - ctl_db_int(r[2]);
-        if (unsold < 0)
-            unsold = 0;
-        if (ctl_db_int(r[3]) > now_ms) {
-            sum += unsold;
-            continue;
-        }
-        char key[KEYS_LEN];
-        keys_activity(key, sizeof(key), &ctl->cfg, KEYS_STOCK, id);
-        const char *get[] = { "GET", key };
-        redisReply *g = ctl_redis_argv(ctl, 2, get);
-        if (!g) {
-            mysql_free_result(res);
+    for (size_t i = 0; i < n; i++) {
+        struct ctlactivity_redis rd;
+        if (ctlactivity_read_redis(ctl, rows[i].id, &rd) != CTL_OK) {
+            free(rows);
             return CTL_FAIL;
         }
-        int64_t left;
-        if (ctl_redis_int(g, &left) == 0) {
-            int64_t in_flight = unsold - (left > 0 ? left : 0);
-            sum += in_flight < 0 ? 0 : in_flight;
-        }
-        freeReplyObject(g);
+        sum += ctlactivity_holds(&rows[i], now_ms, &rd);
     }
-    mysql_free_result(res);
+    free(rows);
     *allotted = sum;
     return CTL_OK;
 }
 
-static int ctlactivity_lock_coupon(struct ctl *ctl, int64_t coupon_id, struct ctlactivity_coupon *cp)
-{
-    char sql[512];
-    snprintf(sql, sizeof(sql),
-             "SELECT name, status, total_count, issued_count, " CTL_SQL_MS("start_time") ", "
-             CTL_SQL_MS("end_time") " FROM coupon WHERE id = %" PRId64 " FOR UPDATE",
-             coupon_id);
-    MYSQL_RES *res = ctl_db_query(ctl, sql);
-    if (!res)
-        return CTL_FAIL;
-    MYSQL_ROW r = mysql_fetch_row(res);
-    if (!r) {
-        mysql_free_result(res);
-        return ctl_fail(ctl, "coupon %" PRId64 " does not exist", coupon_id);
-    }
-    snprintf(cp->name, sizeof(cp->name), "%s", r[0] ? r[0] : "");
-    snprintf(cp->status, sizeof(cp->status), "%s", r[1] ? r[1] : "");
-    cp->total = ctl_db_int(r[2]);
-    cp->issued = ctl_db_int(r[3]);
-    cp->start_ms = ctl_db_int(r[4]);
-    cp->end_ms = ctl_db_int(r[5]);
-    mysql_free_result(res);
-    return CTL_OK;
-}
+/* ---- create ------------------------------------------------------------------------- */
 
 /* Everything between START TRANSACTION and COMMIT; the caller rolls back on failure. */
 static int ctlactivity_insert(struct ctl *ctl, int64_t coupon_id, int64_t stock, int64_t start_ms,
                               int64_t end_ms, const char *given_name, int64_t now_ms, int64_t *id)
 {
-    struct ctlactivity_coupon cp;
-    int rc = ctlactivity_lock_coupon(ctl, coupon_id, &cp);
+    struct ctlcoupon_row cp;
+    int64_t allotted, remaining;
+    int rc = ctlcoupon_grantable(ctl, coupon_id, now_ms, true, &cp, &allotted, &remaining);
     if (rc != CTL_OK)
         return rc;
     if (strcmp(cp.status, "ACTIVE") != 0)
@@ -451,17 +611,12 @@ static int ctlactivity_insert(struct ctl *ctl, int64_t coupon_id, int64_t stock,
         return ctl_fail(ctl, "window %s .. %s is not inside coupon %" PRId64 "'s validity %s .. %s",
                         a, b, coupon_id, c, d);
     }
-    int64_t allotted;
-    if ((rc = ctlactivity_allotted(ctl, coupon_id, now_ms, &allotted)) != CTL_OK)
-        return rc;
-    int64_t remaining = cp.total - cp.issued - allotted;
     if (stock > remaining)
         return ctl_fail(ctl,
                         "--stock %" PRId64 " exceeds what coupon %" PRId64 " has left: %" PRId64
                         " (total %" PRId64 " - issued %" PRId64 " - %" PRId64
                         " allotted to its other activities)",
-                        stock, coupon_id, remaining < 0 ? 0 : remaining, cp.total, cp.issued,
-                        allotted);
+                        stock, coupon_id, remaining, cp.total, cp.issued, allotted);
 
     char name[CTLACTIVITY_NAME_BYTES + 16];
     if (given_name) {
@@ -573,12 +728,98 @@ int ctlactivity_create(struct ctl *ctl, int argc, char **argv)
     return rc;
 }
 
+/* ---- cancel ------------------------------------------------------------------------- */
+
+static int ctlactivity_cancel_print(struct ctl *ctl, const struct ctlactivity_row *row,
+                                    const struct ctlactivity_cancelled *cc, bool already,
+                                    int64_t in_flight)
+{
+    if (ctl->json) {
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddNumberToObject(obj, "id", (double)row->id);
+        cJSON_AddNumberToObject(obj, "couponId", (double)row->coupon_id);
+        cJSON_AddStringToObject(obj, "status", "CANCELLED");
+        cJSON_AddBoolToObject(obj, "alreadyCancelled", already);
+        cJSON_AddBoolToObject(obj, "warmed", cc->warmed);
+        cJSON_AddNumberToObject(obj, "returned", (double)cc->returned);
+        cJSON_AddNumberToObject(obj, "returnedNow", (double)cc->moved);
+        cJSON_AddNumberToObject(obj, "inFlight", (double)in_flight);
+        return ctl_print_json(ctl, obj);
+    }
+    if (already)
+        printf("activity %" PRId64 " is already cancelled: %" PRId64 " unsold returned to coupon %" PRId64
+               "%s\n", row->id, cc->returned, row->coupon_id,
+               cc->moved > 0 ? " (including units released since)" : "");
+    else
+        printf("activity %" PRId64 " cancelled: %" PRId64 " unsold returned to coupon %" PRId64 "\n",
+               row->id, cc->returned, row->coupon_id);
+    if (in_flight > 0)
+        printf("%" PRId64 " order(s) still in flight end as sold or return to the coupon\n", in_flight);
+    return CTL_OK;
+}
+
+/* Redis first: execute.lua refuses the activity from the next call on, on every gateway,
+ * whatever their caches say. Then MySQL. Until MySQL says CANCELLED the allotment goes on
+ * counting the sale as live (it holds its unsold stock), so an interruption between the
+ * two errs on the safe side; running cancel again finishes it. */
+int ctlactivity_cancel(struct ctl *ctl, int argc, char **argv)
+{
+    const char *pos[1];
+    int64_t id;
+    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
+    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "activity id", pos[0], &id)) != CTL_OK)
+        return rc;
+    struct ctlactivity_row row;
+    if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
+        return rc;
+    bool already = ctlactivity_is_cancelled(&row);
+    int64_t now = ctl_now_ms();
+    if (!already && now >= row.end_ms) {
+        /* Nothing to stop, unless an earlier cancel got only as far as Redis. */
+        struct ctlactivity_redis rd;
+        if ((rc = ctlactivity_read_redis(ctl, id, &rd)) != CTL_OK)
+            return rc;
+        if (!rd.cancelled) {
+            char end[40];
+            timeparse_format(row.end_ms, end, sizeof(end));
+            return ctl_fail(ctl, "activity %" PRId64 " ended at %s: nothing to stop (its unsold stock "
+                            "goes back to coupon %" PRId64 " by itself)", id, end, row.coupon_id);
+        }
+    }
+
+    struct ctlactivity_cancelled cc;
+    if ((rc = ctlactivity_cancel_redis(ctl, id, &cc)) != CTL_OK)
+        return rc;
+    if (!already) {
+        char sql[160];
+        snprintf(sql, sizeof(sql),
+                 "UPDATE seckill_activity SET status = 'CANCELLED' WHERE id = %" PRId64, id);
+        if ((rc = ctl_db_exec(ctl, sql)) != CTL_OK) {
+            ctl_note(ctl, "activity %" PRId64 " is stopped in Redis but MySQL was not updated: run "
+                     "'seckillctl activity cancel %" PRId64 "' again", id, id);
+            return rc;
+        }
+        /* sold_count as of the cancel, for the in-flight count below. */
+        if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
+            return rc;
+    }
+    if (!cc.warmed) {
+        /* Never warmed (or Redis lost it): nothing was on sale, nothing is in flight, and a
+         * later warmup builds it cancelled. The allotment gives its unsold stock back. */
+        cc.returned = row.stock - row.sold_count > 0 ? row.stock - row.sold_count : 0;
+        ctl_note(ctl, "activity %" PRId64 " is not warmed in Redis: nothing was on sale", id);
+        return ctlactivity_cancel_print(ctl, &row, &cc, already, 0);
+    }
+    struct ctlactivity_redis rd;
+    if ((rc = ctlactivity_read_redis(ctl, id, &rd)) != CTL_OK)
+        return rc;
+    return ctlactivity_cancel_print(ctl, &row, &cc, already, ctlactivity_holds(&row, now, &rd));
+}
+
 /* ---- show --------------------------------------------------------------------------- */
 
 struct ctlactivity_live {
-    bool warmed;            /* the activity hash exists */
-    bool has_stock;         /* the stock key exists */
-    int64_t stock_left, reservations, queued, claimed;
+    struct ctlactivity_redis rd;
     int64_t success, failed, processing, other;
 };
 
@@ -588,26 +829,16 @@ static int ctlactivity_live(struct ctl *ctl, int64_t id, struct ctlactivity_live
 {
     struct ctlactivity_keys k;
     ctlactivity_keys(&ctl->cfg, id, &k);
-    struct ctl_redis_cmd cmds[] = {
-        { 2, { "EXISTS", k.activity } },
-        { 2, { "GET", k.stock } },
-        { 2, { "ZCARD", k.resv } },
-        { 2, { "SCARD", k.queued } },
-        { 2, { "SCARD", k.claimed } },
-        { 2, { "HVALS", k.orders } },
-    };
-    redisReply *r = ctl_redis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    struct ctl_redis_cmd cmds[CTLACTIVITY_REDIS_CMDS + 1];
+    ctlactivity_redis_cmds(&k, cmds);
+    cmds[CTLACTIVITY_REDIS_CMDS] = (struct ctl_redis_cmd){ 2, { "HVALS", k.orders } };
+    redisReply *r = ctl_redis_multi(ctl, cmds, CTLACTIVITY_REDIS_CMDS + 1);
     if (!r)
         return CTL_FAIL;
-    int rc = ctlactivity_exec_errors(ctl, r);
+    memset(lv, 0, sizeof(*lv));
+    int rc = ctlactivity_redis_parse(ctl, r, &lv->rd);
     if (rc == CTL_OK) {
-        memset(lv, 0, sizeof(*lv));
-        lv->warmed = r->element[0]->integer > 0;
-        lv->has_stock = ctl_redis_int(r->element[1], &lv->stock_left) == 0;
-        lv->reservations = r->element[2]->integer;
-        lv->queued = r->element[3]->integer;
-        lv->claimed = r->element[4]->integer;
-        const redisReply *vals = r->element[5];
+        const redisReply *vals = r->element[CTLACTIVITY_REDIS_CMDS];
         for (size_t i = 0; i < vals->elements; i++) {
             const char *v = vals->element[i]->str ? vals->element[i]->str : "";
             if (strcmp(v, "SUCCESS") == 0)
@@ -648,7 +879,9 @@ int ctlactivity_show(struct ctl *ctl, int argc, char **argv)
 
     struct ctlactivity_live lv;
     int live_rc = ctlactivity_live(ctl, id, &lv);
-    const char *status = ctlactivity_status_at(&row, ctl_now_ms());
+    const struct ctlactivity_redis *rd = &lv.rd;
+    int64_t now = ctl_now_ms();
+    const char *status = ctlactivity_status_at(&row, now);
     char start[40], end[40];
     timeparse_format(row.start_ms, start, sizeof(start));
     timeparse_format(row.end_ms, end, sizeof(end));
@@ -668,15 +901,17 @@ int ctlactivity_show(struct ctl *ctl, int argc, char **argv)
         cJSON_AddNumberToObject(obj, "endMs", (double)row.end_ms);
         cJSON_AddStringToObject(obj, "status", status);
         if (live_rc == CTL_OK) {
+            cJSON_AddNumberToObject(obj, "holds", (double)ctlactivity_holds(&row, now, rd));
             cJSON *redis = cJSON_AddObjectToObject(obj, "redis");
-            cJSON_AddBoolToObject(redis, "warmed", lv.warmed);
-            if (lv.has_stock)
-                cJSON_AddNumberToObject(redis, "stockLeft", (double)lv.stock_left);
+            cJSON_AddBoolToObject(redis, "warmed", rd->warmed);
+            if (rd->has_stock)
+                cJSON_AddNumberToObject(redis, "stockLeft", (double)rd->stock_left);
             else
                 cJSON_AddNullToObject(redis, "stockLeft");
-            cJSON_AddNumberToObject(redis, "reservations", (double)lv.reservations);
-            cJSON_AddNumberToObject(redis, "queued", (double)lv.queued);
-            cJSON_AddNumberToObject(redis, "claimed", (double)lv.claimed);
+            cJSON_AddNumberToObject(redis, "returned", (double)rd->returned);
+            cJSON_AddNumberToObject(redis, "reservations", (double)rd->reservations);
+            cJSON_AddNumberToObject(redis, "queued", (double)rd->queued);
+            cJSON_AddNumberToObject(redis, "claimed", (double)rd->claimed);
             cJSON *orders = cJSON_AddObjectToObject(redis, "orders");
             cJSON_AddNumberToObject(orders, "SUCCESS", (double)lv.success);
             cJSON_AddNumberToObject(orders, "FAILED", (double)lv.failed);
@@ -697,16 +932,20 @@ int ctlactivity_show(struct ctl *ctl, int argc, char **argv)
         printf("redis      unreadable (error on stderr)\n");
         return live_rc;
     }
-    if (!lv.warmed)
+    if (!rd->warmed)
         printf("redis      not warmed: run 'seckillctl activity warmup %" PRId64 "'\n", row.id);
-    if (lv.has_stock)
+    if (rd->has_stock)
         printf("redis      stock left %" PRId64 ", reservations %" PRId64 ", queued %" PRId64
                ", claimed %" PRId64 "\n",
-               lv.stock_left, lv.reservations, lv.queued, lv.claimed);
+               rd->stock_left, rd->reservations, rd->queued, rd->claimed);
     else
         printf("redis      no stock key, reservations %" PRId64 ", queued %" PRId64
                ", claimed %" PRId64 "\n",
-               lv.reservations, lv.queued, lv.claimed);
+               rd->reservations, rd->queued, rd->claimed);
+    if (rd->returned > 0 || rd->cancelled)
+        printf("returned   %" PRId64 " unsold to the coupon by the cancel\n", rd->returned);
+    printf("holds      %" PRId64 " of coupon %" PRId64 "'s count\n", ctlactivity_holds(&row, now, rd),
+           row.coupon_id);
     printf("orders     SUCCESS %" PRId64 ", FAILED %" PRId64 ", PROCESSING %" PRId64 "%s\n",
            lv.success, lv.failed, lv.processing, lv.other ? " (and unknown statuses)" : "");
     return CTL_OK;

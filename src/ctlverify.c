@@ -84,6 +84,7 @@ struct ctlverify_redis {
     redisReply *reply;      /* owns every string below */
     bool has_stock;
     int64_t stock_left, reservations, stuck, queued, claimed, success;
+    int64_t returned;       /* unsold stock a cancel took off (activity hash), else 0 */
     struct ctlverify_user *users;
     size_t nusers;
     size_t bad_users;       /* fields that are not user ids */
@@ -123,7 +124,8 @@ static int ctlverify_read_redis(struct ctl *ctl, int64_t id, int64_t now_ms,
                                 struct ctlverify_redis *rd)
 {
     char stock[KEYS_LEN], resv[KEYS_LEN], queued[KEYS_LEN], claimed[KEYS_LEN], users[KEYS_LEN],
-        orders[KEYS_LEN], cutoff[32];
+        orders[KEYS_LEN], activity[KEYS_LEN], cutoff[32];
+    keys_activity(activity, sizeof(activity), &ctl->cfg, KEYS_ACTIVITY, id);
     keys_activity(stock, sizeof(stock), &ctl->cfg, KEYS_STOCK, id);
     keys_activity(resv, sizeof(resv), &ctl->cfg, KEYS_RESERVED, id);
     keys_activity(queued, sizeof(queued), &ctl->cfg, KEYS_QUEUED, id);
@@ -140,6 +142,7 @@ static int ctlverify_read_redis(struct ctl *ctl, int64_t id, int64_t now_ms,
         { 2, { "SCARD", claimed } },
         { 2, { "HGETALL", users } },
         { 2, { "HGETALL", orders } },
+        { 3, { "HGET", activity, "returned" } },
     };
     memset(rd, 0, sizeof(*rd));
     rd->reply = ctl_redis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
@@ -154,6 +157,8 @@ static int ctlverify_read_redis(struct ctl *ctl, int64_t id, int64_t now_ms,
     rd->stuck = e[2]->integer;
     rd->queued = e[3]->integer;
     rd->claimed = e[4]->integer;
+    if (ctl_redis_int(e[7], &rd->returned) != 0)
+        rd->returned = 0;
 
     const redisReply *uh = e[5], *oh = e[6];
     rd->users = calloc(uh->elements / 2 + 1, sizeof(*rd->users));
@@ -377,19 +382,24 @@ static void ctlverify_i2(struct ctlverify_check *c, const struct ctlverify_redis
     ctlverify_add_samples(c, &my->s_user);
 }
 
+/* A cancelled sale's unsold stock left the sale as 'returned' (cancel.lua): it counts on
+ * the stock side like the stock key (see ctlactivity.h). */
 static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis *rd,
                          const struct ctlverify_mysql *my)
 {
-    int64_t sum = rd->stock_left + rd->reservations + rd->queued + rd->claimed + rd->success;
+    int64_t sum = rd->stock_left + rd->reservations + rd->queued + rd->claimed + rd->success +
+                  rd->returned;
     c->ok = rd->has_stock && sum == my->stock;
     if (!rd->has_stock) {
         ctlverify_add(c, "Redis stock key missing (not warmed?)");
         return;
     }
     ctlverify_add(c, "stock left %" PRId64 " + reservations %" PRId64 " + queued %" PRId64
-                  " + claimed %" PRId64 " + SUCCESS %" PRId64 " = %" PRId64 " %s stock %" PRId64,
-                  rd->stock_left, rd->reservations, rd->queued, rd->claimed, rd->success, sum,
-                  c->ok ? "==" : "!=", my->stock);
+                  " + claimed %" PRId64 " + SUCCESS %" PRId64, rd->stock_left, rd->reservations,
+                  rd->queued, rd->claimed, rd->success);
+    if (rd->returned != 0)
+        ctlverify_add(c, " + returned by cancel %" PRId64, rd->returned);
+    ctlverify_add(c, " = %" PRId64 " %s stock %" PRId64, sum, c->ok ? "==" : "!=", my->stock);
 }
 
 static void ctlverify_i4(struct ctlverify_check *c, const struct ctlverify_redis *rd,

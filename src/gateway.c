@@ -8,11 +8,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "auth.h"
 #include "httpparams.h"
 #include "keys.h"
 #include "log.h"
 #include "orderevent.h"
 #include "parse.h"
+#include "purchasetoken.h"
 #include "reply.h"
 
 /* One POST /seckill/execute, from the local checks to its last callback.
@@ -76,15 +78,20 @@ void gateway_client_ip(const struct gateway *gw, struct evhttp_request *req, cha
     if (gw->cfg->http_trust_forwarded_for) {
         const char *xff = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Forwarded-For");
         if (xff) {
-            /* The first hop is the client as the trusted proxy saw it. */
-            size_t n = strcspn(xff, ", ");
+            /* The proxy in front of us appends the address it saw: the last hop is the
+             * only one we can trust; anything before it came from the client. */
+            const char *hop = strrchr(xff, ',');
+            hop = hop ? hop + 1 : xff;
+            while (*hop == ' ' || *hop == '\t')
+                hop++;
+            size_t n = strcspn(hop, " \t");
             unsigned char addr[sizeof(struct in6_addr)];
-            char hop[INET6_ADDRSTRLEN];
-            if (n > 0 && n < sizeof(hop)) {
-                memcpy(hop, xff, n);
-                hop[n] = '\0';
-                if (inet_pton(AF_INET, hop, addr) == 1 || inet_pton(AF_INET6, hop, addr) == 1) {
-                    snprintf(out, outlen, "%s", hop);
+            char text[INET6_ADDRSTRLEN];
+            if (n > 0 && n < sizeof(text)) {
+                memcpy(text, hop, n);
+                text[n] = '\0';
+                if (inet_pton(AF_INET, text, addr) == 1 || inet_pton(AF_INET6, text, addr) == 1) {
+                    snprintf(out, outlen, "%s", text);
                     return;
                 }
             }
@@ -138,7 +145,7 @@ static void rollback(struct gw_req *r)
 {
     struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
     if (a)
-        winners_remove(&a->winners, r->user_id);
+        intmap_remove(&a->winners, r->user_id);
     if (!r->gw->cfg->enable_stock_rollback)
         return;
     char stock[KEYS_LEN], users[KEYS_LEN], orders[KEYS_LEN], resv[KEYS_LEN];
@@ -221,7 +228,7 @@ static void remember_winner(struct gw_req *r, const char *order_no)
     uint64_t id;
     int64_t activity_id;
     if (a && orderno_parse(order_no, &id, &activity_id) == 0)
-        winners_put(&a->winners, r->user_id, id);
+        intmap_put(&a->winners, r->user_id, id);
 }
 
 static void on_executed(redisReply *reply, void *privdata)
@@ -266,6 +273,8 @@ static void on_executed(redisReply *reply, void *privdata)
         reply_error(r->http, REPLY_RATE_LIMITED, "too many requests", element_int(reply, 1, 1), NULL, NULL);
     } else if (strcmp(status, "BLOCKED") == 0) {
         reply_error(r->http, REPLY_BLOCKED, "too many attempts, temporarily blocked", element_int(reply, 1, 1), NULL, NULL);
+    } else if (strcmp(status, "TOKEN_USED") == 0) {
+        reply_error(r->http, REPLY_FORBIDDEN, "purchase token already used", 0, NULL, NULL);
     } else if (strcmp(status, "NOT_FOUND") == 0) {
         reply_error(r->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
     } else {
@@ -302,7 +311,7 @@ static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64
     if (!a->sold_out)
         return false;
     uint64_t order_id;
-    if (winners_get(&a->winners, user_id, &order_id)) {
+    if (intmap_get(&a->winners, user_id, &order_id)) {
         char order_no[ORDERNO_LEN];
         orderno_format(order_no, sizeof(order_no), order_id, activity_id);
         reply_error(req, REPLY_DUPLICATE, "you already hold an order for this activity", 0, "orderNo", order_no);
@@ -329,13 +338,13 @@ static int read_id_param(struct httpparams *params, const char *name, int64_t *o
     return 0;
 }
 
-static void send_execute(struct gw_req *r, const char *ip)
+static void send_execute(struct gw_req *r, const char *ip, const char *nonce)
 {
     struct gateway *gw = r->gw;
     const struct config *cfg = gw->cfg;
     char k_activity[KEYS_LEN], k_stock[KEYS_LEN], k_users[KEYS_LEN], k_orders[KEYS_LEN],
         k_resv[KEYS_LEN], k_rl_user[KEYS_LEN + 64], k_rl_ip[KEYS_LEN + 64], k_brush[KEYS_LEN + 64],
-        k_ban[KEYS_LEN + 64];
+        k_ban[KEYS_LEN + 64], k_token[KEYS_LEN + 64];
     keys_activity(k_activity, sizeof(k_activity), cfg, KEYS_ACTIVITY, r->activity_id);
     keys_activity(k_stock, sizeof(k_stock), cfg, KEYS_STOCK, r->activity_id);
     keys_activity(k_users, sizeof(k_users), cfg, KEYS_USERS, r->activity_id);
@@ -345,18 +354,20 @@ static void send_execute(struct gw_req *r, const char *ip)
     keys_subject(k_rl_ip, sizeof(k_rl_ip), KEYS_RATE_IP, r->activity_id, ip);
     keys_subject(k_brush, sizeof(k_brush), KEYS_BRUSH, r->activity_id, r->user);
     keys_subject(k_ban, sizeof(k_ban), KEYS_BAN, r->activity_id, r->user);
-    char now[24], per_user[24], per_ip[24], threshold[24], ban[24];
+    keys_subject(k_token, sizeof(k_token), KEYS_TOKEN, r->activity_id, nonce);
+    char now[24], per_user[24], per_ip[24], threshold[24], ban[24], token_ttl[24];
     snprintf(now, sizeof(now), "%" PRId64, r->accepted_ms);
     snprintf(per_user, sizeof(per_user), "%" PRId64, cfg->max_requests_per_user);
     snprintf(per_ip, sizeof(per_ip), "%" PRId64, cfg->max_requests_per_ip);
     snprintf(threshold, sizeof(threshold), "%" PRId64, cfg->anti_brush_threshold);
     snprintf(ban, sizeof(ban), "%" PRId64, cfg->anti_brush_ban_seconds);
+    snprintf(token_ttl, sizeof(token_ttl), "%" PRId64, cfg->require_token ? cfg->token_ttl_seconds : 0);
     const char *argv[] = {
-        k_activity, k_stock, k_users, k_orders, k_resv, k_rl_user, k_rl_ip, k_brush, k_ban,
+        k_activity, k_stock, k_users, k_orders, k_resv, k_rl_user, k_rl_ip, k_brush, k_ban, k_token,
         r->user, r->order_no, now, cfg->enable_rate_limit ? "1" : "0", per_user, per_ip,
-        cfg->enable_anti_brush ? "1" : "0", threshold, ban,
+        cfg->enable_anti_brush ? "1" : "0", threshold, ban, token_ttl,
     };
-    if (redisconn_eval(gw->redis, LUASCRIPT_EXECUTE, 9, 9, argv, NULL, on_executed, r) != 0) {
+    if (redisconn_eval(gw->redis, LUASCRIPT_EXECUTE, 10, 10, argv, NULL, on_executed, r) != 0) {
         reply_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
         req_finish(r);
     }
@@ -366,18 +377,32 @@ void gateway_execute(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
     char err[160];
+    char token[HTTPPARAMS_VALUE_LEN] = "";
     int64_t user_id, activity_id;
-    if (httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-        read_id_param(&params, "userId", &user_id, err, sizeof(err)) != 0 ||
-        read_id_param(&params, "activityId", &activity_id, err, sizeof(err)) != 0) {
-        httpparams_free(&params);
-        reply_error(req, REPLY_INVALID, err, 0, NULL, NULL);
-        return;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              read_id_param(&params, "activityId", &activity_id, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    if (!bad && gw->cfg->require_token &&
+        httpparams_get(&params, "token", token, sizeof(token), err, sizeof(err)) != 1) {
+        status = REPLY_FORBIDDEN;
+        snprintf(err, sizeof(err), "a purchase token from GET /seckill/token is required");
+        bad = 1;
     }
     httpparams_free(&params);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
+        return;
+    }
     if (gw->draining) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         reply_error(req, REPLY_UNAVAILABLE, "shutting down", 1, NULL, NULL);
+        return;
+    }
+    char nonce[PURCHASETOKEN_NONCE_LEN] = "-";
+    if (gw->cfg->require_token &&
+        purchasetoken_check(gw->cfg->token_secret, token, activity_id, user_id, gateway_now_ms() / 1000, nonce) != 0) {
+        reply_error(req, REPLY_FORBIDDEN, "purchase token invalid or expired", 0, NULL, NULL);
         return;
     }
     if (answer_locally(gw, req, activity_id, user_id))
@@ -403,5 +428,57 @@ void gateway_execute(struct gateway *gw, struct evhttp_request *req)
     gw->in_flight++;
     char ip[INET6_ADDRSTRLEN];
     gateway_client_ip(gw, req, ip, sizeof(ip));
-    send_execute(r, ip);
+    send_execute(r, ip, nonce);
+}
+
+void gateway_token(struct gateway *gw, struct evhttp_request *req)
+{
+    struct httpparams params;
+    char err[160];
+    int64_t user_id, activity_id;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              read_id_param(&params, "activityId", &activity_id, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    httpparams_free(&params);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
+        return;
+    }
+    if (!gw->cfg->require_token) {
+        reply_error(req, REPLY_NOT_FOUND, "purchase tokens are off (seckill.require-token)", 0, NULL, NULL);
+        return;
+    }
+    struct activity *a = activity_cache_find(gw->activities, activity_id);
+    if (!a || !a->loaded) {
+        reply_error(req, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        return;
+    }
+    int64_t now_ms = gateway_now_ms();
+    switch (activity_status_at(a, now_ms)) {
+    case ACTIVITY_PENDING:
+        reply_error(req, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
+        return;
+    case ACTIVITY_ENDED:
+        reply_error(req, REPLY_ENDED, "the sale has ended", 0, NULL, NULL);
+        return;
+    case ACTIVITY_CANCELLED:
+        reply_error(req, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+        return;
+    case ACTIVITY_ACTIVE:
+        break;
+    }
+    int64_t expires = now_ms / 1000 + gw->cfg->token_ttl_seconds;
+    char token[PURCHASETOKEN_LEN];
+    gw->token_nonce += 0x9E3779B97F4A7C15ULL;  /* Weyl sequence from a random start: never repeats */
+    if (purchasetoken_issue(gw->cfg->token_secret, activity_id, user_id, expires, gw->token_nonce, token,
+                            sizeof(token)) < 0) {
+        reply_error(req, REPLY_UNAVAILABLE, "could not issue a token", 1, NULL, NULL);
+        return;
+    }
+    char body[256];
+    int n = snprintf(body, sizeof(body),
+                     "{\"success\":true,\"token\":\"%s\",\"activityId\":%" PRId64 ",\"expiresIn\":%" PRId64 "}",
+                     token, activity_id, gw->cfg->token_ttl_seconds);
+    reply_send(req, 200, body, (size_t)n);
 }

@@ -2,24 +2,40 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "coupons.h"
+#include "intmap.h"
 #include "log.h"
 #include "queries.h"
 #include "reply.h"
 
+/* evhttp 2.1 has no connection cap, so the gateway counts connections itself. It makes
+ * each connection's bufferevent (evhttp_set_bevcb runs once per accepted socket) and keys
+ * the count by that pointer. A connection is "watched" once it sent a request: evhttp then
+ * tells us when it closes. One that never sent a request is closed by evhttp's idle
+ * timeout without telling us, so the sweep forgets it after that timeout (pointers are
+ * only compared, never followed). At the cap the listener pauses: new clients wait in the
+ * kernel's backlog instead of being accepted. */
+#define HTTP_WATCHED (1ULL << 63)
+
 struct http {
     struct gateway *gw;
     struct evhttp *evhttp;
-    struct evconnlistener *listener;
+    struct evconnlistener *listener;   /* owned by evhttp through `bound` */
     struct evhttp_bound_socket *bound;
+    struct event *sweep_timer;
+    struct intmap conns;       /* bufferevent -> accept time in us, | HTTP_WATCHED */
+    bool paused;
+    unsigned long pauses;
 };
 
 enum route_match { ROUTE_EXACT, ROUTE_PREFIX };
@@ -38,6 +54,12 @@ static void route_execute(struct gateway *gw, struct evhttp_request *req, const 
 {
     (void)rest;
     gateway_execute(gw, req);
+}
+
+static void route_token(struct gateway *gw, struct evhttp_request *req, const char *rest)
+{
+    (void)rest;
+    gateway_token(gw, req);
 }
 
 static void route_result(struct gateway *gw, struct evhttp_request *req, const char *rest)
@@ -62,6 +84,7 @@ static const struct route routes[] = {
     { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
     { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_stock },
     { "/seckill/result", ROUTE_EXACT, EVHTTP_REQ_GET, route_result },
+    { "/seckill/token", ROUTE_EXACT, EVHTTP_REQ_GET, route_token },
     { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_order },
     { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_activity },
     { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
@@ -69,9 +92,72 @@ static const struct route routes[] = {
     { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
 };
 
+static void admit(struct http *http)
+{
+    bool full = http->conns.count >= (size_t)http->gw->cfg->http_max_connections;
+    if (!http->listener || full == http->paused)
+        return;
+    http->paused = full;
+    if (full) {
+        evconnlistener_disable(http->listener);
+        if (http->pauses++ % 100 == 0)
+            LOG_WARN("http.max-connections (%lld) reached: accepting paused",
+                     (long long)http->gw->cfg->http_max_connections);
+    } else {
+        evconnlistener_enable(http->listener);
+    }
+}
+
+static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
+{
+    struct http *http = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    /* A recycled address means the connection it belonged to is gone. */
+    if (bev && intmap_put(&http->conns, (int64_t)(uintptr_t)bev, (uint64_t)gateway_now_us()) == 0)
+        admit(http);
+    return bev;
+}
+
+static void on_connection_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct http *http = arg;
+    intmap_remove(&http->conns, (int64_t)(uintptr_t)evhttp_connection_get_bufferevent(evcon));
+    admit(http);
+}
+
+static void watch(struct http *http, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    int64_t key = evcon ? (int64_t)(uintptr_t)evhttp_connection_get_bufferevent(evcon) : 0;
+    uint64_t accepted;
+    if (!key || !intmap_get(&http->conns, key, &accepted) || (accepted & HTTP_WATCHED))
+        return;
+    intmap_put(&http->conns, key, accepted | HTTP_WATCHED);
+    evhttp_connection_set_closecb(evcon, on_connection_close, http);
+}
+
+static void on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct http *http = arg;
+    uint64_t cutoff = (uint64_t)(gateway_now_us() - (http->gw->cfg->http_idle_timeout + 2) * 1000000);
+    for (size_t i = 0; i < http->conns.capacity; i++) {
+        struct intmap_slot *slot = &http->conns.slots[i];
+        /* Removal shifts later slots back; stay on this index until it holds a keeper. */
+        while (slot->key && !(slot->value & HTTP_WATCHED) && slot->value < cutoff)
+            intmap_remove(&http->conns, slot->key);
+    }
+    admit(http);
+}
+
+size_t http_open_connections(const struct http *http) { return http->conns.count; }
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
+    watch(http, req);
+    watch(http, req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path) {
@@ -132,6 +218,13 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
         http_free(http);
         return NULL;
     }
+    /* A flash sale holds many connections open: use every descriptor the system allows. */
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+    }
+    evhttp_set_bevcb(http->evhttp, on_new_connection, http);
     /* Our own listener for a deep backlog: evhttp_bind_socket is fixed at 128, which a
      * flash-sale burst of connects overflows. */
     http->listener = evconnlistener_new_bind(gw->base, NULL, NULL,
@@ -143,6 +236,9 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
         return NULL;
     }
     http->bound = evhttp_bind_listener(http->evhttp, http->listener);
+    http->sweep_timer = event_new(gw->base, -1, EV_PERSIST, on_sweep, http);
+    struct timeval second = { 1, 0 };
+    event_add(http->sweep_timer, &second);
     LOG_INFO("listening on http://%s", addr);
     return http;
 }
@@ -150,7 +246,7 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
 void http_stop_accepting(struct http *http)
 {
     if (http->bound) {
-        evhttp_del_accept_socket(http->evhttp, http->bound);  /* frees the listener too */
+        evhttp_del_accept_socket(http->evhttp, http->bound);  /* frees the listener, closing it */
         http->bound = NULL;
         http->listener = NULL;
     }
@@ -160,9 +256,10 @@ void http_free(struct http *http)
 {
     if (!http)
         return;
+    if (http->sweep_timer)
+        event_free(http->sweep_timer);
     if (http->evhttp)
         evhttp_free(http->evhttp);  /* closes the listener and every connection */
-    else if (http->listener)
-        evconnlistener_free(http->listener);
+    intmap_free(&http->conns);
     free(http);
 }

@@ -29,6 +29,7 @@ int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t act
     case KEYS_RATE_IP: what = "rl:ip"; break;
     case KEYS_BRUSH: what = "brush"; break;
     case KEYS_BAN: what = "ban"; break;
+    case KEYS_TOKEN: what = "token"; break;
     }
     int n = snprintf(buf, len, "seckill:%s:{%" PRId64 "}:%s", what, activity_id, subject);
     return (n < 0 || (size_t)n >= len) ? -1 : n;

@@ -87,12 +87,71 @@ static void sql_reset(struct sql *s)
 
 /* ---- statements ------------------------------------------------------------------ */
 
+/* Counter increments gathered over the whole transaction and applied at its end, one
+ * UPDATE per row in id order: two consumers then lock counter rows in the same order
+ * and cannot deadlock on them. Appended unsorted; sorted and summed by deltas_coalesce. */
+struct delta {
+    int64_t id;
+    uint64_t first;    /* seckill_activity: sold_count; coupon: issued_count */
+    uint64_t second;   /* coupon: used_count */
+};
+
+struct deltas {
+    struct delta *v;
+    size_t count;
+    size_t cap;
+};
+
 struct tx {
     MYSQL *db;
     struct sql sql;
     char *err;
     size_t errlen;
+    struct deltas activities;
+    struct deltas coupons;
 };
+
+static int deltas_add(struct tx *tx, struct deltas *d, int64_t id, uint64_t first,
+                      uint64_t second)
+{
+    if (first == 0 && second == 0)
+        return 0;
+    if (d->count == d->cap) {
+        size_t n = d->cap ? d->cap * 2 : 16;
+        struct delta *v = realloc(d->v, n * sizeof(*v));
+        if (!v) {
+            snprintf(tx->err, tx->errlen, "out of memory");
+            return -1;
+        }
+        d->v = v;
+        d->cap = n;
+    }
+    d->v[d->count++] = (struct delta){ id, first, second };
+    return 0;
+}
+
+static int delta_cmp(const void *pa, const void *pb)
+{
+    const struct delta *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static void deltas_coalesce(struct deltas *d)
+{
+    if (d->count < 2)
+        return;
+    qsort(d->v, d->count, sizeof(*d->v), delta_cmp);
+    size_t kept = 1;
+    for (size_t i = 1; i < d->count; i++) {
+        if (d->v[i].id == d->v[kept - 1].id) {
+            d->v[kept - 1].first += d->v[i].first;
+            d->v[kept - 1].second += d->v[i].second;
+        } else {
+            d->v[kept++] = d->v[i];
+        }
+    }
+    d->count = kept;
+}
 
 static int tx_run(struct tx *tx, const char *what, uint64_t *affected)
 {
@@ -139,16 +198,26 @@ static size_t run_slot(const struct run *r, size_t i)
 }
 
 /* A UTC literal formatted here: FROM_UNIXTIME stops at 2038 on MariaDB 10.11. */
-static void sql_accepted_at(struct sql *s, int64_t created_ms)
+static void sql_datetime(struct sql *s, int64_t ms)
 {
-    time_t secs = (time_t)(created_ms / 1000);
+    time_t secs = (time_t)(ms / 1000);
     struct tm tm;
-    if (created_ms < 0 || created_ms > PERSIST_MAX_ACCEPTED_MS || !gmtime_r(&secs, &tm)) {
+    if (ms < 0 || ms > PERSIST_MAX_ACCEPTED_MS || !gmtime_r(&secs, &tm)) {
         s->failed = 1;
         return;
     }
     sql_printf(s, "'%04d-%02d-%02d %02d:%02d:%02d.%03d'", tm.tm_year + 1900, tm.tm_mon + 1,
-               tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(created_ms % 1000));
+               tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/* Cents as a DECIMAL(15,2) literal: 1234 -> 12.34. */
+static void sql_cents(struct sql *s, int64_t cents)
+{
+    if (cents < 0 || cents > PERSIST_MAX_CENTS) {
+        s->failed = 1;
+        return;
+    }
+    sql_printf(s, "%" PRId64 ".%02" PRId64, cents / 100, cents % 100);
 }
 
 static int insert_orders(struct tx *tx, const struct run *r, uint64_t *added)
@@ -167,7 +236,7 @@ static int insert_orders(struct tx *tx, const struct run *r, uint64_t *added)
             sql_quoted(&tx->sql, tx->db, ev->order_no);
             sql_printf(&tx->sql, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",", ev->user_id,
                        r->activity_id, r->coupon_id);
-            sql_accepted_at(&tx->sql, ev->created_ms);
+            sql_datetime(&tx->sql, ev->created_ms);
             sql_printf(&tx->sql, ")");
         }
         /* No CLIENT_FOUND_ROWS: a duplicate counts 0, a new row 1. */
@@ -304,33 +373,37 @@ static int find_user_coupons(struct tx *tx, const struct run *r, const unsigned 
     return 0;
 }
 
-static int bump_counters(struct tx *tx, const struct run *r, uint64_t orders_added,
-                         uint64_t coupons_added)
+/* The counters, last: activities then coupons, each in id order. */
+static int apply_counters(struct tx *tx)
 {
     uint64_t n;
-    if (orders_added > 0) {
+    deltas_coalesce(&tx->activities);
+    deltas_coalesce(&tx->coupons);
+    for (size_t i = 0; i < tx->activities.count; i++) {
+        const struct delta *d = &tx->activities.v[i];
         sql_reset(&tx->sql);
         sql_printf(&tx->sql,
                    "UPDATE seckill_activity SET sold_count = sold_count + %" PRIu64
                    " WHERE id = %" PRId64,
-                   orders_added, r->activity_id);
+                   d->first, d->id);
         if (tx_run(tx, "update seckill_activity", &n) != 0)
             return -1;
         if (n == 0)
             LOG_WARN("activity %" PRId64 " has no seckill_activity row: sold_count not kept",
-                     r->activity_id);
+                     d->id);
     }
-    if (coupons_added > 0) {
+    for (size_t i = 0; i < tx->coupons.count; i++) {
+        const struct delta *d = &tx->coupons.v[i];
         sql_reset(&tx->sql);
         sql_printf(&tx->sql,
                    "UPDATE coupon SET issued_count = issued_count + %" PRIu64
-                   " WHERE id = %" PRId64,
-                   coupons_added, r->coupon_id);
+                   ", used_count = used_count + %" PRIu64 " WHERE id = %" PRId64,
+                   d->first, d->second, d->id);
         if (tx_run(tx, "update coupon", &n) != 0)
             return -1;
         if (n == 0)
-            LOG_WARN("coupon %" PRId64 " (activity %" PRId64 ") has no coupon row: "
-                     "issued_count not kept", r->coupon_id, r->activity_id);
+            LOG_WARN("coupon %" PRId64 " has no coupon row: issued_count / used_count not kept",
+                     d->id);
     }
     return 0;
 }
@@ -361,11 +434,199 @@ static int persist_run(struct tx *tx, const struct run *r, unsigned char *in_db,
     else if (insert_user_coupons(tx, r, in_db, &coupons_added) != 0 ||
              find_user_coupons(tx, r, in_db, coupons) != 0)
         return -1;
-    if (bump_counters(tx, r, orders_added, coupons_added) != 0)
+    if (deltas_add(tx, &tx->activities, r->activity_id, orders_added, 0) != 0 ||
+        deltas_add(tx, &tx->coupons, r->coupon_id, coupons_added, 0) != 0)
         return -1;
     stats->orders_added += orders_added;
     stats->coupons_added += coupons_added;
     return 0;
+}
+
+/* ---- coupon.used events ----------------------------------------------------------- */
+
+/* A user coupon row as the uses of this batch find it, locked (FOR UPDATE) until the
+ * COMMIT, and updated here as each use is applied so that a repeat later in the same
+ * batch sees it USED. */
+struct ucrow {
+    int64_t id;
+    int64_t user_id;
+    int64_t coupon_id;
+    char status[UCOUPON_STATUS_LEN];
+    char order_ref[UCOUPON_REF_LEN];   /* "" when NULL */
+};
+
+static int ucrow_cmp(const void *pa, const void *pb)
+{
+    const struct ucrow *a = pa, *b = pb;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static struct ucrow *ucrow_find(struct ucrow *rows, size_t count, int64_t id)
+{
+    struct ucrow key = { .id = id };
+    return bsearch(&key, rows, count, sizeof(*rows), ucrow_cmp);
+}
+
+static int id_cmp(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Reads and locks the user coupons the uses name, in id order (as InnoDB walks the
+ * primary key), into rows (sorted by id). Ids that have no row are simply absent. */
+static int lock_user_coupons(struct tx *tx, const struct useevent *uses, size_t count,
+                             struct ucrow *rows, size_t *row_count)
+{
+    *row_count = 0;
+    int64_t *ids = malloc(count * sizeof(*ids));
+    if (!ids) {
+        snprintf(tx->err, tx->errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++)
+        ids[i] = uses[i].user_coupon_id;
+    qsort(ids, count, sizeof(*ids), id_cmp);
+    size_t distinct = 0;
+    for (size_t i = 0; i < count; i++)
+        if (distinct == 0 || ids[i] != ids[distinct - 1])
+            ids[distinct++] = ids[i];
+    int rc = 0;
+    for (size_t start = 0; start < distinct && rc == 0; start += PERSIST_ROWS_PER_STATEMENT) {
+        size_t end = start + PERSIST_ROWS_PER_STATEMENT;
+        if (end > distinct)
+            end = distinct;
+        sql_reset(&tx->sql);
+        sql_printf(&tx->sql, "SELECT id, user_id, coupon_id, status, order_ref FROM user_coupon "
+                             "WHERE id IN (");
+        for (size_t i = start; i < end; i++)
+            sql_printf(&tx->sql, "%s%" PRId64, i > start ? "," : "", ids[i]);
+        sql_printf(&tx->sql, ") ORDER BY id FOR UPDATE");
+        if (tx_run(tx, "select user_coupon for update", NULL) != 0) {
+            rc = -1;
+            break;
+        }
+        MYSQL_RES *res = mysql_store_result(tx->db);
+        if (!res) {
+            snprintf(tx->err, tx->errlen, "select user_coupon for update: %s (%u)",
+                     mysql_error(tx->db), mysql_errno(tx->db));
+            rc = -1;
+            break;
+        }
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res)) != NULL && *row_count < count) {
+            struct ucrow *u = &rows[*row_count];
+            memset(u, 0, sizeof(*u));
+            if (!row[0] || !row[1] || !row[2] || !row[3])
+                continue;
+            u->id = strtoll(row[0], NULL, 10);
+            u->user_id = strtoll(row[1], NULL, 10);
+            u->coupon_id = strtoll(row[2], NULL, 10);
+            snprintf(u->status, sizeof(u->status), "%s", row[3]);
+            snprintf(u->order_ref, sizeof(u->order_ref), "%s", row[4] ? row[4] : "");
+            (*row_count)++;
+        }
+        mysql_free_result(res);
+    }
+    free(ids);
+    if (rc == 0)
+        qsort(rows, *row_count, sizeof(*rows), ucrow_cmp);
+    return rc;
+}
+
+/* Decides, without writing, what one use means for the row as it stands now. Returns
+ * PERSIST_USE_APPLIED when it is to be written. */
+static enum persist_use_verdict use_judge(const struct useevent *ev, const struct ucrow *u,
+                                          char *reason, size_t len)
+{
+    if (ev->discount > PERSIST_MAX_CENTS) {
+        snprintf(reason, len, "discount %" PRId64 " cents does not fit DECIMAL(15,2)",
+                 ev->discount);
+        return PERSIST_USE_INCONSISTENT;
+    }
+    if (ev->used_ms > PERSIST_MAX_ACCEPTED_MS) {
+        snprintf(reason, len, "usedAt %" PRId64 " is beyond the range of DATETIME", ev->used_ms);
+        return PERSIST_USE_INCONSISTENT;
+    }
+    if (!u) {
+        snprintf(reason, len, "user coupon %" PRId64 " does not exist", ev->user_coupon_id);
+        return PERSIST_USE_INCONSISTENT;
+    }
+    if (u->user_id != ev->user_id) {
+        snprintf(reason, len, "user coupon %" PRId64 " belongs to user %" PRId64 ", not %" PRId64,
+                 u->id, u->user_id, ev->user_id);
+        return PERSIST_USE_INCONSISTENT;
+    }
+    if (strcmp(u->status, "USED") == 0) {
+        if (strcmp(u->order_ref, ev->order_ref) == 0)
+            return PERSIST_USE_REPEATED;
+        snprintf(reason, len, "user coupon %" PRId64 " is already used by order '%s', not '%s'",
+                 u->id, u->order_ref, ev->order_ref);
+        return PERSIST_USE_INCONSISTENT;
+    }
+    if (strcmp(u->status, "UNUSED") != 0) {
+        snprintf(reason, len, "user coupon %" PRId64 " is %s", u->id, u->status);
+        return PERSIST_USE_INCONSISTENT;
+    }
+    return PERSIST_USE_APPLIED;
+}
+
+static int use_write(struct tx *tx, const struct useevent *ev)
+{
+    sql_reset(&tx->sql);
+    sql_printf(&tx->sql, "UPDATE user_coupon SET status='USED', order_ref=");
+    sql_quoted(&tx->sql, tx->db, ev->order_ref);
+    sql_printf(&tx->sql, ", discount=");
+    sql_cents(&tx->sql, ev->discount);
+    sql_printf(&tx->sql, ", used_at=");
+    sql_datetime(&tx->sql, ev->used_ms);
+    sql_printf(&tx->sql, " WHERE id=%" PRId64 " AND user_id=%" PRId64 " AND status='UNUSED'",
+               ev->user_coupon_id, ev->user_id);
+    uint64_t n;
+    if (tx_run(tx, "update user_coupon", &n) != 0)
+        return -1;
+    if (n != 1) {
+        /* The row is locked by this transaction and was UNUSED: cannot happen. */
+        snprintf(tx->err, tx->errlen, "update user_coupon %" PRId64 ": changed %" PRIu64
+                 " rows of a row locked as UNUSED", ev->user_coupon_id, n);
+        return -1;
+    }
+    return 0;
+}
+
+/* After the orders of the batch, so that a coupon issued earlier in it exists. */
+static int persist_uses(struct tx *tx, const struct useevent *uses, size_t count,
+                        struct persist_use_result *results, struct persist_stats *stats)
+{
+    if (count == 0)
+        return 0;
+    struct ucrow *rows = malloc(count * sizeof(*rows));
+    if (!rows) {
+        snprintf(tx->err, tx->errlen, "out of memory");
+        return -1;
+    }
+    size_t row_count;
+    int rc = lock_user_coupons(tx, uses, count, rows, &row_count);
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        const struct useevent *ev = &uses[i];
+        struct ucrow *u = ucrow_find(rows, row_count, ev->user_coupon_id);
+        struct persist_use_result *res = &results[i];
+        res->reason[0] = '\0';
+        res->verdict = use_judge(ev, u, res->reason, sizeof(res->reason));
+        if (res->verdict == PERSIST_USE_REPEATED) {
+            stats->uses_repeated++;
+        } else if (res->verdict == PERSIST_USE_INCONSISTENT) {
+            stats->uses_inconsistent++;
+        } else if (use_write(tx, ev) != 0 || deltas_add(tx, &tx->coupons, u->coupon_id, 0, 1) != 0) {
+            rc = -1;
+        } else {
+            strcpy(u->status, "USED");
+            snprintf(u->order_ref, sizeof(u->order_ref), "%s", ev->order_ref);
+            stats->uses_applied++;
+        }
+    }
+    free(rows);
+    return rc;
 }
 
 /* ---- the batch ------------------------------------------------------------------- */
@@ -405,11 +666,11 @@ static int resolve_coupon(struct tx *tx, int64_t activity_id, int64_t *coupon_id
 static int persist_all(struct tx *tx, const struct orderevent *base,
                        const struct orderevent *const *sorted, size_t count,
                        unsigned char *in_db, struct persist_coupon *coupons,
-                       struct persist_stats *stats)
+                       const struct useevent *uses, size_t use_count,
+                       struct persist_use_result *use_results, struct persist_stats *stats)
 {
     if (tx_simple(tx, "START TRANSACTION") != 0)
         return -1;
-    /* Activities in id order: two consumers lock their counter rows in the same order. */
     for (size_t start = 0; start < count;) {
         const struct orderevent *first = sorted[start];
         size_t end = start + 1;
@@ -424,6 +685,8 @@ static int persist_all(struct tx *tx, const struct orderevent *base,
             return -1;
         start = end;
     }
+    if (persist_uses(tx, uses, use_count, use_results, stats) != 0 || apply_counters(tx) != 0)
+        return -1;
     return tx_simple(tx, "COMMIT");
 }
 
@@ -446,14 +709,20 @@ int persist_connection_lost(unsigned int code)
 
 enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, size_t count,
                                   unsigned char *in_db, struct persist_coupon *coupons,
+                                  const struct useevent *uses, size_t use_count,
+                                  struct persist_use_result *use_results,
                                   struct persist_stats *stats, char *err, size_t errlen)
 {
     memset(stats, 0, sizeof(*stats));
-    memset(in_db, 0, count);
-    memset(coupons, 0, count * sizeof(*coupons));
-    if (count == 0)
+    if (count > 0) {
+        memset(in_db, 0, count);
+        memset(coupons, 0, count * sizeof(*coupons));
+    }
+    if (use_count > 0)
+        memset(use_results, 0, use_count * sizeof(*use_results));
+    if (count == 0 && use_count == 0)
         return PERSIST_OK;
-    const struct orderevent **sorted = malloc(count * sizeof(*sorted));
+    const struct orderevent **sorted = malloc((count ? count : 1) * sizeof(*sorted));
     if (!sorted) {
         snprintf(err, errlen, "out of memory");
         return PERSIST_FAILED;
@@ -463,7 +732,8 @@ enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, si
     qsort(sorted, count, sizeof(*sorted), order_cmp);
 
     struct tx tx = { .db = db, .err = err, .errlen = errlen };
-    int rc = persist_all(&tx, orders, sorted, count, in_db, coupons, stats);
+    int rc = persist_all(&tx, orders, sorted, count, in_db, coupons, uses, use_count,
+                         use_results, stats);
     enum persist_result result = PERSIST_OK;
     if (rc != 0) {
         unsigned int code = mysql_errno(db);
@@ -472,10 +742,16 @@ enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, si
         if (persist_connection_lost(code) || mysql_query(db, "ROLLBACK") != 0)
             result = PERSIST_DISCONNECTED;
         memset(stats, 0, sizeof(*stats));
-        memset(in_db, 0, count);
-        memset(coupons, 0, count * sizeof(*coupons));
+        if (count > 0) {
+            memset(in_db, 0, count);
+            memset(coupons, 0, count * sizeof(*coupons));
+        }
+        if (use_count > 0)
+            memset(use_results, 0, use_count * sizeof(*use_results));
     }
     sql_free(&tx.sql);
+    free(tx.activities.v);
+    free(tx.coupons.v);
     free(sorted);
     return result;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "httpparams.h"
 #include "keys.h"
 #include "parse.h"
@@ -166,15 +167,19 @@ void queries_stock(struct gateway *gw, struct evhttp_request *req, const char *a
 void queries_result(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
-    char err[160], user[HTTPPARAMS_VALUE_LEN], activity[HTTPPARAMS_VALUE_LEN];
+    char err[160], activity[HTTPPARAMS_VALUE_LEN];
     int64_t user_id, activity_id;
-    int ok = httpparams_parse(req, &params, err, sizeof(err)) == 0 &&
-             httpparams_get(&params, "userId", user, sizeof(user), err, sizeof(err)) == 1 &&
-             httpparams_get(&params, "activityId", activity, sizeof(activity), err, sizeof(err)) == 1 &&
-             parse_id(user, &user_id) == 0 && parse_id(activity, &activity_id) == 0;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    if (!bad && (httpparams_get(&params, "activityId", activity, sizeof(activity), err, sizeof(err)) != 1 ||
+                 parse_id(activity, &activity_id) != 0)) {
+        snprintf(err, sizeof(err), "activityId must be a positive 64-bit integer");
+        bad = 1;
+    }
     httpparams_free(&params);
-    if (!ok) {
-        reply_error(req, REPLY_INVALID, "userId and activityId must be positive 64-bit integers", 0, NULL, NULL);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
         return;
     }
     struct query *q = query_new(gw, req, QUERY_RESULT);

@@ -24,6 +24,7 @@ static const struct {
     [REPLY_BLOCKED] = { "BLOCKED", 429 },
     [REPLY_INVALID] = { "INVALID", 400 },
     [REPLY_UNAUTHORIZED] = { "UNAUTHORIZED", 401 },
+    [REPLY_FORBIDDEN] = { "FORBIDDEN", 403 },
     [REPLY_NOT_FOUND] = { "NOT_FOUND", 404 },
     [REPLY_METHOD_NOT_ALLOWED] = { "METHOD_NOT_ALLOWED", 405 },
     [REPLY_TOO_LARGE] = { "TOO_LARGE", 413 },
@@ -40,6 +41,7 @@ static const char *reason_phrase(int code)
     case 200: return "OK";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";

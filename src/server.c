@@ -1,6 +1,7 @@
 /* seckill-server: the flash-sale gateway. One libevent loop serves HTTP, talks to Redis
  * and Kafka through callbacks and timers, and never blocks. */
 #include <event2/event.h>
+#include <event2/util.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,9 @@ int main(int argc, char **argv)
         return 1;
     }
     gw.base = event_base_new();
+    /* Purchase-token nonces start at a random point so that a restarted gateway, or a
+     * second one with the same secret, does not hand out nonces already spent. */
+    evutil_secure_rng_get_bytes(&gw.token_nonce, sizeof(gw.token_nonce));
     tokenbucket_init(&gw.bucket, cfg.permits_per_second, cfg.burst_capacity, gateway_now_us());
     gw.kafka = kafkaprod_new(gw.base, &cfg, err, sizeof(err));
     if (!gw.kafka) {

@@ -1,10 +1,13 @@
 -- The whole Redis side of POST /seckill/execute, atomically, in one round trip.
 -- KEYS: 1 activity  2 stock  3 users  4 orders  5 resv  6 rl:user  7 rl:ip  8 brush  9 ban
+--       10 token (the spent-token key of this request's purchase token)
 -- ARGV: 1 userId  2 orderNo  3 now_ms  4 limits on (0/1)  5 per-user limit/min
 --       6 per-ip limit/min  7 anti-brush on (0/1)  8 anti-brush threshold/10s  9 ban seconds
+--       10 token lifetime in seconds, 0 when purchase tokens are off
 -- Returns {status, ...}: {'OK', orderNo, couponId} | {'DUPLICATE', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
 --   | {'OUT_OF_STOCK'} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'NOT_FOUND'}
+--   | {'TOKEN_USED'}
 local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId')
 if not meta[1] then
   return {'NOT_FOUND'}
@@ -49,6 +52,13 @@ if ARGV[4] == '1' then
       if ttl < 1 then ttl = 1 end
       return {'RATE_LIMITED', ttl}
     end
+  end
+end
+
+-- A purchase token buys one attempt: spend it before anything can be sold.
+if ARGV[10] ~= '0' then
+  if not redis.call('SET', KEYS[10], user, 'NX', 'EX', ARGV[10]) then
+    return {'TOKEN_USED'}
   end
 end
 

@@ -247,9 +247,10 @@ struct exec_opts {
     int64_t per_user, per_ip;
     bool brush;
     int64_t threshold, ban_seconds;
+    const char *token_nonce; /* NULL: purchase tokens off */
 };
 
-static const struct exec_opts NO_LIMITS = { false, 10, 100, false, 5, 60 };
+static const struct exec_opts NO_LIMITS = { false, 10, 100, false, 5, 60, NULL };
 
 struct xres {
     char status[32];
@@ -264,7 +265,7 @@ static struct xres execute_at(int64_t user, const char *ip, int64_t now,
 {
     struct xres x;
     memset(&x, 0, sizeof(x));
-    char k[9][KEYS_LEN];
+    char k[10][KEYS_LEN];
     char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user);
     key(k[0], KEYS_ACTIVITY);
@@ -276,6 +277,7 @@ static struct xres execute_at(int64_t user, const char *ip, int64_t now,
     subject_key(k[6], KEYS_RATE_IP, ip);
     subject_key(k[7], KEYS_BRUSH, uid);
     subject_key(k[8], KEYS_BAN, uid);
+    subject_key(k[9], KEYS_TOKEN, o->token_nonce ? o->token_nonce : "-");
     assert_true(orderno_format(x.sent_no, sizeof(x.sent_no), orderno_next(&gen, gen_clock), A) >
                 0);
     char now_s[24], pu[24], pi[24], th[24], ban[24];
@@ -284,12 +286,12 @@ static struct xres execute_at(int64_t user, const char *ip, int64_t now,
     snprintf(pi, sizeof(pi), "%" PRId64, o->per_ip);
     snprintf(th, sizeof(th), "%" PRId64, o->threshold);
     snprintf(ban, sizeof(ban), "%" PRId64, o->ban_seconds);
-    const char *keys[9];
-    for (int i = 0; i < 9; i++)
+    const char *keys[10];
+    for (int i = 0; i < 10; i++)
         keys[i] = k[i];
-    const char *args[9] = { uid, x.sent_no, now_s, o->limits ? "1" : "0", pu, pi,
-                            o->brush ? "1" : "0", th, ban };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_EXECUTE], 9, keys, 9, args);
+    const char *args[10] = { uid, x.sent_no, now_s, o->limits ? "1" : "0", pu, pi,
+                             o->brush ? "1" : "0", th, ban, o->token_nonce ? "60" : "0" };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_EXECUTE], 10, keys, 10, args);
     if (!r)
         fail_msg("execute: %s", redis->errstr);
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1)
@@ -575,7 +577,7 @@ static void test_one_per_user(void **state)
 static void test_window_and_status(void **state)
 {
     (void)state;
-    const struct exec_opts limits = { true, 10, 100, true, 5, 60 };
+    const struct exec_opts limits = { true, 10, 100, true, 5, 60, NULL };
     const int64_t start = NOW, end = NOW + HOUR;
     /* Unwarmed: a stock key alone is not an activity. */
     char ks[KEYS_LEN];
@@ -623,7 +625,7 @@ static void test_per_user_limit(void **state)
 {
     (void)state;
     warm_open(100);
-    const struct exec_opts o = { true, 3, 1000, false, 5, 60 };
+    const struct exec_opts o = { true, 3, 1000, false, 5, 60, NULL };
     assert_str(execute_at(5, "10.0.0.5", NOW, &o).status, "OK");
     assert_str(execute_at(5, "10.0.0.5", NOW, &o).status, "DUPLICATE");
     assert_str(execute_at(5, "10.0.0.6", NOW, &o).status, "DUPLICATE"); /* same user, other IP */
@@ -650,7 +652,7 @@ static void test_per_ip_limit(void **state)
 {
     (void)state;
     warm_open(100);
-    const struct exec_opts o = { true, 1000, 3, false, 5, 60 };
+    const struct exec_opts o = { true, 1000, 3, false, 5, 60, NULL };
     for (int64_t user = 1; user <= 3; user++)
         assert_str(execute_at(user, "192.0.2.1", NOW, &o).status, "OK");
     for (int64_t user = 4; user <= 6; user++) {
@@ -674,7 +676,7 @@ static void test_anti_brush(void **state)
 {
     (void)state;
     warm_open(100);
-    const struct exec_opts o = { true, 1000, 1000, true, 2, 45 };
+    const struct exec_opts o = { true, 1000, 1000, true, 2, 45, NULL };
     assert_str(execute_at(9, "10.0.0.9", NOW, &o).status, "OK");
     assert_str(execute_at(9, "10.0.0.9", NOW, &o).status, "DUPLICATE");
     struct xres x = execute_at(9, "10.0.0.9", NOW, &o);
@@ -707,7 +709,7 @@ static void test_anti_brush(void **state)
     assert_false(user_order(12, ord, sizeof(ord)));
     assert_int_equal(stock_left(), 97);
     /* With anti-brush off, the same burst is not blocked. */
-    const struct exec_opts off = { false, 1000, 1000, false, 2, 45 };
+    const struct exec_opts off = { false, 1000, 1000, false, 2, 45, NULL };
     for (int i = 0; i < 10; i++)
         assert_str(execute_at(13, "10.0.0.13", NOW, &off).status, i == 0 ? "OK" : "DUPLICATE");
     assert_conserved(100);
@@ -1224,6 +1226,24 @@ static void test_activity_script(void **state)
 
 /* ---- main ---------------------------------------------------------------------------------- */
 
+/* A purchase token buys exactly one attempt, whatever that attempt's outcome. */
+static void test_purchase_token_spent_once(void **state)
+{
+    (void)state;
+    warm_open(10);
+    struct exec_opts o = NO_LIMITS;
+    o.token_nonce = "00000000000000aa";
+    struct xres first = execute_at(7001, "10.0.0.1", NOW, &o);
+    assert_string_equal(first.status, "OK");
+    struct xres again = execute_at(7002, "10.0.0.1", NOW, &o);
+    assert_string_equal(again.status, "TOKEN_USED");
+    assert_int_equal(stock_left(), 9);
+    o.token_nonce = "00000000000000ab";
+    struct xres other = execute_at(7002, "10.0.0.1", NOW, &o);
+    assert_string_equal(other.status, "OK");
+    assert_int_equal(stock_left(), 8);
+}
+
 int main(void)
 {
     const char *host = getenv("SECKILL_TEST_REDIS_HOST");
@@ -1291,6 +1311,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_confirm_unknown_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_result_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activity_script, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_purchase_token_spent_once, setup, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     redisFree(redis);
