@@ -34,4 +34,13 @@ int couponstore_load(MYSQL *db, int64_t coupon_id, struct ucoupon *template_out,
  * -1 with the reason in err. */
 int couponstore_publish(redisContext *redis, const struct ucoupon *uc, char *err, size_t errlen);
 
+/* couponstore_publish for n records in one pipeline (HSETNX per record, MULTI/EXEC only
+ * around a USED record's two fields), sent and read in slices of
+ * COUPONSTORE_PIPELINE commands: one round trip per slice instead of one per record.
+ * Returns how many fields were newly written, or -1 with the first problem in err (every
+ * reply is still read, so the connection stays usable unless redis->err is set). */
+#define COUPONSTORE_PIPELINE 1000
+int couponstore_publish_many(redisContext *redis, const struct ucoupon *ucs, size_t n, char *err,
+                             size_t errlen);
+
 #endif

@@ -2,6 +2,7 @@
 #define SK_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct cJSON;
 
@@ -10,6 +11,10 @@ struct cJSON;
  * and would take "{...}junk". Returns the object (caller frees with cJSON_Delete) or NULL
  * with a reason in err. */
 struct cJSON *json_parse_object(const char *data, size_t len, char *err, size_t errlen);
+
+/* Adds an integer exactly: cJSON prints numbers with 15 significant digits whenever its
+ * tolerant comparison calls that close enough, which changes 16-digit integers. */
+struct cJSON *json_add_int(struct cJSON *object, const char *name, int64_t value);
 
 /* Numbers are doubles in JSON: integers above 2^53 - 1 do not survive the trip exactly
  * (2^53 + 1 reads as 2^53), so anything larger is refused as an id or an amount. */

@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS user_coupon (
     status          ENUM('UNUSED', 'USED', 'EXPIRED') NOT NULL DEFAULT 'UNUSED',
     order_ref       VARCHAR(64)     NULL,                    -- checkout order it was used on
     discount        DECIMAL(15,2)   NULL,
+    payable         DECIMAL(15,2)   NULL,                    -- what the checkout order paid
     used_at         DATETIME(3)     NULL,
     created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
     updated_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3),
@@ -70,3 +71,6 @@ CREATE TABLE IF NOT EXISTS user_coupon (
     UNIQUE KEY uk_source_ref (source_ref),
     KEY idx_user_coupon_user (user_id)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+-- Columns added after the first release (MariaDB's IF NOT EXISTS keeps this idempotent).
+ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS payable DECIMAL(15,2) NULL AFTER discount;

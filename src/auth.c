@@ -14,8 +14,8 @@ static int user_param(struct httpparams *params, int64_t *user_id, bool *present
     *present = found == 1;
     if (found < 0)
         return -1;
-    if (found == 1 && parse_id(value, user_id) != 0) {
-        snprintf(message, len, "userId must be a positive 64-bit integer");
+    if (found == 1 && parse_json_id(value, user_id) != 0) {
+        snprintf(message, len, "userId must be a positive integer below 2^53");
         return -1;
     }
     return 0;

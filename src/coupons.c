@@ -8,6 +8,7 @@
 
 #include "auth.h"
 #include "httpparams.h"
+#include "json.h"
 #include "log.h"
 #include "parse.h"
 #include "reply.h"
@@ -56,8 +57,8 @@ static void add_time(cJSON *json, const char *name, int64_t ms)
 static cJSON *coupon_json(const struct ucoupon *uc, int64_t now_ms)
 {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "userCouponId", (double)uc->id);
-    cJSON_AddNumberToObject(j, "couponId", (double)uc->coupon_id);
+    json_add_int(j, "userCouponId", (int64_t)uc->id);
+    json_add_int(j, "couponId", (int64_t)uc->coupon_id);
     cJSON_AddStringToObject(j, "type", coupon_type_name(uc->terms.type));
     cJSON_AddStringToObject(j, "status", ucoupon_state_at(uc, now_ms));
     if (uc->terms.type == COUPON_CASH)
@@ -127,7 +128,7 @@ static void on_listed(redisReply *reply, void *privdata)
     int64_t now = gateway_now_ms();
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    cJSON_AddNumberToObject(json, "userId", (double)l->user_id);
+    json_add_int(json, "userId", (int64_t)l->user_id);
     cJSON *list = cJSON_AddArrayToObject(json, "coupons");
     for (size_t k = 0; k < n; k++)
         cJSON_AddItemToArray(list, coupon_json(&items[k], now));
@@ -169,7 +170,7 @@ static void reply_redeemed(struct redeem *r)
 {
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    cJSON_AddNumberToObject(json, "userCouponId", (double)r->ev.user_coupon_id);
+    json_add_int(json, "userCouponId", (int64_t)r->ev.user_coupon_id);
     cJSON_AddStringToObject(json, "orderRef", r->ev.order_ref);
     add_money(json, "orderAmount", r->ev.discount + r->ev.payable);
     add_money(json, "discount", r->ev.discount);
@@ -359,8 +360,8 @@ void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *res
     }
     memcpy(id_text, rest, (size_t)(slash - rest));
     id_text[slash - rest] = '\0';
-    if (parse_id(id_text, &id) != 0) {
-        reply_error(req, REPLY_INVALID, "userCouponId must be a positive 64-bit integer", 0, NULL, NULL);
+    if (parse_json_id(id_text, &id) != 0) {
+        reply_error(req, REPLY_INVALID, "userCouponId must be a positive integer below 2^53", 0, NULL, NULL);
         return;
     }
     struct httpparams params;

@@ -182,3 +182,121 @@ int couponstore_publish(redisContext *redis, const struct ucoupon *uc, char *err
         snprintf(err, errlen, "redis HSETNX %s: %s", key, problem[0] ? problem : "transaction failed");
     return written;
 }
+
+/* The fields of one record as couponstore_publish writes them; terms is malloc'ed. */
+struct couponstore_fields {
+    char key[64];
+    char field[32];
+    char used_field[40];
+    char used_value[UCOUPON_REF_LEN + 80];
+    char *terms;
+    bool used;
+};
+
+static int couponstore_fields_make(const struct ucoupon *uc, struct couponstore_fields *f,
+                                   char *err, size_t errlen)
+{
+    f->terms = NULL;
+    f->used = strcmp(uc->status, "USED") == 0;
+    if (uc->id <= 0 || uc->user_id <= 0 || uc->coupon_id <= 0) {
+        snprintf(err, errlen, "user coupon %" PRId64 ": missing id, user or coupon", uc->id);
+        return -1;
+    }
+    if (f->used && !ucoupon_valid_ref(uc->order_ref)) {
+        snprintf(err, errlen, "user coupon %" PRId64 ": order reference '%s' is malformed", uc->id,
+                 uc->order_ref);
+        return -1;
+    }
+    ucoupon_key(f->key, sizeof(f->key), uc->user_id);
+    snprintf(f->field, sizeof(f->field), "%" PRId64, uc->id);
+    snprintf(f->used_field, sizeof(f->used_field), "%" PRId64 ":used", uc->id);
+    snprintf(f->used_value, sizeof(f->used_value), "%s|%" PRId64 "|%" PRId64 "|%" PRId64,
+             uc->order_ref, uc->discount, uc->payable, uc->used_ms);
+    f->terms = ucoupon_encode(uc);
+    if (!f->terms) {
+        snprintf(err, errlen, "user coupon %" PRId64 ": out of memory encoding", uc->id);
+        return -1;
+    }
+    return 0;
+}
+
+/* Sums an HSETNX reply (or an EXEC array of them) into *written; notes the first problem. */
+static void couponstore_count(const redisReply *r, int *written, char *problem, size_t len)
+{
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *written += (int)r->integer;
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY) {
+        for (size_t k = 0; k < r->elements; k++)
+            couponstore_count(r->element[k], written, problem, len);
+        return;
+    }
+    if (!problem[0])
+        snprintf(problem, len, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+}
+
+int couponstore_publish_many(redisContext *redis, const struct ucoupon *ucs, size_t n, char *err,
+                             size_t errlen)
+{
+    int written = 0;
+    char problem[200] = "";
+    for (size_t start = 0; start < n;) {
+        /* Append a slice: a record is 1 command, or 4 (MULTI, 2 x HSETNX, EXEC) when USED. */
+        size_t replies = 0, commands = 0, i = start;
+        int appended = 1;
+        for (; i < n && commands < COUPONSTORE_PIPELINE; i++) {
+            struct couponstore_fields f;
+            char why[160];
+            if (couponstore_fields_make(&ucs[i], &f, why, sizeof(why)) != 0) {
+                if (!problem[0])
+                    snprintf(problem, sizeof(problem), "%s", why);
+                continue;
+            }
+            const char *multi[] = { "MULTI" }, *exec[] = { "EXEC" };
+            const char *set_terms[] = { "HSETNX", f.key, f.field, f.terms };
+            const char *set_used[] = { "HSETNX", f.key, f.used_field, f.used_value };
+            if (f.used)
+                appended = redisAppendCommandArgv(redis, 1, multi, NULL) == REDIS_OK &&
+                           redisAppendCommandArgv(redis, 4, set_terms, NULL) == REDIS_OK &&
+                           redisAppendCommandArgv(redis, 4, set_used, NULL) == REDIS_OK &&
+                           redisAppendCommandArgv(redis, 1, exec, NULL) == REDIS_OK;
+            else
+                appended = redisAppendCommandArgv(redis, 4, set_terms, NULL) == REDIS_OK;
+            free(f.terms);
+            if (!appended) {
+                /* hiredis has set redis->err: the caller must drop the connection, since
+                 * part of this slice may sit unsent in its buffer. */
+                snprintf(err, errlen, "redis: %s", redis->errstr[0] ? redis->errstr : "out of memory");
+                return -1;
+            }
+            replies += f.used ? 4 : 1;
+            commands += f.used ? 4 : 1;
+        }
+        /* Every reply is read, even after an error, so the connection stays in step; of a
+         * MULTI block only the EXEC array counts (MULTI and QUEUED say nothing). */
+        for (size_t k = 0; k < replies; k++) {
+            void *v = NULL;
+            if (redisGetReply(redis, &v) != REDIS_OK) {
+                snprintf(err, errlen, "redis: %s", redis->errstr[0] ? redis->errstr : "no reply");
+                return -1;
+            }
+            redisReply *r = v;
+            if (r->type == REDIS_REPLY_STATUS) {
+                /* +OK of MULTI, +QUEUED of a queued HSETNX */
+            } else if (r->type == REDIS_REPLY_NIL) {
+                if (!problem[0])
+                    snprintf(problem, sizeof(problem), "transaction failed");
+            } else {
+                couponstore_count(r, &written, problem, sizeof(problem));
+            }
+            freeReplyObject(r);
+        }
+        start = i;
+    }
+    if (problem[0]) {
+        snprintf(err, errlen, "redis HSETNX: %s", problem);
+        return -1;
+    }
+    return written;
+}

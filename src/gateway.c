@@ -331,8 +331,8 @@ static int read_id_param(struct httpparams *params, const char *name, int64_t *o
         snprintf(err, errlen, "%s is required", name);
         return -1;
     }
-    if (parse_id(value, out) != 0) {
-        snprintf(err, errlen, "%s must be a positive 64-bit integer", name);
+    if (parse_json_id(value, out) != 0) {
+        snprintf(err, errlen, "%s must be a positive integer below 2^53", name);
         return -1;
     }
     return 0;

@@ -1,6 +1,7 @@
 #include "json.h"
 
 #include <cjson/cJSON.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 struct cJSON *json_parse_object(const char *data, size_t len, char *err, size_t errlen)
@@ -24,4 +25,11 @@ struct cJSON *json_parse_object(const char *data, size_t len, char *err, size_t 
         return NULL;
     }
     return root;
+}
+
+cJSON *json_add_int(cJSON *object, const char *name, int64_t value)
+{
+    char text[24];
+    snprintf(text, sizeof(text), "%" PRId64, value);
+    return cJSON_AddRawToObject(object, name, text);
 }

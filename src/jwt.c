@@ -113,7 +113,7 @@ static int subject(const cJSON *payload, int64_t *user_id)
 {
     const cJSON *sub = cJSON_GetObjectItemCaseSensitive(payload, "sub");
     if (cJSON_IsString(sub))
-        return parse_id(sub->valuestring, user_id);
+        return parse_json_id(sub->valuestring, user_id);
     if (cJSON_IsNumber(sub) && sub->valuedouble >= 1 && sub->valuedouble <= JSON_MAX_EXACT_INT &&
         sub->valuedouble == floor(sub->valuedouble)) {
         *user_id = (int64_t)sub->valuedouble;

@@ -19,6 +19,15 @@ int parse_id(const char *s, int64_t *out)
     return 0;
 }
 
+int parse_json_id(const char *s, int64_t *out)
+{
+    int64_t v;
+    if (parse_id(s, &v) != 0 || v > PARSE_MAX_JSON_ID)
+        return -1;
+    *out = v;
+    return 0;
+}
+
 int parse_cents(const char *s, int64_t *out)
 {
     if (!s || *s < '0' || *s > '9')

@@ -8,6 +8,7 @@
 
 #include "auth.h"
 #include "httpparams.h"
+#include "json.h"
 #include "keys.h"
 #include "parse.h"
 #include "reply.h"
@@ -38,8 +39,8 @@ static void reply_stock(struct query *q, const redisReply *reply)
     }
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    cJSON_AddNumberToObject(json, "activityId", (double)q->activity_id);
-    cJSON_AddNumberToObject(json, "stock", reply->type == REDIS_REPLY_STRING ? strtod(reply->str, NULL) : 0);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
+    json_add_int(json, "stock", reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0);
     reply_json(q->http, 200, json);
 }
 
@@ -51,8 +52,8 @@ static void reply_result(struct query *q, const redisReply *reply)
     }
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    cJSON_AddNumberToObject(json, "userId", (double)q->user_id);
-    cJSON_AddNumberToObject(json, "activityId", (double)q->activity_id);
+    json_add_int(json, "userId", (int64_t)q->user_id);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
     cJSON_AddStringToObject(json, "orderNo", reply->element[0]->str);
     cJSON_AddStringToObject(json, "status", reply->element[1]->str);
     reply_json(q->http, 200, json);
@@ -67,7 +68,7 @@ static void reply_order(struct query *q, const redisReply *reply)
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
     cJSON_AddStringToObject(json, "orderNo", q->order_no);
-    cJSON_AddNumberToObject(json, "activityId", (double)q->activity_id);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
     cJSON_AddStringToObject(json, "status", reply->str);
     reply_json(q->http, 200, json);
 }
@@ -89,11 +90,11 @@ static void reply_activity(struct query *q, const redisReply *reply)
     }
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    cJSON_AddNumberToObject(json, "activityId", (double)q->activity_id);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
     cJSON_AddStringToObject(json, "name", a.name);
-    cJSON_AddNumberToObject(json, "couponId", (double)a.coupon_id);
-    cJSON_AddNumberToObject(json, "stock", (double)a.stock);
-    cJSON_AddNumberToObject(json, "stockLeft", (double)a.stock_left);
+    json_add_int(json, "couponId", (int64_t)a.coupon_id);
+    json_add_int(json, "stock", (int64_t)a.stock);
+    json_add_int(json, "stockLeft", (int64_t)a.stock_left);
     add_time(json, "startTime", a.start_ms);
     add_time(json, "endTime", a.end_ms);
     cJSON_AddStringToObject(json, "status", activity_status_name(activity_status_at(&a, gateway_now_ms())));
@@ -142,8 +143,8 @@ static void query_send(struct query *q, enum luascript_id script, int nkeys, int
 
 static bool path_id(struct evhttp_request *req, const char *text, int64_t *id)
 {
-    if (parse_id(text, id) != 0) {
-        reply_error(req, REPLY_INVALID, "the id must be a positive 64-bit integer", 0, NULL, NULL);
+    if (parse_json_id(text, id) != 0) {
+        reply_error(req, REPLY_INVALID, "the id must be a positive integer below 2^53", 0, NULL, NULL);
         return false;
     }
     return true;
@@ -173,8 +174,8 @@ void queries_result(struct gateway *gw, struct evhttp_request *req)
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
               auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     if (!bad && (httpparams_get(&params, "activityId", activity, sizeof(activity), err, sizeof(err)) != 1 ||
-                 parse_id(activity, &activity_id) != 0)) {
-        snprintf(err, sizeof(err), "activityId must be a positive 64-bit integer");
+                 parse_json_id(activity, &activity_id) != 0)) {
+        snprintf(err, sizeof(err), "activityId must be a positive integer below 2^53");
         bad = 1;
     }
     httpparams_free(&params);
@@ -243,6 +244,6 @@ void queries_health(struct gateway *gw, struct evhttp_request *req)
     }
     cJSON_AddStringToObject(json, "redis", redis_up ? "up" : "down");
     cJSON_AddStringToObject(json, "kafka", kafka_up ? "up" : "down");
-    cJSON_AddNumberToObject(json, "inFlight", (double)gw->in_flight);
+    json_add_int(json, "inFlight", (int64_t)gw->in_flight);
     reply_json(req, ok ? 200 : 503, json);
 }

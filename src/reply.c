@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
+
 static const struct {
     const char *name;
     int code;
@@ -90,7 +92,7 @@ void reply_error(struct evhttp_request *req, enum reply_status status, const cha
         char value[24];
         snprintf(value, sizeof(value), "%" PRId64, retry_after);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", value);
-        cJSON_AddNumberToObject(json, "retryAfter", (double)retry_after);
+        json_add_int(json, "retryAfter", (int64_t)retry_after);
     }
     reply_json(req, reply_status_code(status), json);
 }

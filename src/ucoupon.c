@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,28 +17,31 @@ int ucoupon_key(char *buf, size_t len, int64_t user_id)
 
 char *ucoupon_encode(const struct ucoupon *uc)
 {
-    cJSON *j = cJSON_CreateObject();
-    if (!j)
+    /* Printed by hand: cJSON prints numbers with 15 significant digits whenever its
+     * tolerant comparison calls that close enough, which changes integers above ~2^52.
+     * Nothing here needs escaping (integers and a fixed type name). */
+    char buf[512];
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"id\":%" PRId64 ",\"userId\":%" PRId64 ",\"couponId\":%" PRId64
+                     ",\"type\":\"%s\",\"amount\":%" PRId64 ",\"rate\":%" PRId64
+                     ",\"minOrder\":%" PRId64 ",\"maxDiscount\":%" PRId64 ",\"start\":%" PRId64
+                     ",\"end\":%" PRId64 "}",
+                     uc->id, uc->user_id, uc->coupon_id, coupon_type_name(uc->terms.type),
+                     uc->terms.amount, uc->terms.rate, uc->terms.min_order, uc->terms.max_discount,
+                     uc->start_ms, uc->end_ms);
+    if (n < 0 || (size_t)n >= sizeof(buf))
         return NULL;
-    cJSON_AddNumberToObject(j, "id", (double)uc->id);
-    cJSON_AddNumberToObject(j, "userId", (double)uc->user_id);
-    cJSON_AddNumberToObject(j, "couponId", (double)uc->coupon_id);
-    cJSON_AddStringToObject(j, "type", coupon_type_name(uc->terms.type));
-    cJSON_AddNumberToObject(j, "amount", (double)uc->terms.amount);
-    cJSON_AddNumberToObject(j, "rate", (double)uc->terms.rate);
-    cJSON_AddNumberToObject(j, "minOrder", (double)uc->terms.min_order);
-    cJSON_AddNumberToObject(j, "maxDiscount", (double)uc->terms.max_discount);
-    cJSON_AddNumberToObject(j, "start", (double)uc->start_ms);
-    cJSON_AddNumberToObject(j, "end", (double)uc->end_ms);
-    char *text = cJSON_PrintUnformatted(j);
-    cJSON_Delete(j);
+    char *text = malloc((size_t)n + 1);
+    if (text)
+        memcpy(text, buf, (size_t)n + 1);
     return text;
 }
 
 static int64_t get_number(const cJSON *j, const char *name, int *ok)
 {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(j, name);
-    if (!cJSON_IsNumber(item) || item->valuedouble < 0 || item->valuedouble > JSON_MAX_EXACT_INT) {
+    if (!cJSON_IsNumber(item) || item->valuedouble < 0 || item->valuedouble > JSON_MAX_EXACT_INT ||
+        item->valuedouble != floor(item->valuedouble)) {
         *ok = 0;
         return 0;
     }
@@ -85,10 +89,13 @@ int ucoupon_decode_used(const char *data, struct ucoupon *uc)
         return -1;
     long long discount, payable, used;
     char tail;
-    if (sscanf(bar + 1, "%lld|%lld|%lld%c", &discount, &payable, &used, &tail) != 3)
+    if (sscanf(bar + 1, "%lld|%lld|%lld%c", &discount, &payable, &used, &tail) != 3 || discount < 0 ||
+        payable < 0 || used < 0)
         return -1;
     memcpy(uc->order_ref, data, (size_t)(bar - data));
     uc->order_ref[bar - data] = '\0';
+    if (!ucoupon_valid_ref(uc->order_ref))
+        return -1;
     uc->discount = discount;
     uc->payable = payable;
     uc->used_ms = used;

@@ -99,11 +99,29 @@ static void test_parse_cents_rejects(void **state)
     assert_int_equal(parse_cents(NULL, &v), -1);
 }
 
+/* Ids that travel as JSON numbers stop at 2^53 - 1, where JSON readers stay exact. */
+static void test_parse_json_id(void **state)
+{
+    (void)state;
+    int64_t v = SENTINEL;
+    assert_int_equal(parse_json_id("9007199254740991", &v), 0);
+    assert_true(v == 9007199254740991LL);
+    v = SENTINEL;
+    assert_int_equal(parse_json_id("9007199254740992", &v), -1);
+    assert_int_equal(parse_json_id("9223372036854775807", &v), -1);
+    assert_int_equal(parse_json_id("0", &v), -1);
+    assert_int_equal(parse_json_id("12a", &v), -1);
+    assert_true(v == SENTINEL);
+    assert_int_equal(parse_json_id("42", &v), 0);
+    assert_true(v == 42);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_id_accepts),
         cmocka_unit_test(test_parse_id_rejects),
+        cmocka_unit_test(test_parse_json_id),
         cmocka_unit_test(test_parse_cents_accepts),
         cmocka_unit_test(test_parse_cents_rejects),
     };
