@@ -2,6 +2,7 @@
 #   make            build the three binaries into build/
 #   make run        install what is missing, start everything, create a demo sale
 #   make test       the same set-up, then unit and integration tests (ASan + UBSan)
+#   make fuzz       libFuzzer harnesses for request parsing, JSON and config (clang)
 #   make up|down|status [CONF=FILE]
 
 CC       ?= cc
@@ -25,7 +26,7 @@ LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
 COMMON   := log config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
-SERVER   := server gateway auth http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
+SERVER   := server gateway auth metrics http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
 CONSUMER := consumer batch persist
 CTL      := ctl ctlcoupon ctlactivity ctlverify ctlstats
 
@@ -56,6 +57,43 @@ $(BUILD)/test/%: test/unit/%.c $(call obj,$(COMMON)) | $(BUILD)/obj
 	$(CC) $(CFLAGS) $< $(call obj,$(COMMON)) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
 
 unit-tests: $(addprefix $(BUILD)/test/,$(UNIT_TESTS))
+
+# ---- fuzzing (libFuzzer, clang) --------------------------------------------------
+#   make fuzz [FUZZ_SECONDS=60]   every test/fuzz/fuzz_*.c for FUZZ_SECONDS each, on a fresh
+#                                 copy of its seed corpus; fails on any crash, leak or
+#                                 sanitizer report and says where the reproducer is
+#   make fuzz-smoke               the same for FUZZ_SMOKE_SECONDS each (part of make test)
+# The modules under test are built again with clang into $(BUILD)/fuzz/obj: libFuzzer's
+# coverage instrumentation is clang's, and the release objects must stay free of it.
+FUZZ_CC            ?= clang
+FUZZ_SECONDS       ?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
+FUZZ_MODULES := config json jwt purchasetoken parse coupon ucoupon useevent orderno orderevent timeparse httpparams
+FUZZ_CFLAGS  := $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_LDLIBS  := $(shell pkg-config --libs libevent libcjson libcrypto 2>/dev/null) -lm
+fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))
+
+.PHONY: fuzz fuzz-smoke fuzz-build
+$(BUILD)/fuzz/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/fuzz/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+
+$(BUILD)/fuzz/obj:
+	mkdir -p $@
+
+$(BUILD)/fuzz/bin/%: test/fuzz/%.c $(call fuzz_obj,$(FUZZ_MODULES)) $(wildcard include/*.h)
+	@mkdir -p $(BUILD)/fuzz/bin
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(call fuzz_obj,$(FUZZ_MODULES)) \
+		$(FUZZ_LDLIBS) -o $@
+
+# The objects are named here so that make keeps them (not intermediate files).
+fuzz-build: $(call fuzz_obj,$(FUZZ_MODULES)) $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_TARGETS))
+
+fuzz: fuzz-build
+	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Every setting of every binary. Loaded in this order, later wins:
  * built-in defaults, the file (conf/seckill.conf or -c FILE), SECKILL_* environment
@@ -90,6 +91,9 @@ void config_init(struct config *cfg);
 void config_free(struct config *cfg);
 
 int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen);
+/* The file's lines from an open stream (the caller closes it); name prefixes the errors
+ * ("name:line: ..."). config_load_file is fopen + this; the fuzz harness feeds fmemopen. */
+int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err, size_t errlen);
 int config_set(struct config *cfg, const char *key, const char *value, char *err, size_t errlen);
 /* SECKILL_HTTP_PORT sets http.port: upper case, '.' and '-' become '_'.
  * Pass-through kafka.* keys are file and --set only: their names are ambiguous in env form. */

@@ -23,6 +23,11 @@ struct httpparams {
 };
 
 int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err, size_t errlen);
+/* The same from the request's parts, without evhttp (the fuzz harness calls it): query is
+ * the raw query string or NULL, content_type the header or NULL, body need not end in a
+ * NUL. Returns 0, or -1 with err set; either way the caller calls httpparams_free. */
+int httpparams_parse_parts(struct httpparams *p, const char *query, const char *content_type,
+                           const char *body, size_t len, char *err, size_t errlen);
 /* Copies the value of `name` into out. Returns 1 found, 0 absent, -1 invalid (err set). */
 int httpparams_get(struct httpparams *p, const char *name, char *out, size_t outlen,
                    char *err, size_t errlen);

@@ -289,13 +289,8 @@ static char *trim(char *s)
     return s;
 }
 
-int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen)
+int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
     char line[4096];
     int lineno = 0;
     int rc = 0;
@@ -303,7 +298,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
         lineno++;
         size_t len = strlen(line);
         if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
-            set_err(err, errlen, "%s:%d: line too long", path, lineno);
+            set_err(err, errlen, "%s:%d: line too long", name, lineno);
             rc = -1;
             break;
         }
@@ -315,7 +310,7 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
             continue;
         char *eq = strchr(s, '=');
         if (!eq) {
-            set_err(err, errlen, "%s:%d: expected 'key = value'", path, lineno);
+            set_err(err, errlen, "%s:%d: expected 'key = value'", name, lineno);
             rc = -1;
             break;
         }
@@ -324,11 +319,22 @@ int config_load_file(struct config *cfg, const char *path, char *err, size_t err
         char *value = trim(eq + 1);
         char inner[CONFIG_ERR_LEN];
         if (config_set(cfg, key, value, inner, sizeof(inner)) != 0) {
-            set_err(err, errlen, "%s:%d: %s", path, lineno, inner);
+            set_err(err, errlen, "%s:%d: %s", name, lineno, inner);
             rc = -1;
             break;
         }
     }
+    return rc;
+}
+
+int config_load_file(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    int rc = config_load_stream(cfg, f, path, err, errlen);
     fclose(f);
     return rc;
 }

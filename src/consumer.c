@@ -491,6 +491,7 @@ static void consumer_fill(struct consumer *c)
     c->stash_count = 0;
     if (b->messages > 0)
         first_ms = now_ms();
+    memset(&c->times, 0, sizeof(c->times));
     while (!stop_requested && b->messages < limit) {
         int64_t wait = SLICE_MS;
         if (b->messages > 0) {
@@ -510,6 +511,8 @@ static void consumer_fill(struct consumer *c)
             first_ms = now_ms();
         rd_kafka_message_destroy(msg);
     }
+    if (b->messages > 0)
+        c->times.fill = now_ms() - first_ms;
 }
 
 /* ---- the steps of a batch --------------------------------------------------------- */
@@ -710,17 +713,11 @@ static int step_claim(struct consumer *c, char *err, size_t errlen)
     return rc;
 }
 
-/* Grows *array (of *cap elements of size bytes) to hold need elements. */
-static int ensure_cap(void **array, size_t *cap, size_t need, size_t size)
+/* Makes room for need elements in an array of the consumer's own, keeping its contents:
+ * the grown array, or NULL (the old one stays valid). */
+static void *grow_array(void *array, size_t need, size_t size)
 {
-    if (need <= *cap)
-        return 0;
-    void *grown = realloc(*array, need * size);
-    if (!grown)
-        return -1;
-    *array = grown;
-    *cap = need;
-    return 0;
+    return realloc(array, (need ? need : 1) * size);
 }
 
 static int step_persist(struct consumer *c, char *err, size_t errlen)
@@ -728,12 +725,25 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     if (b->accepted_count == 0 && b->use_count == 0)
         return 0;
-    if (ensure_cap((void **)&c->coupons, &c->coupons_cap, b->accepted_count,
-                   sizeof(*c->coupons)) != 0 ||
-        ensure_cap((void **)&c->use_results, &c->use_results_cap, b->use_count,
-                   sizeof(*c->use_results)) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    if (b->accepted_count > c->coupons_cap) {
+        struct persist_coupon *grown = grow_array(c->coupons, b->accepted_count,
+                                                  sizeof(*grown));
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->coupons = grown;
+        c->coupons_cap = b->accepted_count;
+    }
+    if (b->use_count > c->use_results_cap) {
+        struct persist_use_result *grown = grow_array(c->use_results, b->use_count,
+                                                      sizeof(*grown));
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->use_results = grown;
+        c->use_results_cap = b->use_count;
     }
     if (db_ensure(c, err, errlen) != 0)
         return -1;
@@ -792,10 +802,14 @@ static int step_publish(struct consumer *c, char *err, size_t errlen)
         return 0;
     if (redis_ensure(c, err, errlen) != 0)
         return -1;
-    if (ensure_cap((void **)&c->records, &c->records_cap, b->accepted_count,
-                   sizeof(*c->records)) != 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+    if (b->accepted_count > c->records_cap) {
+        struct ucoupon *grown = grow_array(c->records, b->accepted_count, sizeof(*grown));
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        c->records = grown;
+        c->records_cap = b->accepted_count;
     }
     size_t n = 0;
     const struct ucoupon *tmpl = NULL;
@@ -927,39 +941,88 @@ static void log_rejections(const struct batch *b)
                      "before it could be persisted", b->orders[i].order_no, b->orders[i].user_id);
 }
 
-/* DLQ → claim → MySQL COMMIT → user coupons and SUCCESS in Redis → Kafka offsets, strictly
- * in this order.
+/* consumer_retry, adding the time it took to *ms. */
+static int timed_retry(struct consumer *c, const char *what, consumer_step step, int64_t *ms)
+{
+    int64_t t0 = now_ms();
+    int rc = consumer_retry(c, what, step);
+    *ms += now_ms() - t0;
+    return rc;
+}
+
+/* The coupon.used events MySQL found inconsistent become dead letters: logged, kept out
+ * of MySQL, and never blocking the partition. Returns -1 when one could not be kept
+ * (out of memory): the batch must then not commit its offsets. */
+static int consumer_dead_uses(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    for (size_t i = 0; i < b->use_count; i++) {
+        const struct persist_use_result *r = &c->use_results[i];
+        if (r->verdict != PERSIST_USE_INCONSISTENT)
+            continue;
+        const struct useevent *ev = &b->uses[i];
+        LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
+                  "(partition %" PRId32 " offset %" PRId64 ") is inconsistent with MySQL: %s",
+                  ev->user_coupon_id, ev->user_id, ev->order_ref, b->use_msgs[i].partition,
+                  b->use_msgs[i].offset, r->reason);
+        char error[sizeof(r->reason) + 16];
+        snprintf(error, sizeof(error), "inconsistent: %s", r->reason);
+        if (batch_dead_use(b, i, error) != 0) {
+            LOG_ERROR("out of memory dead-lettering partition %" PRId32 " offset %" PRId64
+                      "; stopping", b->use_msgs[i].partition, b->use_msgs[i].offset);
+            stop_requested = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* DLQ → claim → MySQL COMMIT (orders, then coupon uses) → user coupons and SUCCESS in
+ * Redis → DLQ of inconsistent uses → Kafka offsets, strictly in this order.
  * Returns -1 when stopping left the batch unfinished. */
 static int consumer_process(struct consumer *c)
 {
     struct batch *b = &c->batch;
+    struct batch_times *t = &c->times;
     int64_t started = now_ms();
     batch_seal(b);
     memset(&c->persisted, 0, sizeof(c->persisted));
-    if (consumer_retry(c, "dead-letter", step_dead_letters) != 0 ||
-        consumer_retry(c, "claim", step_claim) != 0)
+    if (timed_retry(c, "dead-letter", step_dead_letters, &t->dead) != 0 ||
+        timed_retry(c, "claim", step_claim, &t->claim) != 0)
         return -1;
     log_rejections(b);
     batch_collect_accepted(b);
-    if (consumer_retry(c, "persist", step_persist) != 0 ||
-        consumer_retry(c, "publish coupons", step_publish) != 0 ||
-        consumer_retry(c, "finalize", step_finalize) != 0)
+    size_t dead_before = b->dead_count;
+    if (timed_retry(c, "persist", step_persist, &t->persist) != 0 ||
+        consumer_dead_uses(c) != 0 ||
+        timed_retry(c, "publish coupons", step_publish, &t->publish) != 0 ||
+        timed_retry(c, "finalize", step_finalize, &t->finalize) != 0)
+        return -1;
+    if (b->dead_count > dead_before &&
+        timed_retry(c, "dead-letter", step_dead_letters, &t->dead) != 0)
         return -1;
     consumer_set_paused(c, 0);
+    int64_t t0 = now_ms();
     consumer_commit(c);
+    t->commit = now_ms() - t0;
 
     size_t rejected = b->count - b->accepted_count;
     size_t persisted = b->accepted_count - c->persisted.conflicts;
+    size_t uses = c->persisted.uses_applied + c->persisted.uses_repeated;
     c->total.batches++;
     c->total.persisted += persisted;
     c->total.added += c->persisted.orders_added;
     c->total.rejected += rejected;
     c->total.dead += b->dead_count;
     c->total.conflicts += c->persisted.conflicts;
+    c->total.uses += uses;
     LOG_DEBUG("batch: %zu messages, %zu orders persisted (%" PRIu64 " new), %zu rejected, "
-              "%zu dead-lettered, %zu repeated, %" PRId64 " ms",
-              b->messages, persisted, c->persisted.orders_added, rejected, b->dead_count,
-              b->duplicates, now_ms() - started);
+              "%zu coupon uses (%zu new), %zu dead-lettered, %zu repeated, %" PRId64 " ms: "
+              "fill %" PRId64 " ms, dead %" PRId64 " ms, claim %" PRId64 " ms, persist %" PRId64
+              " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, commit %" PRId64 " ms",
+              b->messages, persisted, c->persisted.orders_added, rejected, uses,
+              c->persisted.uses_applied, b->dead_count, b->duplicates, now_ms() - started,
+              t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->commit);
     return 0;
 }
 
@@ -971,11 +1034,11 @@ static void consumer_summary(struct consumer *c)
     const struct consumer_stats *t = &c->total, *r = &c->reported;
     if (t->batches != r->batches)
         LOG_INFO("%" PRIu64 " batches, %" PRIu64 " orders persisted (%" PRIu64 " new), %" PRIu64
-                 " rejected, %" PRIu64 " dead-lettered, %" PRIu64 " refused by MySQL; "
-                 "since start %" PRIu64 " persisted",
+                 " rejected, %" PRIu64 " coupon uses, %" PRIu64 " dead-lettered, %" PRIu64
+                 " refused by MySQL; since start %" PRIu64 " persisted",
                  t->batches - r->batches, t->persisted - r->persisted, t->added - r->added,
-                 t->rejected - r->rejected, t->dead - r->dead, t->conflicts - r->conflicts,
-                 t->persisted);
+                 t->rejected - r->rejected, t->uses - r->uses, t->dead - r->dead,
+                 t->conflicts - r->conflicts, t->persisted);
     c->reported = c->total;
     c->reported_ms = now;
 }
@@ -1000,6 +1063,8 @@ static void consumer_free(struct consumer *c)
     consumer_close(c);
     free(c->stash);
     free(c->coupons);
+    free(c->use_results);
+    free(c->records);
     /* Before the batch: its dead letters are the opaques of messages still queued here. */
     if (c->dlq) {
         rd_kafka_flush(c->dlq, 2000);
@@ -1119,8 +1184,8 @@ int main(int argc, char **argv)
     if (unfinished)
         LOG_WARN("stopped with an unfinished batch: it replays at the next start");
     LOG_INFO("stopped after %" PRIu64 " batches: %" PRIu64 " orders persisted (%" PRIu64
-             " new), %" PRIu64 " rejected, %" PRIu64 " dead-lettered",
-             t->batches, t->persisted, t->added, t->rejected, t->dead);
+             " new), %" PRIu64 " rejected, %" PRIu64 " coupon uses, %" PRIu64 " dead-lettered",
+             t->batches, t->persisted, t->added, t->rejected, t->uses, t->dead);
     consumer_free(&c);
     mysql_library_end();
     return 0;

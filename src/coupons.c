@@ -10,6 +10,7 @@
 #include "httpparams.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "parse.h"
 #include "reply.h"
 #include "timeparse.h"
@@ -210,6 +211,7 @@ static void on_delivered(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t er
 {
     struct redeem *r = (struct redeem *)ticket;
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        metrics_inc(METRIC_COUPONS_REDEEMED);
         if (r->http)
             reply_redeemed(r);
     } else {

@@ -12,6 +12,7 @@
 #include "httpparams.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics.h"
 #include "orderevent.h"
 #include "parse.h"
 #include "purchasetoken.h"
@@ -32,6 +33,8 @@ struct gw_req {
     int64_t activity_id;
     int64_t coupon_id;
     int64_t accepted_ms;
+    int64_t started_us;   /* monotonic, for the latency histogram */
+    int64_t produced_us;
     uint64_t order_id;
     char user[24];
     char order_no[ORDERNO_LEN];
@@ -109,8 +112,14 @@ static void req_finish(struct gw_req *r)
     free(r);
 }
 
+static void observe_latency(const struct gw_req *r)
+{
+    metrics_observe_us(METRIC_EXECUTE_LATENCY, gateway_now_us() - r->started_us);
+}
+
 static void reply_accepted(struct gw_req *r)
 {
+    observe_latency(r);
     char body[256];
     int n = snprintf(body, sizeof(body),
                      "{\"success\":true,\"message\":\"order accepted\",\"orderNo\":\"%s\",\"status\":\"PROCESSING\"}",
@@ -123,6 +132,7 @@ static void reply_failed(struct gw_req *r, enum reply_status status, const char 
 {
     if (!r->http)
         return;
+    observe_latency(r);
     reply_error(r->http, status, message, 0, NULL, NULL);
     r->http = NULL;
 }
@@ -146,6 +156,7 @@ static void rollback(struct gw_req *r)
     struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
     if (a)
         intmap_remove(&a->winners, r->user_id);
+    metrics_inc(METRIC_ORDERS_ROLLED_BACK);
     if (!r->gw->cfg->enable_stock_rollback)
         return;
     char stock[KEYS_LEN], users[KEYS_LEN], orders[KEYS_LEN], resv[KEYS_LEN];
@@ -165,13 +176,16 @@ static void rollback(struct gw_req *r)
 static void on_delivery(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
 {
     struct gw_req *r = (struct gw_req *)ticket;
+    metrics_observe_us(METRIC_KAFKA_DELIVERY, gateway_now_us() - r->produced_us);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        metrics_inc(METRIC_ORDERS_ACCEPTED);
         char member[ORDERNO_LEN + 24];
         snprintf(member, sizeof(member), "%s|%s", r->order_no, r->user);
         marks_add(r->gw->marks, r->activity_id, member);
         if (r->http)
             reply_accepted(r);
     } else {
+        metrics_inc(METRIC_KAFKA_DELIVERY_FAILURES);
         LOG_WARN("order %s: kafka delivery failed: %s", r->order_no, rd_kafka_err2str(err));
         rollback(r);
         reply_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
@@ -189,9 +203,11 @@ static void produce(struct gw_req *r)
     ev.created_ms = r->accepted_ms;
     char payload[256];
     int len = orderevent_encode(&ev, payload, sizeof(payload));
+    r->produced_us = gateway_now_us();
     rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
                                       : kafkaprod_produce(r->gw->kafka, r->user, strlen(r->user), payload, (size_t)len, &r->ticket);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        metrics_inc(METRIC_KAFKA_DELIVERY_FAILURES);
         LOG_WARN("order %s: kafka produce refused: %s", r->order_no, rd_kafka_err2str(err));
         rollback(r);
         reply_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
@@ -250,6 +266,7 @@ static void on_executed(redisReply *reply, void *privdata)
         return;
     }
     struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
+    observe_latency(r);
     if (strcmp(status, "DUPLICATE") == 0) {
         const char *existing = element_str(reply, 1);
         if (existing)
@@ -285,8 +302,18 @@ static void on_executed(redisReply *reply, void *privdata)
     req_finish(r);
 }
 
+static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id);
+
 /* The answers the gateway can give without I/O. Returns true when it replied. */
 static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id)
+{
+    bool answered = local_answer(gw, req, activity_id, user_id);
+    if (answered)
+        metrics_inc(METRIC_LOCAL_ANSWERS);
+    return answered;
+}
+
+static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id)
 {
     if (gw->cfg->enable_rate_limit && !tokenbucket_take(&gw->bucket, gateway_now_us())) {
         reply_error(req, REPLY_RATE_LIMITED, "too many requests", tokenbucket_retry_after(&gw->bucket), NULL, NULL);
@@ -422,6 +449,7 @@ void gateway_execute(struct gateway *gw, struct evhttp_request *req)
     r->user_id = user_id;
     r->activity_id = activity_id;
     r->accepted_ms = gateway_now_ms();
+    r->started_us = gateway_now_us();
     r->order_id = orderno_next(&gw->orderno, r->accepted_ms);
     snprintf(r->user, sizeof(r->user), "%" PRId64, user_id);
     orderno_format(r->order_no, sizeof(r->order_no), r->order_id, activity_id);

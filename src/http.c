@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/listener.h>
@@ -15,6 +16,7 @@
 #include "coupons.h"
 #include "intmap.h"
 #include "log.h"
+#include "metrics.h"
 #include "queries.h"
 #include "reply.h"
 
@@ -80,6 +82,8 @@ static void route_coupons(struct gateway *gw, struct evhttp_request *req, const 
     coupons_list(gw, req);
 }
 
+static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest);
+
 static const struct route routes[] = {
     { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
     { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_stock },
@@ -90,6 +94,7 @@ static const struct route routes[] = {
     { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
     { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, coupons_use },
     { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
+    { "/metrics", ROUTE_EXACT, EVHTTP_REQ_GET, route_metrics },
 };
 
 static void admit(struct http *http)
@@ -100,6 +105,7 @@ static void admit(struct http *http)
     http->paused = full;
     if (full) {
         evconnlistener_disable(http->listener);
+        metrics_inc(METRIC_ACCEPT_PAUSES);
         if (http->pauses++ % 100 == 0)
             LOG_WARN("http.max-connections (%lld) reached: accepting paused",
                      (long long)http->gw->cfg->http_max_connections);
@@ -153,6 +159,37 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 size_t http_open_connections(const struct http *http) { return http->conns.count; }
 
+/* The one http instance of the process, for the metrics page's connection gauge. */
+static struct http *metrics_http;
+
+static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest)
+{
+    (void)rest;
+    struct metrics_gauges g = {
+        .in_flight = gw->in_flight,
+        .open_connections = metrics_http ? http_open_connections(metrics_http) : 0,
+        .marks_pending = marks_pending(gw->marks),
+        .redis_pending = redisconn_pending(gw->redis),
+        .redis_reconnects = redisconn_reconnects(gw->redis),
+        .kafka_queue = (uint64_t)kafkaprod_in_flight(gw->kafka),
+        .redis_up = redisconn_ready(gw->redis),
+        .kafka_up = kafkaprod_healthy(gw->kafka),
+    };
+    char *text = metrics_render(&g);
+    if (!text) {
+        reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
+        return;
+    }
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
+    struct evbuffer *buf = evbuffer_new();
+    if (buf)
+        evbuffer_add(buf, text, strlen(text));
+    evhttp_send_reply(req, 200, "OK", buf);
+    if (buf)
+        evbuffer_free(buf);
+    free(text);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
@@ -164,6 +201,11 @@ static void on_request(struct evhttp_request *req, void *arg)
         reply_error(req, REPLY_INVALID, "malformed request target", 0, NULL, NULL);
         return;
     }
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    if (body && evbuffer_get_length(body) > (size_t)http->gw->cfg->http_max_body_size) {
+        reply_error(req, REPLY_TOO_LARGE, "request body too large", 0, NULL, NULL);
+        return;
+    }
     enum evhttp_cmd_type method = evhttp_request_get_command(req);
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *r = &routes[i];
@@ -172,6 +214,7 @@ static void on_request(struct evhttp_request *req, void *arg)
                                            : strncmp(path, r->path, n) == 0 && path[n] != '\0';
         if (!hit)
             continue;
+        metrics_request(i);
         if (method != r->method) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
                               r->method == EVHTTP_REQ_POST ? "POST" : "GET");
@@ -200,12 +243,20 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
         return NULL;
     }
     evhttp_set_max_headers_size(http->evhttp, (ev_ssize_t)cfg->http_max_header_size);
-    evhttp_set_max_body_size(http->evhttp, (ev_ssize_t)cfg->http_max_body_size);
+    /* evhttp answers bodies over its own limit with an HTML page; a looser limit there
+     * lets on_request answer anything between with the API's JSON 413. */
+    int64_t hard_body_limit = cfg->http_max_body_size * 4 > 65536 ? cfg->http_max_body_size * 4 : 65536;
+    evhttp_set_max_body_size(http->evhttp, (ev_ssize_t)hard_body_limit);
     evhttp_set_timeout(http->evhttp, (int)cfg->http_idle_timeout);
     evhttp_set_allowed_methods(http->evhttp, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
                                                  EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
                                                  EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_gencb(http->evhttp, on_request, http);
+    const char *route_names[sizeof(routes) / sizeof(routes[0])];
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+        route_names[i] = routes[i].path;
+    metrics_set_routes(route_names, sizeof(routes) / sizeof(routes[0]));
+    metrics_http = http;
 
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
@@ -261,5 +312,7 @@ void http_free(struct http *http)
     if (http->evhttp)
         evhttp_free(http->evhttp);  /* closes the listener and every connection */
     intmap_free(&http->conns);
+    if (metrics_http == http)
+        metrics_http = NULL;
     free(http);
 }

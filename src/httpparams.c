@@ -16,11 +16,10 @@ static bool content_type_is(const char *header, const char *type)
     return strncasecmp(header, type, n) == 0 && (header[n] == '\0' || header[n] == ';' || header[n] == ' ');
 }
 
-int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err, size_t errlen)
+int httpparams_parse_parts(struct httpparams *p, const char *query, const char *content_type,
+                           const char *body, size_t len, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
-    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
-    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
     if (query && *query) {
         if (evhttp_parse_query_str(query, &p->query) != 0) {
             snprintf(err, errlen, "malformed query string");
@@ -28,32 +27,28 @@ int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err
         }
         p->has_query = true;
     }
-    struct evbuffer *body = evhttp_request_get_input_buffer(req);
-    size_t len = body ? evbuffer_get_length(body) : 0;
     if (len == 0)
         return 0;
-    const char *type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-    if (!type) {
+    if (!content_type) {
         snprintf(err, errlen, "a request body needs a Content-Type");
         return -1;
     }
-    char *text = (char *)evbuffer_pullup(body, -1);
-    if (content_type_is(type, "application/json")) {
+    if (content_type_is(content_type, "application/json")) {
         char why[64];
-        p->json = json_parse_object(text, len, why, sizeof(why));
+        p->json = json_parse_object(body, len, why, sizeof(why));
         if (!p->json) {
             snprintf(err, errlen, "body: %s", why);
             return -1;
         }
         return 0;
     }
-    if (content_type_is(type, "application/x-www-form-urlencoded")) {
+    if (content_type_is(content_type, "application/x-www-form-urlencoded")) {
         char *copy = malloc(len + 1);
         if (!copy) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        memcpy(copy, text, len);
+        memcpy(copy, body, len);
         copy[len] = '\0';
         int rc = strlen(copy) == len ? evhttp_parse_query_str(copy, &p->form) : -1;
         free(copy);
@@ -68,6 +63,17 @@ int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err
     return -1;
 }
 
+int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err, size_t errlen)
+{
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    size_t len = body ? evbuffer_get_length(body) : 0;
+    const char *type = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+    /* pullup makes the body one contiguous block; it is not NUL-terminated. */
+    const char *text = len > 0 ? (const char *)evbuffer_pullup(body, -1) : NULL;
+    return httpparams_parse_parts(p, query, type, text, len, err, errlen);
+}
 
 static int json_value(const cJSON *item, const char *name, char *out, size_t outlen, char *err, size_t errlen)
 {

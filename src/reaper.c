@@ -7,6 +7,7 @@
 
 #include "keys.h"
 #include "log.h"
+#include "metrics.h"
 
 #define REAPER_BATCH "500"
 
@@ -27,6 +28,7 @@ static void on_reaped(redisReply *reply, void *privdata)
 {
     struct reaper_call *call = privdata;
     if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0) {
+        metrics_add(METRIC_RESERVATIONS_EXPIRED, (uint64_t)reply->integer);
         LOG_WARN("activity %" PRId64 ": expired %lld reservations that never reached Kafka",
                  call->activity_id, reply->integer);
         struct activity *a = activity_cache_find(call->activities, call->activity_id);

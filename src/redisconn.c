@@ -8,8 +8,9 @@
 #include <time.h>
 
 #include "log.h"
+#include "metrics.h"
 
-#define REDISCONN_MAX_ARGS 64
+#define REDISCONN_STACK_ARGS 32
 
 /* One command in flight. Owned by redisconn from send until its hiredis callback has
  * run; linked in send order so the head is always the oldest. */
@@ -49,6 +50,9 @@ static int64_t now_us(void)
 }
 
 static void redisconn_connect(struct redisconn *rc);
+static int eval_formatted(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                          const char *const *argv, const size_t *argvlen, const char **full, size_t *lens,
+                          redisconn_cb cb, void *privdata);
 
 static void cmd_link(struct redisconn *rc, struct redisconn_cmd *cmd)
 {
@@ -111,6 +115,8 @@ static void command_done(redisAsyncContext *ac, void *r, void *privdata)
     struct redisconn *rc = cmd->rc;
     redisReply *reply = r;
     cmd_unlink(rc, cmd);
+    if (reply)
+        metrics_observe_us(METRIC_REDIS_ROUNDTRIP, now_us() - (cmd->deadline_us - rc->cfg->redis_timeout_ms * 1000));
     if (reply && cmd->formatted && !cmd->retried && luascript_is_noscript(reply) && rc->connected) {
         const struct luascript *s = &rc->scripts->scripts[cmd->script];
         LOG_WARN("redis forgot script %s, loading it again", s->name);
@@ -185,6 +191,7 @@ static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
         return;
     if (rc->head.next->deadline_us > now_us())
         return;
+    metrics_inc(METRIC_REDIS_TIMEOUTS);
     LOG_WARN("redis did not answer within %lld ms (%lu commands pending), dropping the connection",
              (long long)rc->cfg->redis_timeout_ms, rc->pending);
     redisAsyncContext *ac = rc->ac;
@@ -250,10 +257,36 @@ unsigned long redisconn_reconnects(const struct redisconn *rc) { return rc->reco
 int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                    const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata)
 {
-    if (!rc->connected || nkeys + nargs + 3 > REDISCONN_MAX_ARGS)
+    if (!rc->connected)
         return -1;
-    const char *full[REDISCONN_MAX_ARGS];
-    size_t lens[REDISCONN_MAX_ARGS];
+    /* Small calls (every request) format from the stack; batches (marks, confirms) from
+     * the heap. */
+    int argc = 3 + nkeys + nargs;
+    const char *stack_args[REDISCONN_STACK_ARGS];
+    size_t stack_lens[REDISCONN_STACK_ARGS];
+    const char **full = stack_args;
+    size_t *lens = stack_lens;
+    if (argc > REDISCONN_STACK_ARGS) {
+        full = malloc(sizeof(*full) * (size_t)argc);
+        lens = malloc(sizeof(*lens) * (size_t)argc);
+        if (!full || !lens) {
+            free(full);
+            free(lens);
+            return -1;
+        }
+    }
+    int rc_send = eval_formatted(rc, script, nkeys, nargs, argv, argvlen, full, lens, cb, privdata);
+    if (full != stack_args) {
+        free(full);
+        free(lens);
+    }
+    return rc_send;
+}
+
+static int eval_formatted(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                          const char *const *argv, const size_t *argvlen, const char **full, size_t *lens,
+                          redisconn_cb cb, void *privdata)
+{
     char numkeys[12];
     int numkeys_len = snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
     full[0] = "EVALSHA";

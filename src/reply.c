@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "metrics.h"
 
 static const struct {
     const char *name;
@@ -54,8 +55,9 @@ static const char *reason_phrase(int code)
     }
 }
 
-void reply_send(struct evhttp_request *req, int code, const char *body, size_t len)
+static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body, size_t len)
 {
+    metrics_response(code, status);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
     evhttp_add_header(headers, "Content-Type", "application/json");
     struct evbuffer *buf = evbuffer_new();
@@ -66,17 +68,38 @@ void reply_send(struct evhttp_request *req, int code, const char *body, size_t l
         evbuffer_free(buf);
 }
 
-void reply_json(struct evhttp_request *req, int code, cJSON *json)
+/* The API status a bare code stands for, when the body was built elsewhere. */
+static const char *status_of(int code)
+{
+    if (code == 200)
+        return "OK";
+    for (int i = 0; i < REPLY_STATUS_COUNT; i++)
+        if (reply_statuses[i].code == code)
+            return reply_statuses[i].name;
+    return "ERROR";
+}
+
+void reply_send(struct evhttp_request *req, int code, const char *body, size_t len)
+{
+    send_counted(req, code, status_of(code), body, len);
+}
+
+static void json_counted(struct evhttp_request *req, int code, const char *status, cJSON *json)
 {
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     if (!text) {
         static const char oom[] = "{\"success\":false,\"status\":\"UNAVAILABLE\",\"message\":\"out of memory\"}";
-        reply_send(req, 503, oom, sizeof(oom) - 1);
+        send_counted(req, 503, "UNAVAILABLE", oom, sizeof(oom) - 1);
         return;
     }
-    reply_send(req, code, text, strlen(text));
+    send_counted(req, code, status, text, strlen(text));
     cJSON_free(text);
+}
+
+void reply_json(struct evhttp_request *req, int code, cJSON *json)
+{
+    json_counted(req, code, status_of(code), json);
 }
 
 void reply_error(struct evhttp_request *req, enum reply_status status, const char *message,
@@ -94,5 +117,5 @@ void reply_error(struct evhttp_request *req, enum reply_status status, const cha
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", value);
         json_add_int(json, "retryAfter", (int64_t)retry_after);
     }
-    reply_json(req, reply_status_code(status), json);
+    json_counted(req, reply_status_code(status), reply_status_name(status), json);
 }

@@ -1,0 +1,802 @@
+"""Fixtures of the integration suite.
+
+The suite drives the real binaries (seckill-server, order-consumer, seckillctl) against
+the real Redis, Kafka and MariaDB that `scripts/stack.sh up --services-only` started. It
+starts and stops the gateway and the consumer itself, one pair per test module, each
+module with its own configuration file; it never starts or stops the backing services.
+
+Environment:
+  SECKILL_ROOT  repository root (default: two levels above this file)
+  SECKILL_BIN   directory holding the three binaries
+                (default: build/asan when it holds seckill-server, else build)
+  SECKILL_CONF  base configuration the per-module files are derived from
+                (default: conf/seckill.conf); its redis/kafka/mysql settings name the
+                backing services
+
+Every test creates its own coupon and activity, so the suite runs again and again
+against the same services without relying on empty tables or an empty Kafka topic.
+"""
+
+import http.client
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+ROOT = Path(os.environ.get("SECKILL_ROOT") or Path(__file__).resolve().parents[2]).resolve()
+
+
+def _resolve(path):
+    """A path from the environment: absolute, else relative to the working directory
+    when it exists there, else relative to the repository root."""
+    p = Path(path)
+    if p.is_absolute():
+        return p
+    if p.exists():
+        return p.resolve()
+    return ROOT / p
+
+
+def _default_bin():
+    asan = ROOT / "build" / "asan"
+    return asan if (asan / "seckill-server").exists() else ROOT / "build"
+
+
+BIN = _resolve(os.environ["SECKILL_BIN"]) if os.environ.get("SECKILL_BIN") else _default_bin()
+BASE_CONF = _resolve(os.environ.get("SECKILL_CONF") or ROOT / "conf" / "seckill.conf")
+
+# The clients of these tests all come from 127.0.0.1 and hammer one activity: the global
+# token bucket, the per-IP and per-user limits and the anti-brush ban would refuse most of
+# them. A module that tests those limits sets its own values.
+TEST_LIMITS = {
+    "seckill.rate-limit.permits-per-second": "1000000",
+    "seckill.rate-limit.burst-capacity": "1000000",
+    "seckill.max-requests-per-ip": "100000000",
+    "seckill.max-requests-per-user": "1000",
+    "seckill.anti-brush-threshold": "1000",
+}
+
+# Built-in defaults (src/config.c) of the keys this suite reads, for a base file that
+# leaves them out.
+CONF_DEFAULTS = {
+    "http.host": "127.0.0.1",
+    "redis.host": "127.0.0.1",
+    "redis.port": "16379",
+    "mysql.host": "127.0.0.1",
+    "mysql.port": "13306",
+    "mysql.user": "seckill",
+    "mysql.password": "seckill",
+    "mysql.database": "seckill",
+    "seckill.stock.prefix": "seckill:stock",
+    "seckill.user.prefix": "seckill:user",
+    "http.request-timeout-ms": "10000",
+}
+
+SANITIZER_LINE = re.compile(r"ERROR: \w*Sanitizer|runtime error:|SUMMARY: \w*Sanitizer")
+
+# Every wait of the suite is a bounded poll at this period.
+POLL = 0.05
+
+
+def poll_until(predicate, timeout, what, interval=POLL):
+    """Calls predicate until it returns a true value, which is returned; fails the test
+    naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+# ---- configuration -----------------------------------------------------------------------
+
+
+def read_conf(path):
+    values = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].strip()
+            if not line or "=" not in line:
+                continue
+            key, _, value = line.partition("=")
+            values[key.strip()] = value.strip()
+    return values
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Conf:
+    """One configuration file: the base file followed by the overrides (the loader reads
+    lines in order, so the later value of a key wins)."""
+
+    def __init__(self, path, values):
+        self.path = Path(path)
+        self.values = values
+
+    def get(self, key):
+        return self.values.get(key, CONF_DEFAULTS.get(key))
+
+    @property
+    def http_port(self):
+        return int(self.get("http.port"))
+
+    @property
+    def base_url(self):
+        host = self.get("http.host")
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        return f"http://{host}:{self.http_port}"
+
+    # Redis keys of one activity (include/keys.h).
+    def key(self, kind, activity_id):
+        prefix = {
+            "activity": "seckill:activity",
+            "stock": self.get("seckill.stock.prefix"),
+            "users": self.get("seckill.user.prefix"),
+            "orders": "seckill:order",
+            "resv": "seckill:resv",
+            "queued": "seckill:queued",
+            "claimed": "seckill:claimed",
+        }[kind]
+        return f"{prefix}:{{{activity_id}}}"
+
+
+def write_conf(path, overrides=None):
+    """Writes a config file derived from BASE_CONF: a free HTTP port, the relaxed limits
+    of TEST_LIMITS, then `overrides` (a dict, applied last)."""
+    values = read_conf(BASE_CONF)
+    extra = {"http.port": str(free_port())}
+    extra.update(TEST_LIMITS)
+    extra.update({k: str(v) for k, v in (overrides or {}).items()})
+    text = BASE_CONF.read_text(encoding="utf-8")
+    lines = [text.rstrip("\n"), "", "# --- integration test overrides ---"]
+    lines += [f"{k} = {v}" for k, v in extra.items()]
+    Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    values.update(extra)
+    return Conf(path, values)
+
+
+def child_env():
+    """The environment of the binaries. SECKILL_<KEY> variables override config keys in
+    every binary, so none leaks in from the caller: the file alone decides."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SECKILL_")}
+    env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+    return env
+
+
+# ---- backends ----------------------------------------------------------------------------
+
+
+class RedisError(Exception):
+    pass
+
+
+class Redis:
+    """A tiny RESP2 client: enough for GET, HGETALL, ZCARD and friends."""
+
+    def __init__(self, host, port):
+        self.addr = (host, int(port))
+        self.lock = threading.Lock()
+        self.sock = None
+        self.file = None
+
+    def _connect(self):
+        self.close()
+        self.sock = socket.create_connection(self.addr, timeout=10)
+        self.file = self.sock.makefile("rb")
+
+    def close(self):
+        if self.file:
+            self.file.close()
+        if self.sock:
+            self.sock.close()
+        self.sock = self.file = None
+
+    def _read(self):
+        line = self.file.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError("redis closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RedisError(rest.decode())
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.file.read(n + 2)
+            return data[:-2].decode()
+        if kind == b"*":
+            n = int(rest)
+            if n < 0:
+                return None
+            return [self._read() for _ in range(n)]
+        raise RedisError(f"unexpected reply {line!r}")
+
+    def __call__(self, *args):
+        parts = [f"*{len(args)}\r\n".encode()]
+        for a in args:
+            b = str(a).encode()
+            parts.append(f"${len(b)}\r\n".encode() + b + b"\r\n")
+        payload = b"".join(parts)
+        with self.lock:
+            for attempt in (0, 1):
+                try:
+                    if self.sock is None:
+                        self._connect()
+                    self.sock.sendall(payload)
+                    return self._read()
+                except (OSError, ConnectionError):
+                    self.close()
+                    if attempt:
+                        raise
+
+
+class MySQL:
+    """Queries through the mariadb CLI (-N -B: tab-separated rows, no header)."""
+
+    def __init__(self, conf):
+        self.args = [
+            "mariadb", "-h", conf.get("mysql.host"), "-P", conf.get("mysql.port"),
+            "-u", conf.get("mysql.user"), conf.get("mysql.database"), "-N", "-B",
+        ]
+        self.env = dict(os.environ, MYSQL_PWD=conf.get("mysql.password"))
+
+    def rows(self, sql):
+        p = subprocess.run(self.args + ["-e", sql], env=self.env, capture_output=True,
+                           text=True, timeout=60)
+        if p.returncode != 0:
+            raise AssertionError(f"mariadb failed ({p.returncode}) on {sql!r}: {p.stderr.strip()}")
+        return [line.split("\t") for line in p.stdout.splitlines()]
+
+    def scalar(self, sql):
+        rows = self.rows(sql)
+        return rows[0][0] if rows else None
+
+    def count(self, sql):
+        return int(self.scalar(sql))
+
+
+# ---- processes ---------------------------------------------------------------------------
+
+
+class Service:
+    """One of our binaries, started with `-c FILE`, its stdout and stderr appended to one
+    log file. Every clean stop's exit status is recorded for the teardown checks."""
+
+    def __init__(self, name, conf, logdir):
+        self.name = name
+        self.conf = conf
+        self.binary = BIN / name
+        self.log = Path(logdir) / f"{name}.log"
+        self.proc = None
+        self.offset = 0         # log size when the current process started
+        self.exits = []         # (pid, returncode) of every SIGTERM stop
+        self.kills = 0
+
+    # -- readiness, per binary
+    def is_ready(self):
+        raise NotImplementedError
+
+    @property
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def log_text(self, since_start=False):
+        try:
+            with open(self.log, "rb") as f:
+                if since_start:
+                    f.seek(self.offset)
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, n=60):
+        return "\n".join(self.log_text().splitlines()[-n:])
+
+    def start(self, timeout=30):
+        assert not self.running, f"{self.name} is already running"
+        assert self.binary.exists(), f"{self.binary} is not built"
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.offset = self.log.stat().st_size if self.log.exists() else 0
+        with open(self.log, "ab") as logf:
+            self.proc = subprocess.Popen(
+                [str(self.binary), "-c", str(self.conf.path)], cwd=ROOT, env=child_env(),
+                stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
+                start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while not self.is_ready():
+            if self.proc.poll() is not None:
+                pytest.fail(f"{self.name} exited with {self.proc.returncode} while starting; "
+                            f"log {self.log}:\n{self.log_tail()}")
+            if time.monotonic() >= deadline:
+                pytest.fail(f"{self.name} not ready after {timeout}s; log {self.log}:\n"
+                            f"{self.log_tail()}")
+            time.sleep(POLL)
+        return self
+
+    def terminate(self):
+        """Sends SIGTERM and returns at once."""
+        self.proc.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout):
+        """Waits for the process to exit; returns its status, or None on timeout."""
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, timeout=30):
+        """SIGTERM and a bounded wait. Returns the exit status; a process that does not
+        exit in time is killed and the test fails."""
+        if self.proc is None:
+            return None
+        if not self.running:
+            return self.proc.returncode
+        self.terminate()
+        rc = self.wait(timeout)
+        if rc is None:
+            self.proc.kill()
+            self.proc.wait()
+            self.exits.append((self.proc.pid, "hung"))
+            pytest.fail(f"{self.name} did not exit within {timeout}s of SIGTERM; log:\n"
+                        f"{self.log_tail()}")
+        self.exits.append((self.proc.pid, rc))
+        return rc
+
+    def record_exit(self):
+        """For a test that sent SIGTERM itself and waited: remember the status."""
+        self.exits.append((self.proc.pid, self.proc.returncode))
+
+    def kill9(self):
+        assert self.running, f"{self.name} is not running"
+        self.proc.kill()
+        self.proc.wait()
+        self.kills += 1
+
+    def restart(self, timeout=30):
+        if self.running:
+            self.stop()
+        return self.start(timeout)
+
+    def sanitizer_lines(self):
+        return [line for line in self.log_text().splitlines() if SANITIZER_LINE.search(line)]
+
+    def finish(self, timeout=30):
+        """Teardown: stop, then check every clean exit was 0 and the log is clean."""
+        self.stop(timeout)
+        bad = [(pid, rc) for pid, rc in self.exits if rc != 0]
+        sanitizer = self.sanitizer_lines()
+        assert not sanitizer, (f"{self.name}: sanitizer reports in {self.log}:\n"
+                               + "\n".join(sanitizer[:20]) + f"\n...\n{self.log_tail()}")
+        assert not bad, (f"{self.name}: exit status after SIGTERM was not 0: {bad}; "
+                         f"log {self.log}:\n{self.log_tail()}")
+
+
+class Gateway(Service):
+    # Log lines that mean accepted work was left undone at a stop.
+    LOST_WORK = ("drain deadline passed", "queued marks never reached Redis")
+
+    def __init__(self, conf, logdir):
+        super().__init__("seckill-server", conf, logdir)
+        self.base_url = conf.base_url
+
+    def finish(self, timeout=30):
+        super().finish(timeout)
+        lost = [line for line in self.log_text().splitlines()
+                if any(p in line for p in self.LOST_WORK)]
+        assert not lost, f"{self.name} stopped with work undone ({self.log}):\n" + "\n".join(lost)
+
+    def is_ready(self):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.conf.http_port, timeout=2)
+            c.request("GET", "/healthz")
+            ok = c.getresponse().status == 200
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+
+class Consumer(Service):
+    def __init__(self, conf, logdir):
+        super().__init__("order-consumer", conf, logdir)
+
+    def is_ready(self):
+        return "order-consumer: ready" in self.log_text(since_start=True)
+
+
+# ---- seckillctl --------------------------------------------------------------------------
+
+
+class CtlResult:
+    def __init__(self, args, rc, stdout, stderr):
+        self.args, self.rc, self.stdout, self.stderr = args, rc, stdout, stderr
+
+    def __iter__(self):
+        return iter((self.rc, self.stdout, self.stderr))
+
+    def __repr__(self):
+        return (f"seckillctl {' '.join(self.args)} -> rc {self.rc}\n"
+                f"stdout: {self.stdout.strip()}\nstderr: {self.stderr.strip()}")
+
+    def last_line(self):
+        lines = [line for line in self.stdout.splitlines() if line.strip()]
+        return lines[-1].strip() if lines else ""
+
+
+class Sale:
+    def __init__(self, activity_id, coupon_id, stock):
+        self.activity_id, self.coupon_id, self.stock = activity_id, coupon_id, stock
+
+    def __repr__(self):
+        return f"Sale(activity={self.activity_id}, coupon={self.coupon_id}, stock={self.stock})"
+
+
+class Ctl:
+    def __init__(self, conf):
+        self.conf = conf
+        self.binary = BIN / "seckillctl"
+
+    def __call__(self, *args, timeout=120):
+        args = [str(a) for a in args]
+        p = subprocess.run([str(self.binary), "-c", str(self.conf.path)] + args, cwd=ROOT,
+                           env=child_env(), capture_output=True, text=True, timeout=timeout)
+        return CtlResult(args, p.returncode, p.stdout, p.stderr)
+
+    def run_ok(self, *args):
+        r = self(*args)
+        assert r.rc == 0, repr(r)
+        return r
+
+    def create_id(self, *args):
+        r = self.run_ok(*args)
+        text = r.last_line()
+        assert text.isdigit(), f"expected an id alone on the last line: {r!r}"
+        return int(text)
+
+    def create_sale(self, stock, start="now", end="+1h", name=None):
+        coupon = self.create_id("coupon", "create", "--name", "t", "--type", "CASH",
+                                "--amount", "5.00", "--min-order", "10.00",
+                                "--total", stock * 2, "--start", "-1m", "--end", "+1d")
+        args = ["activity", "create", "--coupon", coupon, "--stock", stock,
+                "--start", start, "--end", end]
+        if name:
+            args += ["--name", name]
+        return Sale(self.create_id(*args), coupon, stock)
+
+
+# ---- HTTP --------------------------------------------------------------------------------
+
+
+class Reply:
+    """A gateway answer: the status code, the headers and the parsed JSON body. Every
+    answer of the gateway must be JSON; building a Reply asserts it."""
+
+    def __init__(self, code, headers, text, what):
+        self.code = code
+        self.headers = headers
+        self.text = text
+        ctype = headers.get("Content-Type", "")
+        assert ctype.split(";")[0].strip() == "application/json", (
+            f"{what}: {code} with Content-Type {ctype!r}, not JSON: {text[:300]!r}")
+        try:
+            self.json = json.loads(text)
+        except ValueError:
+            raise AssertionError(f"{what}: {code} with a body that is not JSON: {text[:300]!r}")
+        assert isinstance(self.json, dict) and isinstance(self.json.get("success"), bool), (
+            f"{what}: {code} without a boolean 'success': {text[:300]!r}")
+        if not self.json["success"]:
+            assert "status" in self.json and "message" in self.json, (
+                f"{what}: failure without status and message: {text[:300]!r}")
+
+    def __getitem__(self, key):
+        return self.json[key]
+
+    def get(self, key, default=None):
+        return self.json.get(key, default)
+
+    @property
+    def status(self):
+        return self.json.get("status")
+
+    def __repr__(self):
+        return f"{self.code} {self.text}"
+
+
+class Api:
+    """requests-based client of one gateway, for the one-at-a-time tests."""
+
+    def __init__(self, base_url):
+        self.base_url = base_url
+        self.session = requests.Session()
+
+    def request(self, method, path, **kw):
+        kw.setdefault("timeout", 30)
+        r = self.session.request(method, self.base_url + path, **kw)
+        return Reply(r.status_code, r.headers, r.text, f"{method} {path}")
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def execute(self, user_id, activity_id):
+        return self.post("/seckill/execute", params={"userId": user_id, "activityId": activity_id})
+
+    def stock(self, activity_id):
+        r = self.get(f"/seckill/stock/{activity_id}")
+        assert r.code == 200, repr(r)
+        return r["stock"]
+
+    def order_status(self, order_no):
+        r = self.get(f"/seckill/orders/{order_no}")
+        assert r.code == 200, repr(r)
+        return r["status"]
+
+
+def raw_execute(conn, user_id, activity_id):
+    """One POST /seckill/execute on a keep-alive http.client connection. Returns
+    (code, parsed JSON body) and asserts the body is JSON."""
+    conn.request("POST", f"/seckill/execute?userId={user_id}&activityId={activity_id}",
+                 body=b"", headers={"Content-Length": "0"})
+    resp = conn.getresponse()
+    body = resp.read().decode("utf-8", "replace")
+    reply = Reply(resp.status, resp.headers, body, f"execute user {user_id}")
+    if resp.getheader("Connection", "").lower() == "close":
+        conn.close()
+    return reply
+
+
+class Attempt:
+    """One POST /seckill/execute of a load run and what came of it: `reply` (a Reply) or
+    `error` (the exception: refused or dropped connection, an answer that is not JSON)."""
+
+    __slots__ = ("user", "activity", "repeat", "reply", "error", "sent", "done")
+
+    def __init__(self, user, activity, repeat=False):
+        self.user, self.activity, self.repeat = user, activity, repeat
+        self.reply = self.error = None
+        self.sent = self.done = None
+
+    def __repr__(self):
+        what = repr(self.reply) if self.reply is not None else f"error {self.error!r}"
+        return f"user {self.user}{' (repeat)' if self.repeat else ''}: {what}"
+
+
+def run_load(port, attempts, threads, follow_up=None, stop=None, timeout=30):
+    """Sends the attempts from `threads` threads, each with its own keep-alive
+    connection (a new one after an error or a `Connection: close`). `follow_up(attempt)`,
+    called once the attempt is answered, may return another Attempt, which is queued then:
+    so a repeat is sent only after the first request of its user has its answer. A set
+    `stop` event makes the threads leave the rest unsent. Returns the finished attempts."""
+    work = queue.Queue()
+    for a in attempts:
+        work.put(a)
+    done = []
+    lock = threading.Lock()
+    outstanding = [len(attempts)]
+    if not attempts:
+        return done
+
+    def finish(a, nxt):
+        with lock:
+            done.append(a)
+            if nxt is not None:
+                outstanding[0] += 1
+                work.put(nxt)
+            outstanding[0] -= 1
+            if outstanding[0] == 0:
+                for _ in range(threads):
+                    work.put(None)
+
+    def worker():
+        conn = None
+        while True:
+            a = work.get()
+            if a is None:
+                break
+            if stop is not None and stop.is_set():
+                finish(a, None)
+                continue
+            a.sent = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+                a.reply = raw_execute(conn, a.user, a.activity)
+            except Exception as e:  # noqa: BLE001 - every failure is a result here
+                a.error = e
+                if conn is not None:
+                    conn.close()
+                conn = None
+            a.done = time.monotonic()
+            nxt = None
+            if follow_up is not None and a.reply is not None:
+                nxt = follow_up(a)
+            finish(a, nxt)
+        if conn is not None:
+            conn.close()
+
+    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    return done
+
+
+def describe_failures(attempts):
+    """'N requests failed: 3 ConnectionResetError, ...; e.g. [...]' for an assertion."""
+    kinds = {}
+    for a in attempts:
+        name = type(a.error).__name__ if a.error is not None else f"HTTP {a.reply.code}"
+        kinds[name] = kinds.get(name, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
+    return f"{len(attempts)} requests failed ({summary}), e.g. {attempts[:5]}"
+
+
+# ---- sale state --------------------------------------------------------------------------
+
+
+def live_reservations(redis, conf, activity_id):
+    """Orders Redis still holds between accept and SUCCESS/FAILED."""
+    return (redis("ZCARD", conf.key("resv", activity_id))
+            + redis("SCARD", conf.key("queued", activity_id))
+            + redis("SCARD", conf.key("claimed", activity_id)))
+
+
+def order_rows(mysql, activity_id):
+    """{order_no: user_id} of the activity's rows in seckill_order."""
+    rows = mysql.rows(f"SELECT order_no, user_id FROM seckill_order WHERE activity_id = {activity_id}")
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def success_count(redis, conf, activity_id):
+    return sum(1 for s in redis("HVALS", conf.key("orders", activity_id)) or [] if s == "SUCCESS")
+
+
+def wait_for_consumer(mysql, redis, conf, activity_id, expected_rows=None, consumer=None, timeout=90):
+    """Polls until Redis has no live reservation of the activity left (every accepted
+    order confirmed and finalized, or released) and MySQL holds `expected_rows` orders of
+    it; with expected_rows None, as many as Redis counts SUCCESS orders. Returns the
+    number of rows."""
+    state = {}
+
+    def caught_up():
+        state["live"] = live_reservations(redis, conf, activity_id)
+        want = expected_rows if expected_rows is not None else success_count(redis, conf, activity_id)
+        state["rows"] = mysql.count(
+            f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity_id}")
+        state["want"] = want
+        return state["rows"] == want and state["live"] == 0
+
+    deadline = time.monotonic() + timeout
+    while not caught_up():
+        if expected_rows is not None and state["rows"] > expected_rows:
+            break
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    else:
+        return state["rows"]
+    tail = f"\nconsumer log:\n{consumer.log_tail(30)}" if consumer else ""
+    pytest.fail(f"activity {activity_id}: expected {state['want']} rows and no live "
+                f"reservation, have {state['rows']} rows and {state['live']} live "
+                f"reservations after {timeout}s{tail}")
+
+
+# ---- fixtures ----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def base_conf():
+    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found"
+    values = read_conf(BASE_CONF)
+    return Conf(BASE_CONF, values)
+
+
+@pytest.fixture(scope="session")
+def services(base_conf):
+    """The backing services answer, or the whole suite stops with one clear message."""
+    problems = []
+    for name in ("seckill-server", "order-consumer", "seckillctl"):
+        if not (BIN / name).exists():
+            problems.append(f"{BIN / name} is not built (make; make SANITIZE=1 BUILD=build/asan)")
+    redis = Redis(base_conf.get("redis.host"), base_conf.get("redis.port"))
+    try:
+        pong = redis("PING")
+        if pong != "PONG":
+            problems.append(f"redis answered {pong!r} to PING")
+    except (OSError, ConnectionError, RedisError) as e:
+        problems.append(f"redis {redis.addr[0]}:{redis.addr[1]} does not answer: {e}")
+    mysql = MySQL(base_conf)
+    try:
+        if mysql.scalar("SELECT COUNT(*) FROM seckill_order WHERE 1 = 0") != "0":
+            problems.append("mariadb: unexpected answer")
+    except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
+        problems.append(f"mariadb {base_conf.get('mysql.host')}:{base_conf.get('mysql.port')}: {e}")
+    brokers = base_conf.values.get("kafka.brokers", "127.0.0.1:19092").split(",")[0]
+    host, _, port = brokers.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as e:
+        problems.append(f"kafka {brokers} does not accept connections: {e}")
+    if problems:
+        pytest.exit("integration tests need the backing services "
+                    "(bash scripts/stack.sh up --services-only) and the binaries:\n  "
+                    + "\n  ".join(problems), returncode=1)
+    return {"redis": redis, "mysql": mysql}
+
+
+@pytest.fixture(scope="session")
+def redis(services):
+    return services["redis"]
+
+
+@pytest.fixture(scope="session")
+def mysql(services):
+    return services["mysql"]
+
+
+@pytest.fixture(scope="module")
+def conf(request, tmp_path_factory, services):
+    """The module's configuration: TEST_LIMITS plus the module's CONF_OVERRIDES dict."""
+    overrides = getattr(request.module, "CONF_OVERRIDES", {})
+    d = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
+    return write_conf(d / "seckill.conf", overrides)
+
+
+@pytest.fixture(scope="module")
+def logdir(conf):
+    return conf.path.parent
+
+
+@pytest.fixture(scope="module")
+def ctl(conf):
+    return Ctl(conf)
+
+
+@pytest.fixture(scope="module")
+def consumer(conf, logdir):
+    c = Consumer(conf, logdir)
+    c.start()
+    yield c
+    c.finish()
+
+
+@pytest.fixture(scope="module")
+def gateway(conf, logdir):
+    g = Gateway(conf, logdir)
+    g.start()
+    yield g
+    # The drain may take http.request-timeout-ms plus the Kafka flush.
+    g.finish(timeout=int(conf.get("http.request-timeout-ms")) / 1000 + 20)
+
+
+@pytest.fixture(scope="module")
+def api(gateway):
+    return Api(gateway.base_url)
