@@ -25,7 +25,7 @@ CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
-COMMON   := log config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
+COMMON   := log clock config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
 SERVER   := server gateway auth metrics http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
 CONSUMER := consumer batch persist
 CTL      := ctl ctlcoupon ctlactivity ctlverify ctlstats
@@ -74,7 +74,7 @@ FUZZ_CFLAGS  := $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-reco
 FUZZ_LDLIBS  := $(shell pkg-config --libs libevent libcjson libcrypto 2>/dev/null) -lm
 fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))
 
-.PHONY: fuzz fuzz-smoke fuzz-build
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-coverage
 $(BUILD)/fuzz/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/fuzz/obj
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
@@ -94,6 +94,20 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# make fuzz-coverage: the lines of src/ each harness's corpus reaches (the last make fuzz
+# run's corpus, else the seeds), from a build with clang's source coverage instead of the
+# sanitizers. Needs llvm-cov-14 and llvm-profdata-14 (Debian llvm-14).
+FUZZ_COV_FLAGS := $(CFLAGS_BASE) -g -O0 -fprofile-instr-generate -fcoverage-mapping
+$(BUILD)/fuzz/cov/obj/%.o: src/%.c $(wildcard include/*.h)
+	@mkdir -p $(BUILD)/fuzz/cov/obj
+	$(FUZZ_CC) $(FUZZ_COV_FLAGS) -c $< -o $@
+$(BUILD)/fuzz/cov/bin/%: test/fuzz/%.c $(addprefix $(BUILD)/fuzz/cov/obj/,$(addsuffix .o,$(FUZZ_MODULES)))
+	@mkdir -p $(BUILD)/fuzz/cov/bin
+	$(FUZZ_CC) $(FUZZ_COV_FLAGS) -fsanitize=fuzzer $< $(addprefix $(BUILD)/fuzz/cov/obj/,$(addsuffix .o,$(FUZZ_MODULES))) \
+		$(FUZZ_LDLIBS) -o $@
+fuzz-coverage: $(addprefix $(BUILD)/fuzz/cov/obj/,$(addsuffix .o,$(FUZZ_MODULES))) $(addprefix $(BUILD)/fuzz/cov/bin/,$(FUZZ_TARGETS))
+	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/coverage.sh $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build

@@ -32,9 +32,6 @@ struct gateway {
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
 };
 
-int64_t gateway_now_ms(void);
-int64_t gateway_now_us(void);
-
 /* Called after every Redis (re)connect: node id, cache refresh. */
 void gateway_on_redis_connect(void *arg);
 

@@ -16,6 +16,11 @@ struct cJSON *json_parse_object(const char *data, size_t len, char *err, size_t 
  * tolerant comparison calls that close enough, which changes 16-digit integers. */
 struct cJSON *json_add_int(struct cJSON *object, const char *name, int64_t value);
 
+/* Reads an integer member in [min, 2^53 - 1]: a fraction, a string, a larger number or
+ * a missing member is an error naming the member. */
+int json_get_int(const struct cJSON *object, const char *name, int64_t min, int64_t *out, char *err,
+                 size_t errlen);
+
 /* Numbers are doubles in JSON: integers above 2^53 - 1 do not survive the trip exactly
  * (2^53 + 1 reads as 2^53), so anything larger is refused as an id or an amount. */
 #define JSON_MAX_EXACT_INT 9007199254740991.0

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "keys.h"
 #include "log.h"
 #include "parse.h"
@@ -199,8 +200,7 @@ struct activity_cache *activity_cache_new(struct event_base *base, const struct 
     cache->cfg = cfg;
     cache->redis = redis;
     cache->timer = event_new(base, -1, EV_PERSIST, on_timer, cache);
-    struct timeval tv = { (time_t)(cfg->activity_refresh_ms / 1000),
-                          (suseconds_t)((cfg->activity_refresh_ms % 1000) * 1000) };
+    struct timeval tv = clock_timeval_ms(cfg->activity_refresh_ms);
     event_add(cache->timer, &tv);
     return cache;
 }

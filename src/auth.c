@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "clock.h"
 #include "jwt.h"
 #include "parse.h"
 
@@ -47,7 +48,7 @@ int auth_user(const struct gateway *gw, struct evhttp_request *req, struct httpp
     while (*token == ' ')
         token++;
     int64_t from_token = 0;
-    enum jwt_result result = jwt_verify(token, gw->cfg->auth_jwt_secret, gateway_now_ms() / 1000,
+    enum jwt_result result = jwt_verify(token, gw->cfg->auth_jwt_secret, clock_wall_ms() / 1000,
                                         gw->cfg->auth_clock_skew_seconds, &from_token);
     if (result != JWT_OK) {
         snprintf(message, message_len, "%s", jwt_result_text(result));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "auth.h"
 #include "httpparams.h"
 #include "json.h"
@@ -126,7 +127,7 @@ static void on_listed(redisReply *reply, void *privdata)
         return;
     }
     qsort(items, n, sizeof(*items), by_id);
-    int64_t now = gateway_now_ms();
+    int64_t now = clock_wall_ms();
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
     json_add_int(json, "userId", (int64_t)l->user_id);
@@ -316,7 +317,7 @@ static void on_record(redisReply *reply, void *privdata)
         finish(r);
         return;
     }
-    int64_t now = gateway_now_ms();
+    int64_t now = clock_wall_ms();
     enum coupon_verdict verdict = coupon_apply(&uc.terms, r->order_amount, &r->ev.discount, &r->ev.payable);
     if (now < uc.start_ms) {
         reply_error(r->http, REPLY_NOT_STARTED, "coupon not valid yet", 0, NULL, NULL);

@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "auth.h"
+#include "clock.h"
 #include "httpparams.h"
 #include "keys.h"
 #include "log.h"
@@ -39,20 +39,6 @@ struct gw_req {
     char user[24];
     char order_no[ORDERNO_LEN];
 };
-
-int64_t gateway_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t gateway_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 static void on_node_id(redisReply *reply, void *privdata)
 {
@@ -114,7 +100,7 @@ static void req_finish(struct gw_req *r)
 
 static void observe_latency(const struct gw_req *r)
 {
-    metrics_observe_us(METRIC_EXECUTE_LATENCY, gateway_now_us() - r->started_us);
+    metrics_observe_us(METRIC_EXECUTE_LATENCY, clock_mono_us() - r->started_us);
 }
 
 static void reply_accepted(struct gw_req *r)
@@ -176,7 +162,7 @@ static void rollback(struct gw_req *r)
 static void on_delivery(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
 {
     struct gw_req *r = (struct gw_req *)ticket;
-    metrics_observe_us(METRIC_KAFKA_DELIVERY, gateway_now_us() - r->produced_us);
+    metrics_observe_us(METRIC_KAFKA_DELIVERY, clock_mono_us() - r->produced_us);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
         metrics_inc(METRIC_ORDERS_ACCEPTED);
         char member[ORDERNO_LEN + 24];
@@ -203,7 +189,7 @@ static void produce(struct gw_req *r)
     ev.created_ms = r->accepted_ms;
     char payload[256];
     int len = orderevent_encode(&ev, payload, sizeof(payload));
-    r->produced_us = gateway_now_us();
+    r->produced_us = clock_mono_us();
     rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
                                       : kafkaprod_produce(r->gw->kafka, r->user, strlen(r->user), payload, (size_t)len, &r->ticket);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -315,14 +301,14 @@ static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64
 
 static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id)
 {
-    if (gw->cfg->enable_rate_limit && !tokenbucket_take(&gw->bucket, gateway_now_us())) {
+    if (gw->cfg->enable_rate_limit && !tokenbucket_take(&gw->bucket, clock_mono_us())) {
         reply_error(req, REPLY_RATE_LIMITED, "too many requests", tokenbucket_retry_after(&gw->bucket), NULL, NULL);
         return true;
     }
     struct activity *a = activity_cache_find(gw->activities, activity_id);
     if (!a || !a->loaded)
         return false;
-    switch (activity_status_at(a, gateway_now_ms())) {
+    switch (activity_status_at(a, clock_wall_ms())) {
     case ACTIVITY_PENDING:
         reply_error(req, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
         return true;
@@ -428,7 +414,7 @@ void gateway_execute(struct gateway *gw, struct evhttp_request *req)
     }
     char nonce[PURCHASETOKEN_NONCE_LEN] = "-";
     if (gw->cfg->require_token &&
-        purchasetoken_check(gw->cfg->token_secret, token, activity_id, user_id, gateway_now_ms() / 1000, nonce) != 0) {
+        purchasetoken_check(gw->cfg->token_secret, token, activity_id, user_id, clock_wall_ms() / 1000, nonce) != 0) {
         reply_error(req, REPLY_FORBIDDEN, "purchase token invalid or expired", 0, NULL, NULL);
         return;
     }
@@ -448,8 +434,8 @@ void gateway_execute(struct gateway *gw, struct evhttp_request *req)
     r->http = req;
     r->user_id = user_id;
     r->activity_id = activity_id;
-    r->accepted_ms = gateway_now_ms();
-    r->started_us = gateway_now_us();
+    r->accepted_ms = clock_wall_ms();
+    r->started_us = clock_mono_us();
     r->order_id = orderno_next(&gw->orderno, r->accepted_ms);
     snprintf(r->user, sizeof(r->user), "%" PRId64, user_id);
     orderno_format(r->order_no, sizeof(r->order_no), r->order_id, activity_id);
@@ -482,7 +468,7 @@ void gateway_token(struct gateway *gw, struct evhttp_request *req)
         reply_error(req, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
         return;
     }
-    int64_t now_ms = gateway_now_ms();
+    int64_t now_ms = clock_wall_ms();
     switch (activity_status_at(a, now_ms)) {
     case ACTIVITY_PENDING:
         reply_error(req, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);

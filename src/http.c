@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "coupons.h"
 #include "intmap.h"
 #include "log.h"
@@ -119,7 +120,7 @@ static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
     struct http *http = arg;
     struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     /* A recycled address means the connection it belonged to is gone. */
-    if (bev && intmap_put(&http->conns, (int64_t)(uintptr_t)bev, (uint64_t)gateway_now_us()) == 0)
+    if (bev && intmap_put(&http->conns, (int64_t)(uintptr_t)bev, (uint64_t)clock_mono_us()) == 0)
         admit(http);
     return bev;
 }
@@ -147,7 +148,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct http *http = arg;
-    uint64_t cutoff = (uint64_t)(gateway_now_us() - (http->gw->cfg->http_idle_timeout + 2) * 1000000);
+    uint64_t cutoff = (uint64_t)(clock_mono_us() - (http->gw->cfg->http_idle_timeout + 2) * 1000000);
     for (size_t i = 0; i < http->conns.capacity; i++) {
         struct intmap_slot *slot = &http->conns.slots[i];
         /* Removal shifts later slots back; stay on this index until it holds a keeper. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "keys.h"
 #include "log.h"
 
@@ -59,8 +60,7 @@ static void schedule(struct marks *m)
 {
     if (evtimer_pending(m->timer, NULL))
         return;
-    int64_t ms = m->cfg->queued_mark_interval_ms;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+    struct timeval tv = clock_timeval_ms(m->cfg->queued_mark_interval_ms);
     evtimer_add(m->timer, &tv);
 }
 

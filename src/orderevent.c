@@ -19,23 +19,6 @@ int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
 }
 
 
-static int get_int(const cJSON *obj, const char *name, int64_t min, int64_t *out, char *err,
-                   size_t errlen)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(obj, name);
-    if (!cJSON_IsNumber(item)) {
-        snprintf(err, errlen, "%s: missing or not a number", name);
-        return -1;
-    }
-    double v = item->valuedouble;
-    if (v != floor(v) || v < (double)min || v > JSON_MAX_EXACT_INT) {
-        snprintf(err, errlen, "%s: not an integer in range", name);
-        return -1;
-    }
-    *out = (int64_t)v;
-    return 0;
-}
-
 int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char *err, size_t errlen)
 {
     memset(ev, 0, sizeof(*ev));
@@ -48,10 +31,10 @@ int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char 
         snprintf(err, errlen, "orderNo: missing or not a string");
         goto out;
     }
-    if (get_int(root, "userId", 1, &ev->user_id, err, errlen) != 0 ||
-        get_int(root, "activityId", 1, &ev->activity_id, err, errlen) != 0 ||
-        get_int(root, "couponId", 0, &ev->coupon_id, err, errlen) != 0 ||
-        get_int(root, "createdAt", 0, &ev->created_ms, err, errlen) != 0)
+    if (json_get_int(root, "userId", 1, &ev->user_id, err, errlen) != 0 ||
+        json_get_int(root, "activityId", 1, &ev->activity_id, err, errlen) != 0 ||
+        json_get_int(root, "couponId", 0, &ev->coupon_id, err, errlen) != 0 ||
+        json_get_int(root, "createdAt", 0, &ev->created_ms, err, errlen) != 0)
         goto out;
     uint64_t id;
     int64_t order_activity;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "auth.h"
 #include "httpparams.h"
 #include "json.h"
@@ -97,7 +98,7 @@ static void reply_activity(struct query *q, const redisReply *reply)
     json_add_int(json, "stockLeft", (int64_t)a.stock_left);
     add_time(json, "startTime", a.start_ms);
     add_time(json, "endTime", a.end_ms);
-    cJSON_AddStringToObject(json, "status", activity_status_name(activity_status_at(&a, gateway_now_ms())));
+    cJSON_AddStringToObject(json, "status", activity_status_name(activity_status_at(&a, clock_wall_ms())));
     reply_json(q->http, 200, json);
 }
 

@@ -3,8 +3,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
+#include "clock.h"
 #include "keys.h"
 #include "log.h"
 #include "metrics.h"
@@ -42,9 +42,7 @@ static void reap(struct reaper *reaper)
 {
     if (!redisconn_ready(reaper->redis))
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t now_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int64_t now_ms = clock_wall_ms();
     char cutoff[24];
     snprintf(cutoff, sizeof(cutoff), "%" PRId64, now_ms - reaper->cfg->pre_reduce_timeout * 1000);
     size_t n = activity_cache_count(reaper->activities);
@@ -87,8 +85,7 @@ struct reaper *reaper_new(struct event_base *base, const struct config *cfg, str
     reaper->redis = redis;
     reaper->activities = activities;
     reaper->timer = event_new(base, -1, EV_PERSIST, on_timer, reaper);
-    int64_t ms = cfg->reaper_interval_ms;
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+    struct timeval tv = clock_timeval_ms(cfg->reaper_interval_ms);
     event_add(reaper->timer, &tv);
     return reaper;
 }

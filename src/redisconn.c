@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -42,13 +42,6 @@ struct redisconn {
     void *on_connect_arg;
 };
 
-static int64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static void redisconn_connect(struct redisconn *rc);
 static int eval_formatted(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                           const char *const *argv, const size_t *argvlen, const char **full, size_t *lens,
@@ -72,7 +65,7 @@ static void cmd_unlink(struct redisconn *rc, struct redisconn_cmd *cmd)
 
 static void schedule_reconnect(struct redisconn *rc)
 {
-    struct timeval tv = { (time_t)(rc->backoff_ms / 1000), (suseconds_t)((rc->backoff_ms % 1000) * 1000) };
+    struct timeval tv = clock_timeval_ms(rc->backoff_ms);
     evtimer_add(rc->reconnect_timer, &tv);
     LOG_WARN("redis %s:%lld unavailable, reconnecting in %lld ms", rc->cfg->redis_host,
              (long long)rc->cfg->redis_port, (long long)rc->backoff_ms);
@@ -94,7 +87,7 @@ static int send_formatted(struct redisconn *rc, struct redisconn_cmd *cmd, const
 {
     if (redisAsyncFormattedCommand(rc->ac, command_done, cmd, buf, len) != REDIS_OK)
         return -1;
-    cmd->deadline_us = now_us() + rc->cfg->redis_timeout_ms * 1000;
+    cmd->deadline_us = clock_mono_us() + rc->cfg->redis_timeout_ms * 1000;
     cmd_link(rc, cmd);
     return 0;
 }
@@ -116,7 +109,7 @@ static void command_done(redisAsyncContext *ac, void *r, void *privdata)
     redisReply *reply = r;
     cmd_unlink(rc, cmd);
     if (reply)
-        metrics_observe_us(METRIC_REDIS_ROUNDTRIP, now_us() - (cmd->deadline_us - rc->cfg->redis_timeout_ms * 1000));
+        metrics_observe_us(METRIC_REDIS_ROUNDTRIP, clock_mono_us() - (cmd->deadline_us - rc->cfg->redis_timeout_ms * 1000));
     if (reply && cmd->formatted && !cmd->retried && luascript_is_noscript(reply) && rc->connected) {
         const struct luascript *s = &rc->scripts->scripts[cmd->script];
         LOG_WARN("redis forgot script %s, loading it again", s->name);
@@ -189,7 +182,7 @@ static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
     struct redisconn *rc = arg;
     if (!rc->ac || rc->head.next == &rc->head)
         return;
-    if (rc->head.next->deadline_us > now_us())
+    if (rc->head.next->deadline_us > clock_mono_us())
         return;
     metrics_inc(METRIC_REDIS_TIMEOUTS);
     LOG_WARN("redis did not answer within %lld ms (%lu commands pending), dropping the connection",
@@ -222,7 +215,7 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
     int64_t tick_ms = cfg->redis_timeout_ms / 4;
     if (tick_ms < 5)
         tick_ms = 5;
-    struct timeval tick = { (time_t)(tick_ms / 1000), (suseconds_t)((tick_ms % 1000) * 1000) };
+    struct timeval tick = clock_timeval_ms(tick_ms);
     evtimer_add(rc->deadline_timer, &tick);
     redisconn_connect(rc);
     return rc;

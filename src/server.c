@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "activity.h"
 #include "config.h"
 #include "gateway.h"
@@ -37,7 +38,7 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
     if (marks_pending(gw->marks) > 0)
         marks_flush(gw->marks);
     bool idle = gw->in_flight == 0 && marks_pending(gw->marks) == 0 && redisconn_pending(gw->redis) == 0;
-    if (idle || gateway_now_us() > d->deadline_us) {
+    if (idle || clock_mono_us() > d->deadline_us) {
         if (!idle)
             LOG_WARN("drain deadline passed with %lu requests and %zu marks outstanding", gw->in_flight,
                      marks_pending(gw->marks));
@@ -54,7 +55,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     LOG_INFO("signal %d: draining %lu in-flight requests", (int)sig, d->gw->in_flight);
     d->gw->draining = true;
     http_stop_accepting(d->http);
-    d->deadline_us = gateway_now_us() + (d->gw->cfg->http_request_timeout_ms + 2000) * 1000;
+    d->deadline_us = clock_mono_us() + (d->gw->cfg->http_request_timeout_ms + 2000) * 1000;
     struct timeval tick = { 0, 10 * 1000 };
     event_add(d->timer, &tick);
 }
@@ -88,7 +89,7 @@ int main(int argc, char **argv)
     /* Purchase-token nonces start at a random point so that a restarted gateway, or a
      * second one with the same secret, does not hand out nonces already spent. */
     evutil_secure_rng_get_bytes(&gw.token_nonce, sizeof(gw.token_nonce));
-    tokenbucket_init(&gw.bucket, cfg.permits_per_second, cfg.burst_capacity, gateway_now_us());
+    tokenbucket_init(&gw.bucket, cfg.permits_per_second, cfg.burst_capacity, clock_mono_us());
     gw.kafka = kafkaprod_new(gw.base, &cfg, err, sizeof(err));
     if (!gw.kafka) {
         LOG_ERROR("%s", err);

@@ -39,13 +39,11 @@ char *ucoupon_encode(const struct ucoupon *uc)
 
 static int64_t get_number(const cJSON *j, const char *name, int *ok)
 {
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(j, name);
-    if (!cJSON_IsNumber(item) || item->valuedouble < 0 || item->valuedouble > JSON_MAX_EXACT_INT ||
-        item->valuedouble != floor(item->valuedouble)) {
+    int64_t v = 0;
+    char err[64];
+    if (json_get_int(j, name, 0, &v, err, sizeof(err)) != 0)
         *ok = 0;
-        return 0;
-    }
-    return (int64_t)item->valuedouble;
+    return v;
 }
 
 static int get_string(const cJSON *j, const char *name, char *out, size_t outlen)

@@ -30,18 +30,6 @@ bool useevent_is(const char *data, size_t len)
     return false;
 }
 
-static int get_int(const cJSON *j, const char *name, int64_t min, int64_t *out, char *err, size_t errlen)
-{
-    const cJSON *item = cJSON_GetObjectItemCaseSensitive(j, name);
-    if (!cJSON_IsNumber(item) || item->valuedouble != floor(item->valuedouble) ||
-        item->valuedouble < (double)min || item->valuedouble > JSON_MAX_EXACT_INT) {
-        snprintf(err, errlen, "%s: missing or not an integer in range", name);
-        return -1;
-    }
-    *out = (int64_t)item->valuedouble;
-    return 0;
-}
-
 int useevent_decode(const char *data, size_t len, struct useevent *ev, char *err, size_t errlen)
 {
     memset(ev, 0, sizeof(*ev));
@@ -59,11 +47,11 @@ int useevent_decode(const char *data, size_t len, struct useevent *ev, char *err
         snprintf(err, errlen, "orderRef: missing or malformed");
         goto out;
     }
-    if (get_int(j, "userCouponId", 1, &ev->user_coupon_id, err, errlen) != 0 ||
-        get_int(j, "userId", 1, &ev->user_id, err, errlen) != 0 ||
-        get_int(j, "discount", 0, &ev->discount, err, errlen) != 0 ||
-        get_int(j, "payable", 0, &ev->payable, err, errlen) != 0 ||
-        get_int(j, "usedAt", 0, &ev->used_ms, err, errlen) != 0)
+    if (json_get_int(j, "userCouponId", 1, &ev->user_coupon_id, err, errlen) != 0 ||
+        json_get_int(j, "userId", 1, &ev->user_id, err, errlen) != 0 ||
+        json_get_int(j, "discount", 0, &ev->discount, err, errlen) != 0 ||
+        json_get_int(j, "payable", 0, &ev->payable, err, errlen) != 0 ||
+        json_get_int(j, "usedAt", 0, &ev->used_ms, err, errlen) != 0)
         goto out;
     strcpy(ev->order_ref, ref->valuestring);
     rc = 0;
