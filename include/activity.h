@@ -30,7 +30,13 @@ struct activity {
     bool cancelled;
     bool loaded;            /* false until the first refresh answered */
     bool sold_out;          /* set by an OUT_OF_STOCK answer, cleared when stock returns */
-    struct intmap winners; /* owned */
+    /* Users holding an order (user id -> order id). Complete once loaded from Redis after
+     * the sale sold out; only then may a sold-out sale be answered locally, since a
+     * winner's repeat must get DUPLICATE, whichever gateway sold to them. */
+    struct intmap winners;  /* owned */
+    int64_t holders;        /* users holding an order in Redis, as of the last refresh */
+    bool winners_complete;
+    bool winners_loading;
 };
 
 struct activity_cache;
@@ -44,6 +50,10 @@ size_t activity_cache_count(const struct activity_cache *cache);
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i);
 /* Refresh now instead of at the next tick (after a reconnect). */
 void activity_cache_refresh(struct activity_cache *cache);
+/* The sale answered OUT_OF_STOCK: remember it, and load its winners from Redis. */
+void activity_cache_sold_out(struct activity_cache *cache, struct activity *a);
+/* True when a sold-out sale can be answered without Redis. */
+bool activity_answers_locally(const struct activity *a);
 
 enum activity_status activity_status_at(const struct activity *a, int64_t now_ms);
 const char *activity_status_name(enum activity_status status);

@@ -8,7 +8,7 @@ packages=(
   libevent-dev libhiredis-dev librdkafka-dev libcjson-dev libmariadb-dev libcmocka-dev libssl-dev
   redis-server mariadb-server mariadb-client
   python3 python3-pytest python3-requests
-  curl wrk valgrind gnuplot-nox clang
+  curl wrk valgrind gnuplot-nox clang libclang-rt-14-dev
   openjdk-17-jre-headless maven
 )
 

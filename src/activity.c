@@ -8,6 +8,7 @@
 #include "clock.h"
 #include "keys.h"
 #include "log.h"
+#include "orderno.h"
 #include "parse.h"
 
 /* Activities are few (a shop runs a handful of sales at once): a sorted array gives
@@ -23,6 +24,13 @@ struct activity_cache {
     struct activity *items[ACTIVITY_CACHE_MAX];  /* sorted by id; each owned */
     size_t count;
     bool listing;  /* a SMEMBERS is in flight */
+};
+
+/* One HSCAN page of a winners load in flight. Freed by its callback. */
+struct winners_load {
+    struct activity_cache *cache;
+    int64_t id;
+    struct intmap loaded;  /* owned until it replaces the activity's map */
 };
 
 /* One activity.lua call in flight. Freed by its callback. */
@@ -66,12 +74,12 @@ static int reply_int(const redisReply *r, int64_t *out)
 
 int activity_from_reply(struct activity *a, const redisReply *reply)
 {
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 7)
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 8)
         return -1;
     redisReply **e = reply->element;
-    int64_t coupon, stock, start, end, left;
+    int64_t coupon, stock, start, end, left, holders;
     if (reply_int(e[1], &coupon) || reply_int(e[2], &stock) || reply_int(e[3], &start) ||
-        reply_int(e[4], &end) || reply_int(e[6], &left))
+        reply_int(e[4], &end) || reply_int(e[6], &left) || reply_int(e[7], &holders))
         return -1;
     snprintf(a->name, sizeof(a->name), "%s", e[0]->type == REDIS_REPLY_STRING ? e[0]->str : "");
     a->coupon_id = coupon;
@@ -80,10 +88,15 @@ int activity_from_reply(struct activity *a, const redisReply *reply)
     a->end_ms = end;
     a->stock_left = left;
     a->cancelled = e[5]->type == REDIS_REPLY_STRING && strcmp(e[5]->str, "CANCELLED") == 0;
+    a->holders = holders;
     a->loaded = true;
     /* Stock that came back (a rollback or an expired reservation) reopens the sale. */
     if (left > 0)
         a->sold_out = false;
+    else
+        a->sold_out = true;
+    if (a->winners.count != (size_t)holders)
+        a->winners_complete = false;
     return 0;
 }
 
@@ -128,6 +141,81 @@ size_t activity_cache_count(const struct activity_cache *cache) { return cache->
 
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { return cache->items[i]; }
 
+bool activity_answers_locally(const struct activity *a) { return a->sold_out && a->winners_complete; }
+
+static void load_page(struct winners_load *load, const char *cursor);
+
+static void load_done(struct winners_load *load, bool ok)
+{
+    struct activity *a = activity_cache_find(load->cache, load->id);
+    if (a) {
+        a->winners_loading = false;
+        if (ok) {
+            intmap_free(&a->winners);
+            a->winners = load->loaded;
+            intmap_init(&load->loaded);
+            /* Complete only if nobody bought or left while the pages were read. */
+            a->winners_complete = a->winners.count == (size_t)a->holders;
+        }
+    }
+    intmap_free(&load->loaded);
+    free(load);
+}
+
+static void on_page(redisReply *reply, void *privdata)
+{
+    struct winners_load *load = privdata;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_STRING || reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        load_done(load, false);
+        return;
+    }
+    const redisReply *pairs = reply->element[1];
+    for (size_t i = 0; i + 1 < pairs->elements; i += 2) {
+        int64_t user, activity_id;
+        uint64_t order_id;
+        if (pairs->element[i]->type == REDIS_REPLY_STRING && pairs->element[i + 1]->type == REDIS_REPLY_STRING &&
+            parse_id(pairs->element[i]->str, &user) == 0 &&
+            orderno_parse(pairs->element[i + 1]->str, &order_id, &activity_id) == 0)
+            intmap_put(&load->loaded, user, order_id);
+    }
+    if (strcmp(reply->element[0]->str, "0") == 0)
+        load_done(load, true);
+    else
+        load_page(load, reply->element[0]->str);
+}
+
+/* HSCAN pages of 1000, not HGETALL: a sale of a million leaves Redis responsive. */
+static void load_page(struct winners_load *load, const char *cursor)
+{
+    char users[KEYS_LEN];
+    keys_activity(users, sizeof(users), load->cache->cfg, KEYS_USERS, load->id);
+    const char *argv[] = { "HSCAN", users, cursor, "COUNT", "1000" };
+    if (redisconn_command_argv(load->cache->redis, 5, argv, NULL, on_page, load) != 0)
+        load_done(load, false);
+}
+
+static void load_winners(struct activity_cache *cache, struct activity *a)
+{
+    if (a->winners_loading || a->winners_complete)
+        return;
+    struct winners_load *load = malloc(sizeof(*load));
+    if (!load)
+        return;
+    load->cache = cache;
+    load->id = a->id;
+    intmap_init(&load->loaded);
+    a->winners_loading = true;
+    load_page(load, "0");
+}
+
+void activity_cache_sold_out(struct activity_cache *cache, struct activity *a)
+{
+    a->sold_out = true;
+    a->stock_left = 0;
+    load_winners(cache, a);
+}
+
 static void on_fetched(redisReply *reply, void *privdata)
 {
     struct activity_fetch *fetch = privdata;
@@ -137,22 +225,25 @@ static void on_fetched(redisReply *reply, void *privdata)
             a->loaded = false;  /* no longer warmed: let the script answer NOT_FOUND */
         else if (activity_from_reply(a, reply) != 0)
             LOG_WARN("activity %" PRId64 ": malformed activity hash in Redis", a->id);
+        else if (a->sold_out)
+            load_winners(fetch->cache, a);
     }
     free(fetch);
 }
 
 static void fetch_activity(struct activity_cache *cache, int64_t id)
 {
-    char activity_key[KEYS_LEN], stock_key[KEYS_LEN];
+    char activity_key[KEYS_LEN], stock_key[KEYS_LEN], users_key[KEYS_LEN];
     keys_activity(activity_key, sizeof(activity_key), cache->cfg, KEYS_ACTIVITY, id);
     keys_activity(stock_key, sizeof(stock_key), cache->cfg, KEYS_STOCK, id);
+    keys_activity(users_key, sizeof(users_key), cache->cfg, KEYS_USERS, id);
     struct activity_fetch *fetch = malloc(sizeof(*fetch));
     if (!fetch)
         return;
     fetch->cache = cache;
     fetch->id = id;
-    const char *argv[] = { activity_key, stock_key };
-    if (redisconn_eval(cache->redis, LUASCRIPT_ACTIVITY, 2, 0, argv, NULL, on_fetched, fetch) != 0)
+    const char *argv[] = { activity_key, stock_key, users_key };
+    if (redisconn_eval(cache->redis, LUASCRIPT_ACTIVITY, 3, 0, argv, NULL, on_fetched, fetch) != 0)
         free(fetch);
 }
 

@@ -97,6 +97,9 @@ static const struct config_entry config_table[] = {
 
 #define CONFIG_ENTRIES (sizeof(config_table) / sizeof(config_table[0]))
 
+/* Longest line, newline included (the 4 KiB buffer the loader always had, less its NUL). */
+#define CONFIG_LINE_MAX 4095
+
 static const char PRODUCER_PREFIX[] = "kafka.producer.";
 static const char CONSUMER_PREFIX[] = "kafka.consumer.";
 
@@ -291,14 +294,24 @@ static char *trim(char *s)
 
 int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err, size_t errlen)
 {
-    char line[4096];
+    /* getline, not fgets: it says how many bytes it read, so a NUL inside a line shows. */
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
     int lineno = 0;
     int rc = 0;
-    while (fgets(line, sizeof(line), f)) {
+    while ((got = getline(&line, &cap, f)) != -1) {
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof(line) - 1 && line[len - 1] != '\n') {
+        size_t len = (size_t)got;
+        if (len > CONFIG_LINE_MAX || (len == CONFIG_LINE_MAX && line[len - 1] != '\n')) {
             set_err(err, errlen, "%s:%d: line too long", name, lineno);
+            rc = -1;
+            break;
+        }
+        if (strlen(line) != len) {
+            /* Everything below stops at the NUL: the rest of the line (a setting behind a
+             * comment, junk after a value, the end of a secret) would vanish unseen. */
+            set_err(err, errlen, "%s:%d: NUL byte in line", name, lineno);
             rc = -1;
             break;
         }
@@ -324,6 +337,7 @@ int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err,
             break;
         }
     }
+    free(line);
     return rc;
 }
 

@@ -259,10 +259,8 @@ static void on_executed(redisReply *reply, void *privdata)
             remember_winner(r, existing);
         reply_error(r->http, REPLY_DUPLICATE, "you already hold an order for this activity", 0, "orderNo", existing);
     } else if (strcmp(status, "OUT_OF_STOCK") == 0) {
-        if (a) {
-            a->sold_out = true;
-            a->stock_left = 0;
-        }
+        if (a)
+            activity_cache_sold_out(r->gw->activities, a);
         reply_error(r->http, REPLY_OUT_OF_STOCK, "sold out", 0, NULL, NULL);
     } else if (strcmp(status, "NOT_STARTED") == 0) {
         reply_error(r->http, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
@@ -321,7 +319,7 @@ static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t
     case ACTIVITY_ACTIVE:
         break;
     }
-    if (!a->sold_out)
+    if (!activity_answers_locally(a))
         return false;
     uint64_t order_id;
     if (intmap_get(&a->winners, user_id, &order_id)) {

@@ -4,6 +4,7 @@
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/util.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +17,26 @@ static bool content_type_is(const char *header, const char *type)
     return strncasecmp(header, type, n) == 0 && (header[n] == '\0' || header[n] == ';' || header[n] == ' ');
 }
 
+/* Decoding turns "%00" (and a JSON "\u0000") into a NUL byte, and every C string after
+ * it would end there: "userId=1%00junk" would read as 1. Such input is refused whole. */
+static bool has_encoded_nul(const char *text, size_t len, const char *escape)
+{
+    size_t n = strlen(escape);
+    for (size_t i = 0; i + n <= len; i++)
+        if (strncasecmp(text + i, escape, n) == 0)
+            return true;
+    return false;
+}
+
 int httpparams_parse_parts(struct httpparams *p, const char *query, const char *content_type,
                            const char *body, size_t len, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    if ((query && has_encoded_nul(query, strlen(query), "%00")) ||
+        (len > 0 && (has_encoded_nul(body, len, "%00") || has_encoded_nul(body, len, "\\u0000")))) {
+        snprintf(err, errlen, "NUL byte in a parameter");
+        return -1;
+    }
     if (query && *query) {
         if (evhttp_parse_query_str(query, &p->query) != 0) {
             snprintf(err, errlen, "malformed query string");
@@ -92,25 +109,81 @@ static int json_value(const cJSON *item, const char *name, char *out, size_t out
             return -1;
         }
         /* Integers print as integers; a fraction keeps two decimals (money) so that the
-         * strict parsers downstream see what the client sent. */
-        if (v == floor(v))
+         * strict parsers downstream see what the client sent. 19.99 is stored as the
+         * double just below it, which "%.17g" prints as 19.989999999999998 and
+         * parse_cents refuses: the shortest of one or two decimals that reads back as the
+         * same double is what the client wrote. Anything else (1.234) keeps all its
+         * digits, so that it is still refused downstream. */
+        if (v == floor(v)) {
             snprintf(out, outlen, "%.0f", v);
-        else
-            snprintf(out, outlen, "%.17g", v);
+            return 1;
+        }
+        for (int decimals = 1; decimals <= 2; decimals++) {
+            snprintf(out, outlen, "%.*f", decimals, v);
+            if (strtod(out, NULL) == v)
+                return 1;
+        }
+        snprintf(out, outlen, "%.17g", v);
         return 1;
     }
     snprintf(err, errlen, "%s: must be a string or a number", name);
     return -1;
 }
 
+/* evhttp_find_header and cJSON_GetObjectItem take the first of a repeated name. The
+ * header promises that a name given twice with different values is an error: otherwise a
+ * proxy that reads the last userId and this gateway would disagree about who is buying.
+ * Names match as evhttp_find_header matches them (any case). Returns 0 with *out the
+ * value or NULL, or -1 with err set. */
+static int kv_find(const struct evkeyvalq *q, const char *name, const char **out, char *err, size_t errlen)
+{
+    const char *found = NULL;
+    for (const struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
+        if (evutil_ascii_strcasecmp(kv->key, name) != 0)
+            continue;
+        if (found && strcmp(found, kv->value) != 0) {
+            snprintf(err, errlen, "%s: given twice with different values", name);
+            return -1;
+        }
+        found = kv->value;
+    }
+    *out = found;
+    return 0;
+}
+
+/* The same for a JSON object, comparing the values as text (1 and "1" agree, as a query
+ * and a body do). out has HTTPPARAMS_VALUE_LEN bytes. Returns 1 found, 0 absent, -1. */
+static int json_find(const cJSON *object, const char *name, char *out, char *err, size_t errlen)
+{
+    int found = 0;
+    for (const cJSON *item = object->child; item; item = item->next) {
+        if (!item->string || strcmp(item->string, name) != 0)
+            continue;
+        char text[HTTPPARAMS_VALUE_LEN];
+        if (json_value(item, name, text, sizeof(text), err, errlen) < 0)
+            return -1;
+        if (found && strcmp(text, out) != 0) {
+            snprintf(err, errlen, "%s: given twice with different values", name);
+            return -1;
+        }
+        strcpy(out, text);
+        found = 1;
+    }
+    return found;
+}
+
 int httpparams_get(struct httpparams *p, const char *name, char *out, size_t outlen,
                    char *err, size_t errlen)
 {
-    const char *from_query = p->has_query ? evhttp_find_header(&p->query, name) : NULL;
+    const char *from_query = NULL;
+    if (p->has_query && kv_find(&p->query, name, &from_query, err, errlen) != 0)
+        return -1;
     char from_body[HTTPPARAMS_VALUE_LEN];
     int body_found = 0;
     if (p->has_form) {
-        const char *v = evhttp_find_header(&p->form, name);
+        const char *v = NULL;
+        if (kv_find(&p->form, name, &v, err, errlen) != 0)
+            return -1;
         if (v) {
             if (strlen(v) >= sizeof(from_body)) {
                 snprintf(err, errlen, "%s: too long", name);
@@ -120,12 +193,9 @@ int httpparams_get(struct httpparams *p, const char *name, char *out, size_t out
             body_found = 1;
         }
     } else if (p->json) {
-        const cJSON *item = cJSON_GetObjectItemCaseSensitive(p->json, name);
-        if (item) {
-            body_found = json_value(item, name, from_body, sizeof(from_body), err, errlen);
-            if (body_found < 0)
-                return -1;
-        }
+        body_found = json_find(p->json, name, from_body, err, errlen);
+        if (body_found < 0)
+            return -1;
     }
     const char *value = from_query ? from_query : (body_found ? from_body : NULL);
     if (!value)

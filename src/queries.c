@@ -225,11 +225,12 @@ void queries_activity(struct gateway *gw, struct evhttp_request *req, const char
     if (!q)
         return;
     q->activity_id = id;
-    char activity[KEYS_LEN], stock[KEYS_LEN];
+    char activity[KEYS_LEN], stock[KEYS_LEN], users[KEYS_LEN];
     keys_activity(activity, sizeof(activity), gw->cfg, KEYS_ACTIVITY, id);
     keys_activity(stock, sizeof(stock), gw->cfg, KEYS_STOCK, id);
-    const char *argv[] = { activity, stock };
-    query_send(q, LUASCRIPT_ACTIVITY, 2, 0, argv);
+    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, id);
+    const char *argv[] = { activity, stock, users };
+    query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
 }
 
 void queries_health(struct gateway *gw, struct evhttp_request *req)

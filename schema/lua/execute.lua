@@ -35,7 +35,10 @@ if ARGV[7] == '1' then
     redis.call('PEXPIRE', KEYS[8], 10000)
   end
   if attempts > tonumber(ARGV[8]) then
+    -- The ban replaces the count: once it lifts, the user starts a fresh 10 s window
+    -- instead of tripping the threshold again on the first attempt.
     redis.call('SET', KEYS[9], '1', 'EX', ARGV[9])
+    redis.call('DEL', KEYS[8])
     return {'BLOCKED', tonumber(ARGV[9])}
   end
 end

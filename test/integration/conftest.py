@@ -17,6 +17,9 @@ Every test creates its own coupon and activity, so the suite runs again and agai
 against the same services without relying on empty tables or an empty Kafka topic.
 """
 
+import base64
+import hashlib
+import hmac
 import http.client
 import json
 import os
@@ -657,6 +660,99 @@ def describe_failures(attempts):
         kinds[name] = kinds.get(name, 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
     return f"{len(attempts)} requests failed ({summary}), e.g. {attempts[:5]}"
+
+
+# ---- raw HTTP and JWT -------------------------------------------------------------------
+
+
+class RawReply:
+    """An answer read off a socket: code, reason, headers (an http.client.HTTPMessage),
+    body bytes. Unlike Reply it accepts anything: evhttp answers some malformed requests
+    itself with an HTML page. `reply()` turns it into a Reply, asserting JSON."""
+
+    def __init__(self, code, reason, headers, body):
+        self.code, self.reason, self.headers, self.body = code, reason, headers, body
+
+    @property
+    def text(self):
+        return self.body.decode("utf-8", "replace")
+
+    @property
+    def is_json(self):
+        return self.headers.get("Content-Type", "").split(";")[0].strip() == "application/json"
+
+    def reply(self, what="raw request"):
+        return Reply(self.code, self.headers, self.text, what)
+
+    def __repr__(self):
+        return f"{self.code} {self.reason} {self.text[:300]!r}"
+
+
+def http_bytes(method, target, headers=None, body=b"", version="HTTP/1.1"):
+    """The bytes of one request. Host and Content-Length are added unless `headers` names
+    them (a value of None leaves a header out); `body` may be str or bytes."""
+    if isinstance(body, str):
+        body = body.encode()
+    hdrs = {"Host": "127.0.0.1"}
+    if body or method in ("POST", "PUT", "PATCH"):
+        hdrs["Content-Length"] = str(len(body))
+    for k, v in (headers or {}).items():
+        for existing in [e for e in hdrs if e.lower() == k.lower()]:
+            del hdrs[existing]
+        hdrs[k] = v
+    lines = [f"{method} {target} {version}"]
+    lines += [f"{k}: {v}" for k, v in hdrs.items() if v is not None]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def read_raw_reply(sock, method="GET"):
+    """Reads one HTTP answer from a connected socket (keep-alive safe: one request, one
+    answer at a time)."""
+    resp = http.client.HTTPResponse(sock, method=method)
+    resp.begin()
+    body = resp.read()
+    return RawReply(resp.status, resp.reason, resp.headers, body)
+
+
+def raw_http(port, data, timeout=10, source=None, method=None):
+    """Sends `data` (a whole request, see http_bytes) on a new connection and returns the
+    RawReply. `source` binds the client to another loopback address (127.0.0.2) so the
+    gateway sees another peer. A server that answers before reading everything (a body
+    over its limit) may reset the rest of the send: that is not an error here."""
+    if method is None:
+        method = data.split(b" ", 1)[0].decode("latin-1")
+    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                    source_address=(source, 0) if source else None)
+    try:
+        try:
+            sock.sendall(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        return read_raw_reply(sock, method)
+    finally:
+        sock.close()
+
+
+def b64url(data):
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+JWT_HASHES = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
+
+
+def jwt_sign(claims, secret, alg="HS256", header=None):
+    """A compact JWT: `claims` (a dict, or the payload text as str) signed with HMAC under
+    `alg` (HS256/HS384/HS512; "none" leaves the signature empty). `header` (a dict)
+    replaces the default {"alg": alg, "typ": "JWT"}."""
+    head = header if header is not None else {"alg": alg, "typ": "JWT"}
+    payload = claims if isinstance(claims, str) else json.dumps(claims, separators=(",", ":"))
+    signing_input = b64url(json.dumps(head, separators=(",", ":"))) + "." + b64url(payload)
+    if alg == "none":
+        return signing_input + "."
+    mac = hmac.new(secret.encode(), signing_input.encode("ascii"), JWT_HASHES[alg]).digest()
+    return signing_input + "." + b64url(mac)
 
 
 # ---- sale state --------------------------------------------------------------------------

@@ -691,11 +691,15 @@ static void test_anti_brush(void **state)
         assert_str(x.status, "BLOCKED");
         assert_true(x.retry_after >= 1 && x.retry_after <= 45);
     }
-    /* The brush counter expires within 10 s. */
+    /* The ban replaced the attempt counter: when the ban lifts the user starts afresh. */
     char brush[KEYS_LEN];
     subject_key(brush, KEYS_BRUSH, "9");
+    assert_int_equal(cmd_int("EXISTS %s", brush), 0);
+    cmd_ok("DEL %s", ban);
+    assert_str(execute_at(9, "10.0.0.9", NOW, &o).status, "DUPLICATE");
     int64_t pttl = cmd_int("PTTL %s", brush);
     assert_true(pttl > 0 && pttl <= 10000);
+    cmd_ok("SET %s 1 EX 45", ban);
     /* Other users, even from the same address, are not banned. */
     assert_str(execute_at(10, "10.0.0.9", NOW, &o).status, "OK");
     assert_str(execute_at(11, "10.0.0.9", NOW, &o).status, "OK");
@@ -1181,14 +1185,15 @@ static void test_result_script(void **state)
 static void test_activity_script(void **state)
 {
     (void)state;
-    char ka[KEYS_LEN], ks[KEYS_LEN];
+    char ka[KEYS_LEN], ks[KEYS_LEN], ku[KEYS_LEN];
     key(ka, KEYS_ACTIVITY);
     key(ks, KEYS_STOCK);
-    const char *keys[2] = { ka, ks };
+    key(ku, KEYS_USERS);
+    const char *keys[3] = { ka, ks, ku };
     const struct luascript *s = &scripts.scripts[LUASCRIPT_ACTIVITY];
 
     /* Not warmed: empty. */
-    redisReply *r = luascript_call_sync(redis, s, 2, keys, 0, NULL);
+    redisReply *r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->elements, 0);
@@ -1201,12 +1206,12 @@ static void test_activity_script(void **state)
     char want_start[24], want_end[24];
     snprintf(want_start, sizeof(want_start), "%" PRId64, start);
     snprintf(want_end, sizeof(want_end), "%" PRId64, end);
-    const char *want[7] = { "t", "7", "6", want_start, want_end, "ACTIVE", "4" };
-    r = luascript_call_sync(redis, s, 2, keys, 0, NULL);
+    const char *want[8] = { "t", "7", "6", want_start, want_end, "ACTIVE", "4", "2" };
+    r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 7);
-    for (int i = 0; i < 7; i++) {
+    assert_int_equal(r->elements, 8);
+    for (int i = 0; i < 8; i++) {
         assert_int_equal(r->element[i]->type, REDIS_REPLY_STRING);
         assert_string_equal(r->element[i]->str, want[i]);
     }
@@ -1215,9 +1220,9 @@ static void test_activity_script(void **state)
     /* Missing fields read as empty, a missing stock key as 0. */
     cmd_ok("HDEL %s name", ka);
     cmd_ok("DEL %s", ks);
-    r = luascript_call_sync(redis, s, 2, keys, 0, NULL);
+    r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
     assert_non_null(r);
-    assert_int_equal(r->elements, 7);
+    assert_int_equal(r->elements, 8);
     assert_string_equal(r->element[0]->str, "");
     assert_string_equal(r->element[3]->str, want_start);
     assert_string_equal(r->element[6]->str, "0");

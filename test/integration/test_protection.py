@@ -1,0 +1,657 @@
+"""Protection (issue 4) against the real gateway: the global token bucket, the per-user and
+per-IP limits and the anti-brush ban at their boundaries, the switches that turn them off,
+JWT authentication, one-time purchase tokens, X-Forwarded-For trust, a table of malformed
+requests that must change nothing, and the cap on open connections.
+
+Most tests start a gateway of their own with the settings they test (`gateway_with`); the
+module's gateway (relaxed limits, auth.mode=none, X-Forwarded-For not trusted) serves the
+malformed-request table."""
+
+import socket
+import time
+
+import pytest
+
+from conftest import (Gateway, b64url, http_bytes, jwt_sign, poll_until, raw_http, read_raw_reply,
+                      wait_for_consumer, write_conf)
+
+JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"
+TOKEN_SECRET = "integration-purchase-token-secret-0123456789"
+
+
+@pytest.fixture(scope="module")
+def ids():
+    """Fresh user ids for every call, distinct across runs against the same services."""
+    base = int(time.time() * 1000) % 10**12 * 1000
+    counter = iter(range(base + 1, base + 10**6))
+    return lambda: next(counter)
+
+
+@pytest.fixture
+def gateway_with(tmp_path, services):
+    """Starts gateways with their own settings (on top of the suite's relaxed limits);
+    each is stopped and checked (exit 0, sanitizer-clean log) at the end of the test."""
+    started = []
+
+    def start(overrides):
+        d = tmp_path / f"gateway{len(started)}"
+        d.mkdir()
+        g = Gateway(write_conf(d / "seckill.conf", overrides), d)
+        started.append(g)
+        return g.start()
+
+    yield start
+    for g in started:
+        g.finish(timeout=int(g.conf.get("http.request-timeout-ms")) / 1000 + 20)
+
+
+def execute_req(user, activity, headers=None, extra=""):
+    target = f"/seckill/execute?activityId={activity}"
+    if user is not None:
+        target += f"&userId={user}"
+    return http_bytes("POST", target + extra, headers=headers)
+
+
+def send(gw, data, source=None):
+    """One request on its own connection; the answer must be the API's JSON."""
+    return raw_http(gw.conf.http_port, data, source=source).reply(data[:80].decode("latin-1"))
+
+
+def burst(gw, requests):
+    """Sends every request on its own, already open connection in one tight loop, then
+    reads the answers: they all reach the gateway within a millisecond or so."""
+    socks = [socket.create_connection(("127.0.0.1", gw.conf.http_port), timeout=30) for _ in requests]
+    try:
+        for s, data in zip(socks, requests):
+            s.sendall(data)
+        return [read_raw_reply(s, "POST").reply("burst") for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def retry_after(r):
+    value = r.headers.get("Retry-After")
+    assert value is not None and value.isdigit(), f"no numeric Retry-After: {r!r} {dict(r.headers)}"
+    return int(value)
+
+
+def rl_key(kind, activity, subject):
+    return f"seckill:{kind}:{{{activity}}}:{subject}"
+
+
+# ---- the global token bucket -------------------------------------------------------------
+
+
+def test_global_token_bucket(gateway_with, ctl, ids):
+    gw = gateway_with({"seckill.rate-limit.permits-per-second": 5,
+                       "seckill.rate-limit.burst-capacity": 10})
+    a = ctl.create_sale(30).activity_id
+    replies = burst(gw, [execute_req(ids(), a) for _ in range(15)])
+    limited = [r for r in replies if r.code == 429]
+    served = [r for r in replies if r.code != 429]
+    assert len(served) == 10 and len(limited) == 5, replies
+    assert all(r.code == 200 for r in served), served
+    for r in limited:
+        assert r.status == "RATE_LIMITED" and r["success"] is False, repr(r)
+        assert retry_after(r) >= 1
+    # Refused requests take no token: at 5 per second one is back within 200 ms.
+    poll_until(lambda: send(gw, execute_req(ids(), a)).code == 200, 3, "the bucket to refill", interval=0.1)
+
+
+# ---- per-user and per-IP limits ----------------------------------------------------------
+
+
+def test_per_user_and_per_ip_limits(gateway_with, ctl, redis, ids):
+    gw = gateway_with({"seckill.max-requests-per-user": 3, "seckill.max-requests-per-ip": 5,
+                       "seckill.anti-brush-threshold": 1000})
+    # Per user: 3 attempts a minute (the first buys, the next two are duplicates).
+    a = ctl.create_sale(20).activity_id
+    user = ids()
+    codes = [send(gw, execute_req(user, a)) for _ in range(3)]
+    assert [(r.code, r.status) for r in codes] == [(200, "PROCESSING"), (409, "DUPLICATE"), (409, "DUPLICATE")], codes
+    r = send(gw, execute_req(user, a))
+    assert r.code == 429 and r.status == "RATE_LIMITED", repr(r)
+    assert 1 <= retry_after(r) <= 60
+    other = send(gw, execute_req(ids(), a))
+    assert other.code == 200, repr(other)
+    key = rl_key("rl:user", a, user)
+    assert redis("GET", key) == "4"
+    assert 1 <= redis("TTL", key) <= 60
+    # The window passing (made to pass now) lets the user in again.
+    redis("PEXPIRE", key, 1)
+    poll_until(lambda: redis("EXISTS", key) == 0, 2, f"{key} to expire")
+    r = send(gw, execute_req(user, a))
+    assert r.code == 409 and r.status == "DUPLICATE", repr(r)
+
+    # Per IP: 5 attempts a minute from 127.0.0.1, whoever sends them.
+    b = ctl.create_sale(20).activity_id
+    for _ in range(5):
+        r = send(gw, execute_req(ids(), b))
+        assert r.code == 200, repr(r)
+    r = send(gw, execute_req(ids(), b))
+    assert r.code == 429 and r.status == "RATE_LIMITED", repr(r)
+    assert 1 <= retry_after(r) <= 60
+    # Another address is counted on its own.
+    r = send(gw, execute_req(ids(), b), source="127.0.0.2")
+    assert r.code == 200, repr(r)
+    key = rl_key("rl:ip", b, "127.0.0.1")
+    assert redis("GET", key) == "6"
+    assert 1 <= redis("TTL", key) <= 60
+    assert redis("GET", rl_key("rl:ip", b, "127.0.0.2")) == "1"
+    redis("PEXPIRE", key, 1)
+    poll_until(lambda: redis("EXISTS", key) == 0, 2, f"{key} to expire")
+    r = send(gw, execute_req(ids(), b))
+    assert r.code == 200, repr(r)
+
+
+# ---- anti-brush --------------------------------------------------------------------------
+
+
+ANTI_BRUSH = {"seckill.anti-brush-threshold": 3, "seckill.anti-brush.ban-seconds": 2}
+
+
+def brush_until_banned(gw, a, user):
+    """Three attempts pass the anti-brush check, the fourth in 10 s is BLOCKED."""
+    codes = [send(gw, execute_req(user, a)) for _ in range(3)]
+    assert [r.code for r in codes] == [200, 409, 409], codes
+    r = send(gw, execute_req(user, a))
+    assert r.code == 429 and r.status == "BLOCKED", repr(r)
+    assert retry_after(r) == 2
+    return r
+
+
+def test_anti_brush_bans(gateway_with, ctl, redis, ids):
+    gw = gateway_with(ANTI_BRUSH)
+    a = ctl.create_sale(20).activity_id
+    user = ids()
+    brush_until_banned(gw, a, user)
+    # Still blocked during the ban, told how long is left; others are not.
+    r = send(gw, execute_req(user, a))
+    assert r.code == 429 and r.status == "BLOCKED" and 1 <= retry_after(r) <= 2, repr(r)
+    assert 1 <= redis("TTL", rl_key("ban", a, user)) <= 2
+    r = send(gw, execute_req(ids(), a))
+    assert r.code == 200, repr(r)
+
+
+def test_anti_brush_ban_lifts(gateway_with, ctl, redis, ids):
+    gw = gateway_with(ANTI_BRUSH)
+    a = ctl.create_sale(20).activity_id
+    user = ids()
+    brush_until_banned(gw, a, user)
+    ban = rl_key("ban", a, user)
+    poll_until(lambda: redis("EXISTS", ban) == 0, 4, f"the ban {ban} to lift", interval=0.1)
+    r = send(gw, execute_req(user, a))
+    if r.code == 429 and r.status == "BLOCKED" and redis("EXISTS", ban) == 1:
+        # Known bug: the ban does not reset the 10-second attempt counter
+        # (schema/lua/execute.lua), so the first attempt after a ban shorter than 10 s
+        # counts as one more over the threshold and bans the user again: in effect the
+        # ban lasts until the counter's 10 s window has passed.
+        pytest.xfail("BUG: the first attempt after an anti-brush ban bans again "
+                     "(execute.lua keeps the attempt counter across the ban)")
+    assert r.code == 409 and r.status == "DUPLICATE", repr(r)
+
+
+# ---- switches ----------------------------------------------------------------------------
+
+
+def test_limits_switched_off(gateway_with, ctl, redis, ids):
+    gw = gateway_with({"seckill.enable-rate-limit": "false", "seckill.enable-anti-brush": "false",
+                       "seckill.rate-limit.permits-per-second": 5,
+                       "seckill.rate-limit.burst-capacity": 10,
+                       "seckill.max-requests-per-user": 3, "seckill.max-requests-per-ip": 5,
+                       "seckill.anti-brush-threshold": 3})
+    a = ctl.create_sale(40).activity_id
+    # The token-bucket burst: all 15 pass.
+    replies = burst(gw, [execute_req(ids(), a) for _ in range(15)])
+    assert [r.code for r in replies] == [200] * 15, replies
+    # The per-user and anti-brush burst: one order, then duplicates, never 429.
+    user = ids()
+    codes = [send(gw, execute_req(user, a)).code for _ in range(10)]
+    assert codes == [200] + [409] * 9, codes
+    # Nothing counted in Redis.
+    for key in (rl_key("rl:user", a, user), rl_key("rl:ip", a, "127.0.0.1"),
+                rl_key("brush", a, user), rl_key("ban", a, user)):
+        assert redis("EXISTS", key) == 0, key
+
+
+# ---- JWT ---------------------------------------------------------------------------------
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_jwt(gateway_with, ctl, redis, mysql, conf, consumer, ids):
+    gw = gateway_with({"auth.mode": "jwt", "auth.jwt-secret": JWT_SECRET, "auth.clock-skew-seconds": 30})
+    sale = ctl.create_sale(20)
+    a = sale.activity_id
+    users_key = conf.key("users", a)
+    now = int(time.time())
+
+    def token(sub, **claims):
+        return jwt_sign(dict({"sub": str(sub), "exp": now + 600}, **claims), JWT_SECRET)
+
+    # A valid token: the order is the token's user's.
+    user = ids()
+    r = send(gw, execute_req(None, a, bearer(token(user))))
+    assert r.code == 200 and r["status"] == "PROCESSING", repr(r)
+    order_no = r["orderNo"]
+    assert redis("HGET", users_key, str(user)) == order_no
+    # A userId that agrees is fine (as a duplicate here).
+    r = send(gw, execute_req(user, a, bearer(token(user))))
+    assert r.code == 409 and r.status == "DUPLICATE" and r["orderNo"] == order_no, repr(r)
+
+    sub = ids()
+    bad = [
+        ("forged signature", jwt_sign({"sub": str(sub), "exp": now + 600}, "another-secret-" + JWT_SECRET)),
+        ("expired beyond the skew", token(sub, exp=now - 120)),
+        ("not yet valid beyond the skew", token(sub, nbf=now + 120)),
+        ("alg none", jwt_sign({"sub": str(sub), "exp": now + 600}, JWT_SECRET, alg="none")),
+        ("alg none with a valid signature", b64url('{"alg":"none","typ":"JWT"}') + "." +
+         token(sub).split(".", 1)[1]),
+        ("alg HS512", jwt_sign({"sub": str(sub), "exp": now + 600}, JWT_SECRET, alg="HS512")),
+        ("alg hs256 lower case", jwt_sign({"sub": str(sub), "exp": now + 600}, JWT_SECRET,
+                                          header={"alg": "hs256", "typ": "JWT"})),
+        ("no sub", jwt_sign({"exp": now + 600}, JWT_SECRET)),
+        ("sub not a user id", token("alice")),
+        ("exp not a number", jwt_sign({"sub": str(sub), "exp": "tomorrow"}, JWT_SECRET)),
+        ("malformed: one part", "abc"),
+        ("malformed: two parts", "abc.def"),
+        ("malformed: four parts", token(sub) + ".x"),
+        ("malformed: not base64", "!!!." + token(sub).split(".", 1)[1]),
+        ("payload not JSON (signed)", jwt_sign("not json", JWT_SECRET)),
+        ("payload a JSON array (signed)", jwt_sign("[1, 2]", JWT_SECRET)),
+        ("empty token", ""),
+    ]
+    before = redis("HLEN", users_key)
+    for what, tok in bad:
+        r = send(gw, execute_req(None, a, bearer(tok)))
+        assert r.code == 401 and r.status == "UNAUTHORIZED", f"{what}: {r!r}"
+        assert r["success"] is False and r["message"], f"{what}: {r!r}"
+    for what, headers in (("missing header", {}),
+                          ("Basic scheme", {"Authorization": "Basic dXNlcjpwYXNz"}),
+                          ("token without scheme", {"Authorization": token(sub)})):
+        r = send(gw, execute_req(sub, a, headers))
+        assert r.code == 401 and r.status == "UNAUTHORIZED", f"{what}: {r!r}"
+    # A userId that disagrees with the token.
+    r = send(gw, execute_req(sub + 1, a, bearer(token(sub))))
+    assert r.code == 401 and r.status == "UNAUTHORIZED", repr(r)
+    assert redis("HLEN", users_key) == before, "a refused token reserved stock"
+
+    # Within the skew both ways: accepted.
+    late = ids()
+    r = send(gw, execute_req(None, a, bearer(token(late, exp=now - 10))))
+    assert r.code == 200, repr(r)
+    early = ids()
+    r = send(gw, execute_req(None, a, bearer(token(early, nbf=now + 10))))
+    assert r.code == 200, repr(r)
+
+    # The read endpoints need the token too.
+    result = f"/seckill/result?activityId={a}"
+    r = send(gw, http_bytes("GET", result + f"&userId={user}"))
+    assert r.code == 401 and r.status == "UNAUTHORIZED", repr(r)
+    r = send(gw, http_bytes("GET", result + f"&userId={user}", bearer(token(user + 1))))
+    assert r.code == 401, repr(r)
+    r = send(gw, http_bytes("GET", result, bearer(token(user))))
+    assert r.code == 200 and r["orderNo"] == order_no, repr(r)
+    r = send(gw, http_bytes("GET", f"/coupons?userId={user}"))
+    assert r.code == 401 and r.status == "UNAUTHORIZED", repr(r)
+    r = send(gw, http_bytes("GET", "/coupons", bearer(token(user, exp=now - 120))))
+    assert r.code == 401, repr(r)
+
+    # The order reaches MySQL as the token's user's, and so does the coupon it won.
+    wait_for_consumer(mysql, redis, conf, a, expected_rows=3, consumer=consumer)
+    assert mysql.rows(f"SELECT user_id FROM seckill_order WHERE order_no = '{order_no}'") == [[str(user)]]
+    coupons = poll_until(lambda: send(gw, http_bytes("GET", "/coupons", bearer(token(user))))["coupons"],
+                         10, f"user {user}'s coupon to be listed")
+    assert [c["couponId"] for c in coupons] == [sale.coupon_id], coupons
+    uc = coupons[0]["userCouponId"]
+    # Redeeming needs the owner's token.
+    use = http_bytes("POST", f"/coupons/{uc}/use", {"Content-Type": "application/json"},
+                     '{"orderAmount": "20.00", "orderRef": "jwt-1"}')
+    r = send(gw, use)
+    assert r.code == 401, repr(r)
+    r = send(gw, http_bytes("POST", f"/coupons/{uc}/use",
+                            dict(bearer(token(late)), **{"Content-Type": "application/json"}),
+                            '{"orderAmount": "20.00", "orderRef": "jwt-1"}'))
+    assert r.code == 404, repr(r)
+    r = send(gw, http_bytes("POST", f"/coupons/{uc}/use",
+                            dict(bearer(token(user)), **{"Content-Type": "application/json"}),
+                            '{"orderAmount": "20.00", "orderRef": "jwt-1"}'))
+    assert r.code == 200 and r["discount"] == "5.00", repr(r)
+
+
+# ---- purchase tokens ---------------------------------------------------------------------
+
+
+def get_token(gw, activity, user):
+    return send(gw, http_bytes("GET", f"/seckill/token?activityId={activity}&userId={user}"))
+
+
+def cached_token(gw, activity, user):
+    """The gateway knows an activity from its cache, refreshed every activity-refresh-ms:
+    a sale created a moment ago may be unknown (404) for that long."""
+    return poll_until(lambda: (lambda r: r if r.code != 404 else None)(get_token(gw, activity, user)),
+                      5, f"activity {activity} in the gateway's cache")
+
+
+def test_purchase_token(gateway_with, ctl, redis, conf, ids):
+    gw = gateway_with({"seckill.require-token": "true", "seckill.token-secret": TOKEN_SECRET,
+                       "seckill.token-ttl-seconds": 60})
+    user, other = ids(), ids()
+    pending = ctl.create_sale(5, start="+1h", end="+2h").activity_id
+    r = cached_token(gw, pending, user)
+    assert r.code == 409 and r.status == "NOT_STARTED", repr(r)
+
+    a = ctl.create_sale(10).activity_id
+    b = ctl.create_sale(10).activity_id
+    users_key = conf.key("users", a)
+    # No token, an empty one, a made-up one.
+    for extra in ("", "&token=", "&token=123.0123456789abcdef.AAAA"):
+        r = send(gw, execute_req(user, a, extra=extra))
+        assert r.code == 403 and r.status == "FORBIDDEN", f"{extra!r}: {r!r}"
+    r = cached_token(gw, a, user)
+    assert r.code == 200 and r["expiresIn"] == 60, repr(r)
+    tok = r["token"]
+    # Bound to its user and its activity.
+    r = send(gw, execute_req(other, a, extra=f"&token={tok}"))
+    assert r.code == 403 and r.status == "FORBIDDEN", repr(r)
+    r = send(gw, execute_req(user, b, extra=f"&token={tok}"))
+    assert r.code == 403 and r.status == "FORBIDDEN", repr(r)
+    assert redis("HLEN", users_key) == 0
+    r = send(gw, execute_req(user, a, extra=f"&token={tok}"))
+    assert r.code == 200 and r["status"] == "PROCESSING", repr(r)
+    # One time only (also in a JSON body).
+    r = send(gw, execute_req(user, a, extra=f"&token={tok}"))
+    assert r.code == 403 and r.status == "FORBIDDEN", repr(r)
+    r = send(gw, http_bytes("POST", "/seckill/execute", {"Content-Type": "application/json"},
+                            f'{{"userId": {user}, "activityId": {a}, "token": "{tok}"}}'))
+    assert r.code == 403 and r.status == "FORBIDDEN", repr(r)
+    assert redis("HLEN", users_key) == 1
+    # A fresh token in a form body works for another user.
+    tok2 = get_token(gw, a, other)["token"]
+    r = send(gw, http_bytes("POST", "/seckill/execute",
+                            {"Content-Type": "application/x-www-form-urlencoded"},
+                            f"userId={other}&activityId={a}&token={tok2}"))
+    assert r.code == 200, repr(r)
+
+
+def test_purchase_token_expires(gateway_with, ctl, ids):
+    gw = gateway_with({"seckill.require-token": "true", "seckill.token-secret": TOKEN_SECRET,
+                       "seckill.token-ttl-seconds": 1})
+    a = ctl.create_sale(5).activity_id
+    user = ids()
+    r = cached_token(gw, a, user)
+    assert r.code == 200 and r["expiresIn"] == 1, repr(r)
+    tok = r["token"]
+    expires = int(tok.split(".")[0])
+    assert expires - 2 <= time.time() <= expires, tok
+    # Wait for the token's expiry (a deadline, not a guess).
+    poll_until(lambda: time.time() >= expires + 0.05, 3, "the token to expire")
+    r = send(gw, execute_req(user, a, extra=f"&token={tok}"))
+    assert r.code == 403 and r.status == "FORBIDDEN", repr(r)
+
+
+# ---- X-Forwarded-For ---------------------------------------------------------------------
+
+
+def test_forwarded_for_ignored_unless_trusted(gateway, gateway_with, ctl, redis, ids):
+    # The module's gateway does not trust the header: every request counts for the peer.
+    a = ctl.create_sale(10).activity_id
+    for xff in ("1.2.3.4", "1.2.3.4, 10.9.8.7", "garbage"):
+        r = send(gateway, execute_req(ids(), a, {"X-Forwarded-For": xff}))
+        assert r.code == 200, repr(r)
+    assert redis("GET", rl_key("rl:ip", a, "127.0.0.1")) == "3"
+    for ip in ("1.2.3.4", "10.9.8.7", "garbage"):
+        assert redis("EXISTS", rl_key("rl:ip", a, ip)) == 0, ip
+
+    trusting = gateway_with({"http.trust-forwarded-for": "true"})
+    b = ctl.create_sale(10).activity_id
+    for xff in ("1.2.3.4, 10.9.8.7", "  10.9.8.7", "1.2.3.4,2001:db8::1", "not-an-ip", "1.2.3.4, "):
+        r = send(trusting, execute_req(ids(), b, {"X-Forwarded-For": xff}))
+        assert r.code == 200, f"{xff!r}: {r!r}"
+    r = send(trusting, execute_req(ids(), b))
+    assert r.code == 200, repr(r)
+    # The last hop counts; one that is not an address falls back to the peer.
+    assert redis("GET", rl_key("rl:ip", b, "10.9.8.7")) == "2"
+    assert redis("GET", rl_key("rl:ip", b, "2001:db8::1")) == "1"
+    assert redis("GET", rl_key("rl:ip", b, "127.0.0.1")) == "3"
+    assert redis("EXISTS", rl_key("rl:ip", b, "1.2.3.4")) == 0
+
+
+# ---- malformed requests ------------------------------------------------------------------
+
+JSON = {"Content-Type": "application/json"}
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+HTML = None   # evhttp answers these itself: an HTML page, not the API's JSON
+
+# (id, method, target, headers, body, expected code, expected JSON status or HTML)
+# {a} is the sale's activity, {u} a user, {uc} a user coupon of user {cu}.
+MALFORMED = [
+    # ids in the query string: positive 64-bit, below 2^53, no junk
+    ("userId 0", "POST", "/seckill/execute?userId=0&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId -1", "POST", "/seckill/execute?userId=-1&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId 01", "POST", "/seckill/execute?userId=01&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId 1.5", "POST", "/seckill/execute?userId=1.5&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId 2^53", "POST", "/seckill/execute?userId=9007199254740992&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId 20 digits", "POST", "/seckill/execute?userId=99999999999999999999&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId 1x", "POST", "/seckill/execute?userId=1x&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId empty", "POST", "/seckill/execute?userId=&activityId={a}", {}, "", 400, "INVALID"),
+    ("userId +5", "POST", "/seckill/execute?userId=%2B5&activityId={a}", {}, "", 400, "INVALID"),
+    # (aimed at an activity that does not exist: see KNOWN_BUGS)
+    ("userId with NUL", "POST", "/seckill/execute?userId={u}%00junk&activityId=9007199254740000", {}, "", 400, "INVALID"),
+    ("activityId 0", "POST", "/seckill/execute?userId={u}&activityId=0", {}, "", 400, "INVALID"),
+    ("activityId 0{a}", "POST", "/seckill/execute?userId={u}&activityId=0{a}", {}, "", 400, "INVALID"),
+    ("activityId {a} and space", "POST", "/seckill/execute?userId={u}&activityId={a}%20", {}, "", 400, "INVALID"),
+    # missing fields
+    ("no parameters", "POST", "/seckill/execute", {}, "", 400, "INVALID"),
+    ("missing userId", "POST", "/seckill/execute?activityId={a}", {}, "", 400, "INVALID"),
+    ("missing activityId", "POST", "/seckill/execute?userId={u}", {}, "", 400, "INVALID"),
+    ("JSON without userId", "POST", "/seckill/execute", JSON, '{"activityId": {a}}', 400, "INVALID"),
+    # sizes
+    ("header over max-header-size", "POST", "/seckill/execute?userId={u}&activityId={a}",
+     {"X-Padding": "p" * 9000}, "", 400, HTML),
+    ("body over max-body-size", "POST", "/seckill/execute", JSON,
+     '{"userId": {u}, "activityId": {a}, "pad": "' + "x" * 20000 + '"}', 413, "TOO_LARGE"),
+    # evhttp's own limit is max(4 x max-body-size, 64 KiB)
+    ("body over evhttp's limit", "POST", "/seckill/execute", JSON,
+     '{"userId": {u}, "activityId": {a}, "pad": "' + "x" * 100000 + '"}', 413, HTML),
+    # methods
+    ("PUT execute", "PUT", "/seckill/execute?userId={u}&activityId={a}", {}, "", 405, "METHOD_NOT_ALLOWED"),
+    ("DELETE execute", "DELETE", "/seckill/execute?userId={u}&activityId={a}", {}, "", 405, "METHOD_NOT_ALLOWED"),
+    ("GET execute", "GET", "/seckill/execute?userId={u}&activityId={a}", {}, "", 405, "METHOD_NOT_ALLOWED"),
+    ("PATCH execute", "PATCH", "/seckill/execute?userId={u}&activityId={a}", {}, "", 405, "METHOD_NOT_ALLOWED"),
+    ("POST stock", "POST", "/seckill/stock/{a}", {}, "", 405, "METHOD_NOT_ALLOWED"),
+    ("unknown method", "BREW", "/seckill/execute?userId={u}&activityId={a}", {}, "", 501, HTML),
+    # bad JSON
+    ("JSON truncated", "POST", "/seckill/execute", JSON, '{"userId": {u}, "activityId": {a}', 400, "INVALID"),
+    ("JSON array", "POST", "/seckill/execute", JSON, '[{u}, {a}]', 400, "INVALID"),
+    ("JSON trailing junk", "POST", "/seckill/execute", JSON, '{"userId": {u}, "activityId": {a}} x', 400, "INVALID"),
+    ("JSON two objects", "POST", "/seckill/execute", JSON, '{"userId": {u}}{"activityId": {a}}', 400, "INVALID"),
+    ("JSON userId object", "POST", "/seckill/execute", JSON, '{"userId": {"id": {u}}, "activityId": {a}}', 400, "INVALID"),
+    ("JSON userId array", "POST", "/seckill/execute", JSON, '{"userId": [{u}], "activityId": {a}}', 400, "INVALID"),
+    ("JSON userId true", "POST", "/seckill/execute", JSON, '{"userId": true, "activityId": {a}}', 400, "INVALID"),
+    ("JSON userId null", "POST", "/seckill/execute", JSON, '{"userId": null, "activityId": {a}}', 400, "INVALID"),
+    ("JSON userId 1e300", "POST", "/seckill/execute", JSON, '{"userId": 1e300, "activityId": {a}}', 400, "INVALID"),
+    ("JSON userId -{u}", "POST", "/seckill/execute", JSON, '{"userId": -{u}, "activityId": {a}}', 400, "INVALID"),
+    ("JSON activityId string junk", "POST", "/seckill/execute", JSON, '{"userId": {u}, "activityId": "{a}x"}', 400, "INVALID"),
+    ("JSON not UTF-8 text", "POST", "/seckill/execute", JSON, b'\xff\xfe{}', 400, "INVALID"),
+    # content types
+    ("text/plain body", "POST", "/seckill/execute", {"Content-Type": "text/plain"}, "userId={u}&activityId={a}", 400, "INVALID"),
+    ("XML body", "POST", "/seckill/execute", {"Content-Type": "application/xml"}, "<x/>", 400, "INVALID"),
+    ("body without Content-Type", "POST", "/seckill/execute", {}, "userId={u}&activityId={a}", 400, "INVALID"),
+    ("JSON sent as a form", "POST", "/seckill/execute", FORM, '{"userId": {u}, "activityId": {a}}', 400, "INVALID"),
+    ("form with a NUL byte", "POST", "/seckill/execute", FORM, b"userId=1\x00&activityId=1", 400, "INVALID"),
+    ("chunked broken form", "POST", "/seckill/execute", dict(FORM, **{"Transfer-Encoding": "chunked", "Content-Length": None}),
+     "5\r\nuserI\r\n0\r\n\r\n", 400, "INVALID"),
+    ("Content-Length not a number", "POST", "/seckill/execute?userId={u}&activityId={a}", {"Content-Length": "abc"}, "", 400, HTML),
+    # conflicting values
+    ("query and form disagree", "POST", "/seckill/execute?userId={u}&activityId={a}", FORM,
+     "userId=1&activityId={a}", 400, "INVALID"),
+    ("query and JSON disagree", "POST", "/seckill/execute?userId={u}&activityId={a}", JSON,
+     '{"userId": {u}, "activityId": 1}', 400, "INVALID"),
+    # redeeming: amounts, references, ids
+    ("orderAmount 1.234", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=1.234&orderRef=r1", 400, "INVALID"),
+    ("orderAmount -1", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=-1&orderRef=r1", 400, "INVALID"),
+    ("orderAmount 1e3", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=1e3&orderRef=r1", 400, "INVALID"),
+    ("orderAmount abc", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=abc&orderRef=r1", 400, "INVALID"),
+    ("orderAmount 1.", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=1.&orderRef=r1", 400, "INVALID"),
+    ("orderAmount overflow", "POST", "/coupons/{uc}/use", FORM,
+     "userId={cu}&orderAmount=92233720368547758.08&orderRef=r1", 400, "INVALID"),
+    ("orderAmount JSON string 1e3", "POST", "/coupons/{uc}/use", JSON,
+     '{"userId": {cu}, "orderAmount": "1e3", "orderRef": "r1"}', 400, "INVALID"),
+    ("orderRef with spaces", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=50.00&orderRef=a+b", 400, "INVALID"),
+    ("orderRef 65 chars", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=50.00&orderRef=" + "r" * 65, 400, "INVALID"),
+    ("orderRef with NUL", "POST", "/coupons/9007199254740000/use", FORM,
+     "userId={cu}&orderAmount=50.00&orderRef=r1%00%20junk", 400, "INVALID"),
+    ("orderRef empty", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=50.00&orderRef=", 400, "INVALID"),
+    ("missing orderRef", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=50.00", 400, "INVALID"),
+    ("missing orderAmount", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderRef=r1", 400, "INVALID"),
+    ("missing userId on use", "POST", "/coupons/{uc}/use", FORM, "orderAmount=50.00&orderRef=r1", 400, "INVALID"),
+    ("userCouponId 0", "POST", "/coupons/0/use", FORM, "userId={cu}&orderAmount=50.00&orderRef=r1", 400, "INVALID"),
+    ("userCouponId 1x", "POST", "/coupons/1x/use", FORM, "userId={cu}&orderAmount=50.00&orderRef=r1", 400, "INVALID"),
+    ("GET use", "GET", "/coupons/{uc}/use?userId={cu}&orderAmount=50.00&orderRef=r1", {}, "", 405, "METHOD_NOT_ALLOWED"),
+    ("use path junk", "POST", "/coupons/{uc}/usex", FORM, "userId={cu}&orderAmount=50.00&orderRef=r1", 404, "NOT_FOUND"),
+    ("GET coupons userId 01", "GET", "/coupons?userId=01", {}, "", 400, "INVALID"),
+    # paths
+    ("unknown path", "POST", "/seckill/executex?userId={u}&activityId={a}", {}, "", 404, "NOT_FOUND"),
+    ("unknown root", "GET", "/admin", {}, "", 404, "NOT_FOUND"),
+    ("stock id 01", "GET", "/seckill/stock/0{a}", {}, "", 400, "INVALID"),
+    ("order number junk", "GET", "/seckill/orders/../../etc/passwd", {}, "", 400, "INVALID"),
+]
+
+
+# Cases the gateway gets wrong today: {id: (the wrong code it answers, the bug)}. They aim
+# at ids that do not exist, so that the wrong answer changes nothing either.
+KNOWN_BUGS = {
+    "userId with NUL": (404, "BUG: a percent-encoded NUL ends a parameter: userId=7%00junk is "
+                             "taken as 7 (strict parsing misses the junk after it)"),
+    "orderRef with NUL": (404, "BUG: a percent-encoded NUL ends a parameter: orderRef=r1%00 junk "
+                               "is taken as r1"),
+}
+
+
+@pytest.fixture(scope="module")
+def target(ctl, gateway, consumer, ids):
+    """The sale and the user coupon the malformed requests aim at."""
+    sale = ctl.create_sale(10)
+    coupon_user = ids()
+    uc = ctl.create_id("coupon", "grant", "--coupon", sale.coupon_id, "--user", coupon_user)
+    return {"sale": sale, "user": ids(), "coupon_user": coupon_user, "uc": uc}
+
+
+def metric(gw, name):
+    text = raw_http(gw.conf.http_port, http_bytes("GET", "/metrics")).text
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"no metric {name}")
+
+
+def trace(gw, redis, mysql, conf, target):
+    """Everything a request could have changed: Redis stock, users, orders and
+    reservations of the sale, the user coupon's redemption record, what the gateway
+    produced to Kafka (its delivery counters), and the MySQL rows."""
+    a = target["sale"].activity_id
+    uc, cu = target["uc"], target["coupon_user"]
+    return {
+        "stock": redis("GET", conf.key("stock", a)),
+        "users": redis("HLEN", conf.key("users", a)),
+        "orders": redis("HLEN", conf.key("orders", a)),
+        "resv": redis("ZCARD", conf.key("resv", a)),
+        "coupon used": redis("HGET", f"seckill:ucoupon:{{u{cu}}}", f"{uc}:used"),
+        "kafka orders": metric(gw, "seckill_orders_accepted_total"),
+        "kafka uses": metric(gw, "seckill_coupons_redeemed_total"),
+        "mysql": mysql.rows(f"SELECT (SELECT COUNT(*) FROM seckill_order WHERE activity_id = {a}), "
+                            f"(SELECT status FROM user_coupon WHERE id = {uc})"),
+    }
+
+
+def fill(value, target):
+    subs = {"{a}": target["sale"].activity_id, "{u}": target["user"], "{uc}": target["uc"],
+            "{cu}": target["coupon_user"]}
+    if isinstance(value, bytes):
+        return value
+    for k, v in subs.items():
+        value = value.replace(k, str(v))
+    return value
+
+
+def test_malformed_table_has_enough_cases():
+    assert len(MALFORMED) >= 30
+    assert len({c[0] for c in MALFORMED}) == len(MALFORMED)
+
+
+@pytest.mark.parametrize("case", MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_malformed_request(case, gateway, redis, mysql, conf, target):
+    _, method, path, headers, body, code, status = case
+    data = http_bytes(method, fill(path, target), headers, fill(body, target))
+    before = trace(gateway, redis, mysql, conf, target)
+    r = raw_http(gateway.conf.http_port, data)
+    assert trace(gateway, redis, mysql, conf, target) == before
+    # The gateway survived it.
+    assert gateway.running and raw_http(gateway.conf.http_port, http_bytes("GET", "/healthz")).code == 200
+    if case[0] in KNOWN_BUGS and r.code == KNOWN_BUGS[case[0]][0]:
+        pytest.xfail(KNOWN_BUGS[case[0]][1])
+    assert r.code == code, f"{case[0]}: {r!r}"
+    if status is HTML:
+        assert not r.is_json, f"{case[0]}: expected evhttp's own page: {r!r}"
+    else:
+        reply = r.reply(case[0])
+        assert reply["success"] is False and reply.status == status and reply["message"], repr(reply)
+        if code == 405:
+            assert r.headers.get("Allow") in ("GET", "POST"), dict(r.headers)
+
+
+def test_malformed_requests_reached_nobody(gateway, api, redis, mysql, conf, consumer, target):
+    """After the table: nothing of it reached MySQL. A sentinel order proves the consumer
+    is caught up: exactly one row for the sale, the sentinel's."""
+    a = target["sale"].activity_id
+    uc = target["uc"]
+    assert api.stock(a) == 10
+    sentinel = target["user"] + 500000
+    r = api.execute(sentinel, a)
+    assert r.code == 200, repr(r)
+    wait_for_consumer(mysql, redis, conf, a, expected_rows=1, consumer=consumer)
+    assert mysql.rows(f"SELECT user_id FROM seckill_order WHERE activity_id = {a}") == [[str(sentinel)]]
+    assert mysql.rows(f"SELECT status, order_ref FROM user_coupon WHERE id = {uc}") == [["UNUSED", "NULL"]]
+    # The coupon still works after all that.
+    r = api.post(f"/coupons/{uc}/use", data={"userId": target["coupon_user"], "orderAmount": "50.00",
+                                               "orderRef": "after-the-table"})
+    assert r.code == 200 and (r["discount"], r["payable"]) == ("5.00", "45.00"), repr(r)
+
+
+# ---- the connection cap ------------------------------------------------------------------
+
+
+def test_connection_cap(gateway_with):
+    gw = gateway_with({"http.max-connections": 50})
+    port = gw.conf.http_port
+    health = http_bytes("GET", "/healthz")
+    held = []
+    try:
+        for _ in range(50):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            held.append(s)
+            s.sendall(health)
+            assert read_raw_reply(s).code == 200   # served, and kept alive
+        # The 51st connects (into the listen backlog) but is not served.
+        extra = socket.create_connection(("127.0.0.1", port), timeout=1)
+        held.append(extra)
+        extra.sendall(health)
+        with pytest.raises(socket.timeout):
+            extra.recv(1)
+        # The held connections still are.
+        held[0].sendall(health)
+        assert read_raw_reply(held[0]).code == 200
+        # Closing some lets it in.
+        for s in held[1:6]:
+            s.close()
+        extra.settimeout(5)
+        r = read_raw_reply(extra)
+        assert r.code == 200, repr(r)
+        assert metric(gw, "seckill_http_accept_pauses_total") >= 1
+    finally:
+        for s in held:
+            s.close()
