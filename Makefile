@@ -3,6 +3,8 @@
 #   make run        install what is missing, start everything, create a demo sale
 #   make test       the same set-up, then unit and integration tests (ASan + UBSan)
 #   make fuzz       libFuzzer harnesses for request parsing, JSON and config (clang)
+#   make chaos      one fault per scenario in a sale under load, I1-I6 after each (docs/chaos.md)
+#   make bench      the flash-sale benchmark and its report (bench/README.md)
 #   make up|down|status [CONF=FILE]
 
 CC       ?= cc
@@ -108,6 +110,29 @@ $(BUILD)/fuzz/cov/bin/%: test/fuzz/%.c $(addprefix $(BUILD)/fuzz/cov/obj/,$(adds
 		$(FUZZ_LDLIBS) -o $@
 fuzz-coverage: $(addprefix $(BUILD)/fuzz/cov/obj/,$(addsuffix .o,$(FUZZ_MODULES))) $(addprefix $(BUILD)/fuzz/cov/bin/,$(FUZZ_TARGETS))
 	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/coverage.sh $(FUZZ_TARGETS)
+
+# ---- benchmark (bench/README.md) -------------------------------------------------
+#   make bench    release build, the stack with bench/conf/bench.conf, every scenario,
+#                 bench/results/<UTC time>.{md,json,png} and latest.{md,json,png}
+BENCH_BASELINE := $(BUILD)/bench/baseline
+
+$(BENCH_BASELINE): bench/baseline.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LDFLAGS) $(shell pkg-config --libs libevent 2>/dev/null) -o $@
+
+.PHONY: bench
+bench: deps all $(BENCH_BASELINE)
+	BUILD=$(BUILD) bash bench/run.sh
+
+# ---- chaos suite (docs/chaos.md) ---------------------------------------------------
+#   make chaos    the release binaries in a sale under load while one component fails
+#                 per scenario (kill -9, SIGTERM, Kafka or MariaDB stopped, Redis frozen
+#                 or restarted); I1-I6 and seckillctl verify after each; the table is
+#                 printed and written to build/chaos/report.md. Starts the services it
+#                 needs and stops again those it started.
+.PHONY: chaos
+chaos: deps all
+	CONF=$(CONF) bash test/chaos/run.sh
 
 clean:
 	rm -rf build

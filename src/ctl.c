@@ -273,7 +273,7 @@ MYSQL *ctl_db(struct ctl *ctl)
     if (ctl->db)
         return ctl->db;
     char err[512];
-    ctl->db = db_connect(&ctl->cfg, err, sizeof(err));
+    ctl->db = db_connect_timeout(&ctl->cfg, 300, err, sizeof(err));
     if (!ctl->db)
         ctl_fail(ctl, "%s", err);
     return ctl->db;

@@ -4,15 +4,20 @@
 
 MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen)
 {
+    return db_connect_timeout(cfg, 5, err, errlen);
+}
+
+MYSQL *db_connect_timeout(const struct config *cfg, unsigned int seconds, char *err, size_t errlen)
+{
     MYSQL *db = mysql_init(NULL);
     if (!db) {
         snprintf(err, errlen, "mysql_init: out of memory");
         return NULL;
     }
-    unsigned int timeout = 5;
-    mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-    mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &timeout);
-    mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &timeout);
+    unsigned int connect_timeout = 5;
+    mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &connect_timeout);
+    mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &seconds);
+    mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &seconds);
     mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
     mysql_options(db, MYSQL_INIT_COMMAND, "SET time_zone = '+00:00'");
     /* No CLIENT_FOUND_ROWS: an idempotent insert then reports 0 affected rows for a

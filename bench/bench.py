@@ -1,0 +1,1123 @@
+#!/usr/bin/env python3
+"""The scenarios of `make bench`, run against services that bench/run.sh started.
+
+    bench.py --conf FILE --out RESULT.json --logs DIR [--baseline BIN]
+
+Starts and stops the processes it measures itself (bench/baseline, seckill-server,
+order-consumer), one after the other, and writes every figure to RESULT.json, which
+bench/report.py turns into the Markdown report and the plot. Python standard library
+only; Redis through a small RESP client, MariaDB through the `mariadb` command-line
+client, load through wrk with bench/execute.lua. bench/README.md describes the scenarios.
+
+Environment (all optional):
+  BENCH_SECONDS      length of each measured wrk run (default 12)
+  BENCH_THREADS      wrk threads (default 2)
+  BENCH_PREFILL      order events the consumer scenario starts with, at least (200000)
+  BENCH_E2E_ORDERS   orders of the end-to-end scenario (2000)
+  BENCH_E2E_RATE     their rate per second (400)
+  BENCH_IDLE_CONNS   idle keep-alive connections (10000)
+"""
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import re
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LUA = ROOT / "bench" / "execute.lua"
+BUILD = Path(os.environ.get("BUILD") or "build")
+BUILD = BUILD if BUILD.is_absolute() else ROOT / BUILD
+CTL = BUILD / "seckillctl"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+NCPU = os.cpu_count() or 1
+
+
+def env_int(name, default):
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+SECONDS = env_int("BENCH_SECONDS", 12)
+THREADS = env_int("BENCH_THREADS", 2)
+PREFILL = env_int("BENCH_PREFILL", 200000)
+E2E_ORDERS = env_int("BENCH_E2E_ORDERS", 2000)
+E2E_RATE = env_int("BENCH_E2E_RATE", 400)
+IDLE_CONNS = env_int("BENCH_IDLE_CONNS", 10000)
+WARMUP_SECONDS = 5
+
+# The issue's targets (docs: bench/README.md).
+TARGETS = {
+    "contended_ratio": 0.6,        # x baseline requests/s, same connections
+    "contended_p99_ms_64": 10.0,   # at 64 connections
+    "storm_ratio": 0.9,            # sold-out and not-started storms, x baseline
+    "consumer_orders_per_s": 20000,
+    "idle_rss_mb": 64,             # gateway holding IDLE_CONNS idle keep-alive connections
+}
+
+# User ids of each run start USER_BASE_STEP apart (bench/execute.lua adds thread * 1e9).
+USER_BASE_STEP = 10**10
+
+
+def log(msg):
+    print(f"bench: {msg}", flush=True)
+
+
+def now_utc():
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---- configuration and backends ----------------------------------------------------------
+
+
+class Conf:
+    """Keys as the project's own loader sees them (file, then SECKILL_* variables)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.cache = {}
+
+    def get(self, key):
+        if key not in self.cache:
+            p = subprocess.run([str(CTL), "-c", self.path, "config", "get", key],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"config get {key}: {p.stderr.strip()}")
+            self.cache[key] = p.stdout.strip()
+        return self.cache[key]
+
+    def http_addr(self):
+        host = self.get("http.host")
+        if host in ("", "0.0.0.0"):
+            host = "127.0.0.1"
+        return host, int(self.get("http.port"))
+
+
+class Redis:
+    """Just enough RESP2 for the checks: one connection, one command at a time."""
+
+    def __init__(self, host, port):
+        self.sock = socket.create_connection((host, int(port)), timeout=60)
+        self.file = self.sock.makefile("rb")
+
+    def _read(self):
+        line = self.file.readline()
+        if not line.endswith(b"\r\n"):
+            raise ConnectionError("redis closed the connection")
+        kind, rest = line[:1], line[1:-2]
+        if kind == b"+":
+            return rest.decode()
+        if kind == b"-":
+            raise RuntimeError(f"redis: {rest.decode()}")
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self.file.read(n + 2)[:-2].decode()
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self._read() for _ in range(n)]
+        raise RuntimeError(f"redis: unexpected reply {line!r}")
+
+    def __call__(self, *args):
+        out = [f"*{len(args)}\r\n".encode()]
+        for a in args:
+            b = str(a).encode()
+            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
+        self.sock.sendall(b"".join(out))
+        return self._read()
+
+    def close(self):
+        self.file.close()
+        self.sock.close()
+
+
+class MySQL:
+    """One long-lived `mariadb` client session: statements go in on stdin, each followed
+    by a marker query, so that a poll costs a round trip and not a process start."""
+
+    MARK = "#END#"
+
+    def __init__(self, conf):
+        self.argv = ["mariadb", "-h", conf.get("mysql.host"), "-P", conf.get("mysql.port"),
+                     "-u", conf.get("mysql.user"), conf.get("mysql.database"), "-N", "-B", "-n"]
+        self.env = dict(os.environ, MYSQL_PWD=conf.get("mysql.password"))
+        self.lock = threading.Lock()
+        self.proc = None
+
+    def _open(self):
+        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     bufsize=1)
+
+    def rows(self, sql):
+        with self.lock:
+            if self.proc is None or self.proc.poll() is not None:
+                self._open()
+            self.proc.stdin.write(f"{sql.rstrip().rstrip(';')};\nSELECT '{self.MARK}';\n")
+            self.proc.stdin.flush()
+            rows = []
+            while True:
+                line = self.proc.stdout.readline()
+                if not line:
+                    err = self.proc.stderr.read()
+                    self.proc = None
+                    raise RuntimeError(f"mariadb failed on {sql!r}: {err.strip()}")
+                line = line.rstrip("\n")
+                if line == self.MARK:
+                    return [r.split("\t") for r in rows]
+                rows.append(line)
+
+    def scalar(self, sql):
+        rows = self.rows(sql)
+        return rows[0][0] if rows else None
+
+    def count(self, sql):
+        return int(self.scalar(sql))
+
+    def close(self):
+        with self.lock:
+            if self.proc and self.proc.poll() is None:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            self.proc = None
+
+
+def ctl(conf, *args, check=True, timeout=600):
+    p = subprocess.run([str(CTL), "-c", conf.path] + [str(a) for a in args], cwd=ROOT,
+                       capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"seckillctl {' '.join(map(str, args))}: rc {p.returncode}: "
+                           f"{p.stderr.strip()} {p.stdout.strip()}")
+    return p
+
+
+def ctl_id(conf, *args):
+    lines = [line for line in ctl(conf, *args).stdout.splitlines() if line.strip()]
+    return int(lines[-1])
+
+
+# ---- processes and /proc --------------------------------------------------------------------
+
+
+def proc_ticks(pid):
+    """utime + stime of a process (and its threads), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def kb_field(path, field):
+    """A "Field:   123 kB" line of a /proc file, in kB."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def proc_status_kb(pid, field):
+    return kb_field(f"/proc/{pid}/status", field)
+
+
+def reset_peak_rss(pid):
+    """Resets VmHWM to the current RSS (Linux >= 4.0), so that each scenario has its own peak."""
+    try:
+        with open(f"/proc/{pid}/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def system_ticks():
+    """(busy, softirq) jiffies of all CPUs from /proc/stat. Softirq time (the network
+    stack's receive path, mostly) is charged to no process."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + v[4]
+    return sum(v[:8]) - idle, v[6]
+
+
+def read_pidfile(path):
+    try:
+        pid = int(Path(path).read_text().split()[0])
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Proc:
+    """One process this script starts: its own session, stdout and stderr to a log file,
+    its pid in RUN_DIR so that bench/run.sh can clean up after a crash of this script."""
+
+    RUN_DIR = None
+
+    def __init__(self, name, argv, logdir):
+        self.name, self.argv = name, [str(a) for a in argv]
+        self.log = Path(logdir) / f"{name}.log"
+        self.proc = None
+
+    def start(self):
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        self.offset = self.log.stat().st_size if self.log.exists() else 0
+        with open(self.log, "ab") as logf:
+            self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdin=subprocess.DEVNULL,
+                                         stdout=logf, stderr=subprocess.STDOUT,
+                                         start_new_session=True)
+        if self.RUN_DIR:
+            Path(self.RUN_DIR).mkdir(parents=True, exist_ok=True)
+            (Path(self.RUN_DIR) / f"{self.name}.pid").write_text(f"{self.proc.pid}\n")
+        return self
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_text(self):
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(self.offset)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def wait_ready(self, check, timeout=60, what="ready"):
+        deadline = time.monotonic() + timeout
+        while not check():
+            if not self.alive():
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode} while starting:\n"
+                                   + "\n".join(self.log_text().splitlines()[-20:]))
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} not {what} after {timeout}s:\n"
+                                   + "\n".join(self.log_text().splitlines()[-20:]))
+            time.sleep(0.05)
+
+    def stop(self, timeout=60):
+        """SIGTERM and wait; returns (exit status or 'killed', seconds to exit)."""
+        if self.proc is None:
+            return None, 0
+        t0 = time.monotonic()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                rc = "killed"
+            else:
+                rc = self.proc.returncode
+        else:
+            rc = self.proc.returncode
+        if self.RUN_DIR:
+            (Path(self.RUN_DIR) / f"{self.name}.pid").unlink(missing_ok=True)
+        return rc, round(time.monotonic() - t0, 2)
+
+
+# ---- HTTP helpers -----------------------------------------------------------------------------
+
+
+def http_get(addr, path, timeout=10):
+    c = http.client.HTTPConnection(addr[0], addr[1], timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode("utf-8", "replace")
+    finally:
+        c.close()
+
+
+def http_ok(addr, path):
+    try:
+        return http_get(addr, path, timeout=2)[0] == 200
+    except (OSError, http.client.HTTPException):
+        return False
+
+
+METRIC_LINE = re.compile(r'^([a-z_]+)(\{[^}]*\})?\s+([0-9.eE+-]+)$')
+
+
+def scrape(addr):
+    """The gateway's /metrics: {'responses': {'OK 200': n, ...}, 'values': {name: v}} (the
+    responses by API status and code, and every metric without labels)."""
+    status, text = http_get(addr, "/metrics")
+    if status != 200:
+        raise RuntimeError(f"/metrics answered {status}")
+    responses, values = {}, {}
+    for line in text.splitlines():
+        m = METRIC_LINE.match(line)
+        if not m:
+            continue
+        name, labels, value = m.group(1), m.group(2) or "", float(m.group(3))
+        if name == "seckill_http_responses_total":
+            lab = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+            responses[f"{lab.get('status')} {lab.get('code')}"] = int(value)
+        elif not labels:
+            values[name] = value
+    return {"responses": responses, "values": values}
+
+
+def delta(after, before):
+    keys = set(after) | set(before)
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in keys}
+    return {k: v for k, v in sorted(d.items(), key=lambda kv: -kv[1]) if v}
+
+
+# ---- wrk ----------------------------------------------------------------------------------------
+
+
+def run_wrk(addr, conns, seconds, activity, user_base):
+    url = f"http://{addr[0]}:{addr[1]}"
+    argv = ["wrk", f"-t{THREADS}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", str(LUA),
+            url, "--", str(activity), str(user_base)]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = next((l for l in p.stdout.splitlines() if l.startswith("BENCH_JSON ")), None)
+    if p.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed (rc {p.returncode}): {p.stderr.strip()} {p.stdout.strip()}")
+    out = json.loads(line[len("BENCH_JSON "):])
+    out["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    out["argv"] = " ".join(argv)
+    return out
+
+
+# ---- the benchmark ---------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.conf = Conf(args.conf)
+        self.logs = Path(args.logs)
+        Proc.RUN_DIR = str(self.logs / "run")
+        self.addr = self.conf.http_addr()
+        self.redis = Redis(self.conf.get("redis.host"), self.conf.get("redis.port"))
+        self.mysql = MySQL(self.conf)
+        var = ROOT / "var"
+        self.service_pids = {
+            "redis": read_pidfile(var / "redis" / "redis.pid"),
+            "kafka": read_pidfile(var / "kafka" / "kafka.pid"),
+            "mariadb": read_pidfile(var / "mariadb" / "mariadbd.pid"),
+        }
+        self.gateway = None
+        self.consumer = None
+        self.results = {"scenarios": [], "correctness": [], "errors": []}
+        self.activities = {}
+        self.user_base = USER_BASE_STEP
+        # Orders accepted on the contended activity, by run (metrics OK deltas).
+        self.contended_accepted = 0
+
+    # -- bookkeeping ------------------------------------------------------------------------
+
+    def next_user_base(self):
+        self.user_base += USER_BASE_STEP
+        return self.user_base
+
+    def cpu_snapshot(self, server_pid):
+        snap = {"t": time.monotonic(), "system": system_ticks()}
+        pids = dict(self.service_pids)
+        pids["server"] = server_pid
+        if self.consumer and self.consumer.alive():
+            pids["consumer"] = self.consumer.pid
+        snap["procs"] = {k: proc_ticks(p) for k, p in pids.items() if p}
+        return snap
+
+    @staticmethod
+    def cpu_usage(s0, s1, extra_cpu_s=0.0):
+        """CPU seconds per process between two snapshots, and the share of the machine's
+        CPU that went to processes outside the benchmark (noise from other work)."""
+        secs = {}
+        for k, v in s1["procs"].items():
+            if v is not None and s0["procs"].get(k) is not None:
+                secs[k] = (v - s0["procs"][k]) / CLK_TCK
+        busy = (s1["system"][0] - s0["system"][0]) / CLK_TCK
+        softirq = (s1["system"][1] - s0["system"][1]) / CLK_TCK
+        wall = s1["t"] - s0["t"]
+        ours = sum(secs.values()) + extra_cpu_s
+        cap = wall * NCPU
+        return secs, {
+            "wall_s": round(wall, 3),
+            "machine_busy_share": round(busy / cap, 3),
+            "softirq_share": round(softirq / cap, 3),
+            "other_processes_share": round(max(0.0, busy - softirq - ours) / cap, 3),
+        }
+
+    def activity(self, name, stock, start="now", end="+50m"):
+        coupon = ctl_id(self.conf, "coupon", "create", "--name", f"bench {name}", "--type", "CASH",
+                        "--amount", "5.00", "--min-order", "10.00", "--total", max(stock * 2, 2),
+                        "--start", "-1m", "--end", "+1d")
+        aid = ctl_id(self.conf, "activity", "create", "--coupon", coupon, "--stock", stock,
+                     "--start", start, "--end", end, "--name", f"bench {name}")
+        self.activities[name] = {"id": aid, "coupon": coupon, "stock": stock}
+        log(f"activity {name}: id {aid}, coupon {coupon}, stock {stock}, start {start}")
+        return aid
+
+    def error(self, where, exc):
+        msg = f"{where}: {exc}"
+        log("ERROR " + msg)
+        self.results["errors"].append(msg)
+
+    # -- processes ----------------------------------------------------------------------------
+
+    def start_gateway(self):
+        g = Proc("seckill-server", [BUILD / "seckill-server", "-c", self.conf.path], self.logs).start()
+        g.wait_ready(lambda: http_ok(self.addr, "/healthz"), 60, "answering /healthz")
+        self.gateway = g
+        log(f"gateway up (pid {g.pid}) on {self.addr[0]}:{self.addr[1]}")
+
+    def start_consumer(self):
+        # INFO for the consumer only: its "ready" line and its batch summaries (one line
+        # every 5 s and one at exit), nothing per order.
+        c = Proc("order-consumer", [BUILD / "order-consumer", "-c", self.conf.path,
+                                    "--set", "log.level=info"], self.logs).start()
+        c.wait_ready(lambda: "ready (group" in c.log_text(), 60, "ready")
+        self.consumer = c
+        return c
+
+    # -- scenarios ----------------------------------------------------------------------------
+
+    def http_scenario(self, sid, title, kind, server_pid, conns, activity, expected,
+                      baseline_id=None, metrics=True, record=True):
+        base = self.next_user_base()
+        reset_peak_rss(server_pid)
+        m0 = scrape(self.addr) if metrics else None
+        s0 = self.cpu_snapshot(server_pid)
+        w = run_wrk(self.addr, conns, SECONDS if record else WARMUP_SECONDS, activity, base)
+        s1 = self.cpu_snapshot(server_pid)
+        time.sleep(0.3)  # requests still in flight when wrk stopped get their answers
+        m1 = scrape(self.addr) if metrics else None
+        secs, machine = self.cpu_usage(s0, s1, w["cpu_s"])
+        rps = w["requests"] / (w["duration_us"] / 1e6)
+        if metrics:
+            outcomes = delta(m1["responses"], m0["responses"])
+            counters = delta(m1["values"], m0["values"])
+        else:
+            # The baseline has no metrics: wrk counts everything outside 2xx/3xx.
+            outcomes = {"OK 200": w["requests"] - w["errors"]["status"]}
+            if w["errors"]["status"]:
+                outcomes["non-2xx"] = w["errors"]["status"]
+            counters = {}
+        served = sum(outcomes.values()) or w["requests"]
+        unexpected = {k: v for k, v in outcomes.items() if k.split()[0] not in expected}
+        socket_errors = {k: v for k, v in w["errors"].items() if k != "status"}
+        lat = w["latency_us"]
+        res = {
+            "id": sid, "title": title, "kind": kind, "connections": conns,
+            "threads": THREADS, "seconds": round(w["duration_us"] / 1e6, 2),
+            "activity": activity, "user_base": base,
+            "requests": w["requests"], "served": served, "rps": round(rps, 1),
+            "latency_ms": {k: round(v / 1000, 3) for k, v in lat.items()},
+            "outcomes": outcomes, "expected": expected,
+            "unexpected": sum(unexpected.values()), "unexpected_detail": unexpected,
+            "socket_errors": sum(socket_errors.values()), "socket_errors_detail": socket_errors,
+            "cpu_us_per_request": {k: round(v * 1e6 / served, 1) for k, v in secs.items()},
+            "cpu_s": {k: round(v, 2) for k, v in secs.items()},
+            "wrk_cpu_us_per_request": round(w["cpu_s"] * 1e6 / max(w["requests"], 1), 1),
+            "machine": machine,
+            "peak_rss_kb": proc_status_kb(server_pid, "VmHWM"),
+            "rss_kb": proc_status_kb(server_pid, "VmRSS"),
+            "local_answers": int(counters.get("seckill_local_answers_total", 0)),
+            "counters": {k: int(v) for k, v in counters.items() if k.endswith("_total")},
+            "wrk": w["argv"],
+        }
+        if baseline_id:
+            b = next((s for s in self.results["scenarios"] if s["id"] == baseline_id), None)
+            if b:
+                res["baseline"] = baseline_id
+                res["ratio_to_baseline"] = round(rps / b["rps"], 3)
+        if record:
+            self.results["scenarios"].append(res)
+        log(f"{sid}: {rps:,.0f} req/s, p50 {lat['p50']/1000:.2f} ms, p99 {lat['p99']/1000:.2f} ms, "
+            f"max {lat['max']/1000:.1f} ms, outcomes {outcomes}, socket errors {sum(socket_errors.values())}"
+            + (f", x{res['ratio_to_baseline']} of {baseline_id}" if "ratio_to_baseline" in res else ""))
+        return res
+
+    def run_baseline(self):
+        binary = Path(self.args.baseline)
+        b = Proc("baseline", [binary, "-h", self.addr[0], "-p", self.addr[1],
+                              "-b", self.conf.get("http.backlog"),
+                              "-t", self.conf.get("http.idle-timeout")], self.logs).start()
+        try:
+            b.wait_ready(lambda: "listening" in b.log_text(), 10, "listening")
+            self.http_scenario("baseline-warmup", "", "baseline", b.pid, 64, 1, ["OK"],
+                               metrics=False, record=False)
+            for conns in (64, 256):
+                self.http_scenario(f"baseline-{conns}", f"baseline evhttp server, {conns} connections",
+                                   "baseline", b.pid, conns, 1, ["OK"], metrics=False)
+        finally:
+            rc, _ = b.stop(10)
+            if rc != 0:
+                self.error("baseline", f"exit status {rc}")
+
+    def sell_out(self, activity):
+        """Sells the one unit of the sold-out activity, then asks once more so that the
+        gateway learns (from Redis) that it is sold out and answers locally after that."""
+        c = http.client.HTTPConnection(*self.addr, timeout=30)
+        answers = []
+        for user in (1, 2):
+            c.request("POST", f"/seckill/execute?userId={user}&activityId={activity}", body=b"",
+                      headers={"Content-Length": "0"})
+            r = c.getresponse()
+            answers.append((r.status, json.loads(r.read() or b"{}").get("status")))
+        c.close()
+        if answers != [(200, "PROCESSING"), (409, "OUT_OF_STOCK")]:
+            raise RuntimeError(f"selling out activity {activity}: unexpected answers {answers}")
+
+    def idle_connections(self, activity):
+        """RSS of the gateway holding IDLE_CONNS idle keep-alive connections, each of which
+        sent one request first (a not-started execute, answered locally)."""
+        n = IDLE_CONNS
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = min(hard, n + 512) if hard != resource.RLIM_INFINITY else n + 512
+        if soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        pid = self.gateway.pid
+        time.sleep(0.5)
+        rss0 = proc_status_kb(pid, "VmRSS")
+        reset_peak_rss(pid)
+        m0 = scrape(self.addr)
+        socks, errors, bad = [], {}, {}
+        t0 = time.monotonic()
+        chunk = 500
+        for first in range(0, n, chunk):
+            batch = []
+            for i in range(first, min(first + chunk, n)):
+                try:
+                    s = socket.create_connection(self.addr, timeout=30)
+                    s.sendall(b"POST /seckill/execute?userId=%d&activityId=%d HTTP/1.1\r\n"
+                              b"Host: bench\r\nContent-Length: 0\r\n\r\n" % (i + 1, activity))
+                    batch.append(s)
+                except OSError as e:
+                    errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+            for s in batch:
+                try:
+                    head = b""
+                    while b"\r\n\r\n" not in head:
+                        got = s.recv(4096)
+                        if not got:
+                            raise ConnectionError("closed")
+                        head += got
+                    header, _, body = head.partition(b"\r\n\r\n")
+                    length = int(re.search(rb"(?i)content-length:\s*(\d+)", header).group(1))
+                    while len(body) < length:
+                        got = s.recv(4096)
+                        if not got:
+                            raise ConnectionError("closed")
+                        body += got
+                    code = header.split(b" ", 2)[1].decode()
+                    closing = re.search(rb"(?i)\r\nconnection:\s*close", header) is not None
+                    if code != "409" or b"NOT_STARTED" not in body or closing:
+                        key = f"{code}{' close' if closing else ''}"
+                        bad[key] = bad.get(key, 0) + 1
+                    socks.append(s)
+                except (OSError, ConnectionError, AttributeError) as e:
+                    errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+                    s.close()
+        opened_s = time.monotonic() - t0
+        time.sleep(1.0)
+        rss1 = proc_status_kb(pid, "VmRSS")
+        hwm = proc_status_kb(pid, "VmHWM")
+        m1 = scrape(self.addr)
+        open_gauge = int(m1["values"].get("seckill_http_open_connections", -1))
+        # Still open on the client side (none closed by the server meanwhile)?
+        alive = 0
+        for s in socks:
+            try:
+                s.setblocking(False)
+                if s.recv(1, socket.MSG_PEEK) == b"":
+                    continue
+            except BlockingIOError:
+                alive += 1
+            except OSError:
+                continue
+        for s in socks:
+            s.close()
+        res = {
+            "id": "idle-connections", "title": f"gateway holding {n:,} idle keep-alive connections",
+            "kind": "idle", "connections": n, "held": alive, "open_s": round(opened_s, 2),
+            "gateway_open_connections_gauge": open_gauge,
+            "rss_before_kb": rss0, "rss_kb": rss1, "peak_rss_kb": hwm,
+            "rss_per_connection_bytes": round((rss1 - rss0) * 1024 / max(alive, 1)),
+            "socket_errors": sum(errors.values()), "socket_errors_detail": errors,
+            "unexpected": sum(bad.values()), "unexpected_detail": bad,
+            "outcomes": delta(m1["responses"], m0["responses"]), "expected": ["NOT_STARTED"],
+        }
+        self.results["scenarios"].append(res)
+        log(f"idle: {alive} connections held, gateway RSS {rss0/1024:.1f} -> {rss1/1024:.1f} MB "
+            f"(peak {hwm/1024:.1f} MB), gauge {open_gauge}, errors {errors}, unexpected {bad}")
+        time.sleep(0.5)
+
+    def accepted_ok(self, res):
+        return res["outcomes"].get("OK 200", 0)
+
+    def contended(self, activity):
+        r = self.http_scenario("contended-warmup", "", "contended", self.gateway.pid, 64, activity,
+                               ["OK"], record=False)
+        self.contended_accepted += self.accepted_ok(r)
+        for conns in (64, 256):
+            r = self.http_scenario(f"contended-{conns}",
+                                   f"contended sale, every request a new user, {conns} connections",
+                                   "contended", self.gateway.pid, conns, activity, ["OK"],
+                                   baseline_id=f"baseline-{conns}")
+            self.contended_accepted += self.accepted_ok(r)
+
+    def storms(self, soldout, notstarted):
+        for kind, activity, status in (("soldout", soldout, "OUT_OF_STOCK"),
+                                       ("notstarted", notstarted, "NOT_STARTED")):
+            what = "sold-out storm" if kind == "soldout" else "not-started storm"
+            for conns in (64, 256):
+                self.http_scenario(f"{kind}-{conns}", f"{what}, {conns} connections", kind,
+                                   self.gateway.pid, conns, activity, [status],
+                                   baseline_id=f"baseline-{conns}")
+
+    def stock_left(self, activity):
+        return int(self.redis("GET", f"{self.conf.get('seckill.stock.prefix')}:{{{activity}}}") or 0)
+
+    def live_reservations(self, activity):
+        return (self.redis("ZCARD", f"seckill:resv:{{{activity}}}")
+                + self.redis("SCARD", f"seckill:queued:{{{activity}}}")
+                + self.redis("SCARD", f"seckill:claimed:{{{activity}}}"))
+
+    def prefill(self, activity):
+        """Tops the contended activity's orders up to PREFILL with unmeasured wrk runs."""
+        stock = self.activities["contended"]["stock"]
+        sold = stock - self.stock_left(activity)
+        rounds = 0
+        while sold < PREFILL and rounds < 6:
+            rate = max(1000.0, max((s["rps"] for s in self.results["scenarios"]
+                                    if s["id"].startswith("contended-")), default=1000.0))
+            seconds = min(120, max(3, int((PREFILL - sold) / (rate * 0.8)) + 1))
+            log(f"prefill: {sold:,} orders in Kafka, selling {PREFILL - sold:,} more "
+                f"(~{seconds}s of wrk, consumer stopped)")
+            m0 = scrape(self.addr)
+            w = run_wrk(self.addr, 256, seconds, activity, self.next_user_base())
+            time.sleep(0.3)
+            self.contended_accepted += delta(scrape(self.addr)["responses"], m0["responses"]).get("OK 200", 0)
+            if w["errors"]["connect"] + w["errors"]["read"] + w["errors"]["write"] + w["errors"]["timeout"]:
+                self.error("prefill", f"wrk errors {w['errors']}")
+            sold = stock - self.stock_left(activity)
+            rounds += 1
+        self.results["prefill"] = {"orders": sold, "top_up_rounds": rounds}
+        return sold
+
+    def consumer_throughput(self, activity):
+        expected = self.activities["contended"]["stock"] - self.stock_left(activity)
+        deadline_live = time.monotonic() + 30
+        while self.redis("ZCARD", f"seckill:resv:{{{activity}}}") and time.monotonic() < deadline_live:
+            time.sleep(0.1)  # every accepted order marked queued (durably in Kafka)
+        rows0 = self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
+        log(f"consumer: {expected:,} order events waiting in Kafka ({rows0} rows already), starting it")
+        s0 = self.cpu_snapshot(self.gateway.pid)
+        t_start = time.monotonic()
+        c = self.start_consumer()
+        t_ready = time.monotonic()
+        timeout = max(180, expected / 2000)
+        rows = rows0
+        while True:
+            rows = self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
+            if rows >= expected:
+                break
+            if not c.alive():
+                raise RuntimeError(f"order-consumer exited with {c.proc.returncode}")
+            if time.monotonic() - t_start > timeout:
+                raise RuntimeError(f"consumer: only {rows:,} of {expected:,} rows after {timeout:.0f}s")
+            time.sleep(0.05)
+        t_done = time.monotonic()
+        s1 = self.cpu_snapshot(self.gateway.pid)
+        secs, machine = self.cpu_usage(s0, s1)
+        # The consumer started after the first snapshot: all of its CPU time is in the window.
+        secs["consumer"] = (s1["procs"].get("consumer") or 0) / CLK_TCK
+        machine["other_processes_share"] = round(max(
+            0.0, machine["other_processes_share"] - secs["consumer"] / (machine["wall_s"] * NCPU)), 3)
+        first_row, last_row, span_us = self.mysql.rows(
+            f"SELECT MIN(created_at), MAX(created_at), "
+            f"TIMESTAMPDIFF(MICROSECOND, MIN(created_at), MAX(created_at)) "
+            f"FROM seckill_order WHERE activity_id = {activity}")[0]
+        span_us = int(span_us)
+        peak = proc_status_kb(c.pid, "VmHWM")
+        # Stop it to read its exact batch count for these orders from the exit line.
+        rc, stop_s = c.stop(60)
+        m = re.search(r"stopped after (\d+) batches: (\d+) orders persisted", c.log_text())
+        batches, persisted = (int(m.group(1)), int(m.group(2))) if m else (None, None)
+        n = rows - rows0
+        res = {
+            "id": "consumer", "title": f"order-consumer persisting {n:,} queued orders into MariaDB",
+            "kind": "consumer", "orders": n,
+            "orders_per_s": round(n / (t_done - t_ready), 1),
+            "orders_per_s_incl_startup": round(n / (t_done - t_start), 1),
+            "orders_per_s_first_to_last_row": round(n / (span_us / 1e6), 1) if span_us else None,
+            "startup_s": round(t_ready - t_start, 2), "persist_s": round(t_done - t_ready, 2),
+            "first_row_at": first_row, "last_row_at": last_row,
+            "batch_size_configured": int(self.conf.get("consumer.batch-size")),
+            "batch_timeout_ms": int(self.conf.get("consumer.batch-timeout-ms")),
+            "batches": batches,
+            "mean_batch": round(persisted / batches, 1) if batches else None,
+            "cpu_us_per_order": {k: round(v * 1e6 / max(n, 1), 1) for k, v in secs.items()},
+            "cpu_s": {k: round(v, 2) for k, v in secs.items()},
+            "machine": machine, "peak_rss_kb": peak,
+            "exit_status": rc, "stop_s": stop_s,
+            "partitions": int(self.conf.get("kafka.topic-partitions")),
+        }
+        self.results["scenarios"].append(res)
+        log(f"consumer: {n:,} orders in {t_done - t_ready:.2f}s after ready = {res['orders_per_s']:,.0f}/s "
+            f"(first->last row {res['orders_per_s_first_to_last_row']}/s), batches {batches}, "
+            f"mean batch {res['mean_batch']}, exit {rc}")
+        if rc != 0:
+            self.error("consumer", f"exit status {rc} after SIGTERM")
+
+    def check_activity(self, name, accepted=None):
+        """The correctness check of one sale once the consumer caught up."""
+        a = self.activities[name]
+        aid, stock = a["id"], a["stock"]
+        deadline = time.monotonic() + 120
+        while True:
+            left = self.stock_left(aid)
+            live = self.live_reservations(aid)
+            rows = self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {aid}")
+            if (live == 0 and rows == stock - left) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        distinct = self.mysql.rows(
+            f"SELECT COUNT(*), COUNT(DISTINCT order_no), COUNT(DISTINCT user_id) "
+            f"FROM seckill_order WHERE activity_id = {aid}")[0]
+        sold_count = self.mysql.count(f"SELECT sold_count FROM seckill_activity WHERE id = {aid}")
+        coupons = self.mysql.count(
+            f"SELECT COUNT(*) FROM user_coupon uc JOIN seckill_order o ON uc.source_ref = o.order_no "
+            f"WHERE o.activity_id = {aid}")
+        statuses = self.redis("HVALS", f"seckill:order:{{{aid}}}") or []
+        success = sum(1 for s in statuses if s == "SUCCESS")
+        v = ctl(self.conf, "verify", aid, check=False, timeout=600)
+        rows = int(distinct[0])
+        checks = {
+            "rows == stock sold in Redis (initial - left)": rows == stock - left,
+            "no duplicate order_no": int(distinct[1]) == rows,
+            "no duplicate user": int(distinct[2]) == rows,
+            "no live reservation left": live == 0,
+            "Redis SUCCESS orders == rows": success == rows,
+            "seckill_activity.sold_count == rows": sold_count == rows,
+            "one user_coupon per order": coupons == rows,
+            "seckillctl verify exit 0": v.returncode == 0,
+        }
+        if accepted is not None:
+            checks["rows == orders accepted (HTTP 200)"] = rows == accepted
+        res = {
+            "activity": name, "activity_id": aid, "initial_stock": stock, "stock_left": left,
+            "sold": stock - left, "rows": rows, "distinct_order_no": int(distinct[1]),
+            "distinct_users": int(distinct[2]), "live_reservations": live,
+            "redis_success": success, "sold_count": sold_count, "user_coupons": coupons,
+            "accepted_http_200": accepted, "verify_exit": v.returncode,
+            "verify_output": (v.stdout + v.stderr).strip()[-2000:],
+            "checks": checks, "ok": all(checks.values()),
+        }
+        self.results["correctness"].append(res)
+        log(f"correctness {name} (activity {aid}): {'OK' if res['ok'] else 'FAILED'} "
+            f"rows {rows:,}, sold {stock - left:,}, live {live}, verify rc {v.returncode}"
+            + ("" if res["ok"] else f" failed: {[k for k, ok in checks.items() if not ok]}"))
+
+    def end_to_end(self):
+        n, rate = E2E_ORDERS, E2E_RATE
+        aid = self.activity("e2e", n)
+        time.sleep(1.2)  # the gateway's activity cache (seckill.activity-refresh-ms)
+        nthreads = 4
+        interval = nthreads / rate
+        replies, failures = [], []
+        lock = threading.Lock()
+        seen = {}
+        stop_poll = threading.Event()
+        t_begin = time.time() + 0.2
+        base = self.next_user_base()
+
+        def sender(k):
+            conn = http.client.HTTPConnection(*self.addr, timeout=30)
+            for j in range(k, n, nthreads):
+                due = t_begin + (j // nthreads) * interval
+                pause = due - time.time()
+                if pause > 0:
+                    time.sleep(pause)
+                try:
+                    conn.request("POST", f"/seckill/execute?userId={base + j}&activityId={aid}",
+                                 body=b"", headers={"Content-Length": "0"})
+                    r = conn.getresponse()
+                    body = json.loads(r.read())
+                    t = time.time()
+                    with lock:
+                        if r.status == 200:
+                            replies.append((body["orderNo"], t))
+                        else:
+                            failures.append((r.status, body.get("status")))
+                except (OSError, ValueError, http.client.HTTPException) as e:
+                    with lock:
+                        failures.append((None, type(e).__name__))
+                    conn.close()
+                    conn = http.client.HTTPConnection(*self.addr, timeout=30)
+            conn.close()
+
+        def poller():
+            last_id = 0
+            while not stop_poll.is_set():
+                rows = self.mysql.rows(f"SELECT id, order_no FROM seckill_order "
+                                       f"WHERE activity_id = {aid} AND id > {last_id} ORDER BY id")
+                t = time.time()
+                for rid, order_no in rows:
+                    seen.setdefault(order_no, t)
+                    last_id = max(last_id, int(rid))
+                if len(seen) >= n:
+                    break
+                time.sleep(0.01)
+
+        log(f"e2e: {n} orders at {rate}/s on activity {aid}, consumer running")
+        poll_thread = threading.Thread(target=poller, daemon=True)
+        poll_thread.start()
+        senders = [threading.Thread(target=sender, args=(k,)) for k in range(nthreads)]
+        for t in senders:
+            t.start()
+        for t in senders:
+            t.join()
+        send_s = time.time() - t_begin
+        deadline = time.time() + 60
+        while len(seen) < len(replies) and time.time() < deadline:
+            time.sleep(0.05)
+        stop_poll.set()
+        poll_thread.join(5)
+        db = [int(r[0]) for r in self.mysql.rows(
+            f"SELECT TIMESTAMPDIFF(MICROSECOND, accepted_at, created_at) FROM seckill_order "
+            f"WHERE activity_id = {aid}")]
+        client = [(seen[o] - t) * 1000 for o, t in replies if o in seen]
+
+        def pct(values, p):
+            if not values:
+                return None
+            v = sorted(values)
+            return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+        db_ms = [u / 1000 for u in db]
+        res = {
+            "id": "e2e", "title": f"end to end, {n:,} orders at {rate}/s: accept -> row in MariaDB",
+            "kind": "e2e", "orders": n, "rate_per_s": rate, "send_s": round(send_s, 2),
+            "accepted": len(replies), "rows": len(db), "failures": len(failures),
+            "failure_detail": failures[:10],
+            "latency_ms": {"p50": pct(db_ms, 50), "p90": pct(db_ms, 90), "p99": pct(db_ms, 99),
+                           "max": max(db_ms) if db_ms else None,
+                           "min": min(db_ms) if db_ms else None},
+            "client_observed_ms": {"p50": pct(client, 50), "p90": pct(client, 90),
+                                   "p99": pct(client, 99), "max": max(client) if client else None,
+                                   "poll_interval_ms": 10},
+            "socket_errors": sum(1 for c, _ in failures if c is None),
+            "unexpected": sum(1 for c, _ in failures if c is not None),
+        }
+        for k in ("latency_ms", "client_observed_ms"):
+            res[k] = {kk: (round(v, 2) if isinstance(v, float) else v) for kk, v in res[k].items()}
+        self.results["scenarios"].append(res)
+        log(f"e2e: accepted {len(replies)}, rows {len(db)}, accept->insert p50 {res['latency_ms']['p50']} ms "
+            f"p99 {res['latency_ms']['p99']} ms; reply->row seen p50 {res['client_observed_ms']['p50']} ms "
+            f"p99 {res['client_observed_ms']['p99']} ms")
+        return len(replies)
+
+    # -- the whole run -------------------------------------------------------------------------
+
+    def run(self):
+        r = self.results
+        r["started_at"] = now_utc()
+        t0 = time.monotonic()
+        steps = [
+            ("baseline", self.run_baseline),
+            ("gateway", self.setup_gateway),
+            ("idle", lambda: self.idle_connections(self.activities["notstarted"]["id"])),
+            ("contended", lambda: self.contended(self.activities["contended"]["id"])),
+            ("storms", lambda: self.storms(self.activities["soldout"]["id"],
+                                           self.activities["notstarted"]["id"])),
+            ("prefill", lambda: self.prefill(self.activities["contended"]["id"])),
+            ("consumer", lambda: self.consumer_throughput(self.activities["contended"]["id"])),
+            ("correctness", self.correctness),
+            ("e2e", self.e2e_and_check),
+        ]
+        try:
+            for name, step in steps:
+                try:
+                    step()
+                except Exception as e:  # noqa: BLE001 - report it and go on where possible
+                    self.error(name, e)
+                    if name in ("gateway",):
+                        break
+        finally:
+            self.shutdown()
+            self.cleanup_data()
+            r["finished_at"] = now_utc()
+            r["duration_s"] = round(time.monotonic() - t0, 1)
+            self.mysql.close()
+        return r
+
+    def setup_gateway(self):
+        self.start_gateway()
+        self.activity("contended", 10_000_000)
+        self.activity("soldout", 1)
+        self.activity("notstarted", 1000, start="+1h", end="+90m")
+        time.sleep(1.2)  # the gateway's activity cache (seckill.activity-refresh-ms)
+        self.sell_out(self.activities["soldout"]["id"])
+
+    def correctness(self):
+        self.start_consumer()
+        self.check_activity("contended", accepted=self.contended_accepted)
+        self.check_activity("soldout", accepted=1)
+
+    def e2e_and_check(self):
+        accepted = self.end_to_end()
+        self.check_activity("e2e", accepted=accepted)
+
+    def cleanup_data(self):
+        """Removes the run's sales from Redis and MariaDB (a run leaves hundreds of
+        thousands of orders behind), unless BENCH_KEEP_DATA=1 or a check failed: then they
+        stay for a look."""
+        failed = any(not c["ok"] for c in self.results["correctness"])
+        if os.environ.get("BENCH_KEEP_DATA") == "1" or failed or not self.activities:
+            self.results["data_removed"] = False
+            log("keeping the run's activities: " + ", ".join(
+                f"{k} {v['id']}" for k, v in self.activities.items()))
+            return
+        t0 = time.monotonic()
+        try:
+            for a in self.activities.values():
+                aid, coupon = a["id"], a["coupon"]
+                cursor = "0"
+                while True:
+                    cursor, keys = self.redis("SCAN", cursor, "MATCH", f"*{{{aid}}}*", "COUNT", 1000)
+                    if keys:
+                        self.redis("UNLINK", *keys)
+                    if cursor == "0":
+                        break
+                self.redis("SREM", "seckill:activities", aid)
+                for table, where in (("user_coupon", f"coupon_id = {coupon}"),
+                                     ("seckill_order", f"activity_id = {aid}")):
+                    while True:
+                        if self.mysql.count(f"DELETE FROM {table} WHERE {where} LIMIT 50000; "
+                                            f"SELECT ROW_COUNT()") < 50000:
+                            break
+                self.mysql.rows(f"DELETE FROM seckill_activity WHERE id = {aid}")
+                self.mysql.rows(f"DELETE FROM coupon WHERE id = {coupon}")
+            self.results["data_removed"] = True
+            log(f"removed the run's activities from Redis and MariaDB in {time.monotonic() - t0:.1f}s")
+        except (RuntimeError, OSError) as e:
+            self.error("cleanup", e)
+
+    def shutdown(self):
+        stops = {}
+        for name in ("gateway", "consumer"):
+            p = getattr(self, name)
+            if p is not None and p.alive():
+                hwm = proc_status_kb(p.pid, "VmHWM")
+                rc, secs = p.stop(60)
+                stops[name] = {"exit_status": rc, "stop_s": secs, "lifetime_peak_rss_kb": hwm}
+                if rc != 0:
+                    self.error(name, f"exit status {rc} after SIGTERM")
+        self.results["stops"] = stops
+
+
+def first_line(argv):
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (p.stdout or "") + (p.stderr or "")
+    return text.strip().splitlines()[0].strip() if text.strip() else None
+
+
+def environment(conf, mysql):
+    """The machine, the versions and the configuration the figures were taken with."""
+    model = None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    mem_kb = kb_field("/proc/meminfo", "MemTotal")
+    pom = (ROOT / "scripts" / "kafka" / "pom.xml")
+    kafka = None
+    if pom.exists():
+        m = re.search(r"<kafka.version>([^<]+)</kafka.version>", pom.read_text())
+        kafka = m.group(1) if m else None
+    pkg = {}
+    for name in ("libevent", "hiredis", "rdkafka", "libmariadb", "libcjson"):
+        pkg[name] = first_line(["pkg-config", "--modversion", name])
+    git = first_line(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
+    keys = ["seckill.order.reply-after-ack", "kafka.producer.linger.ms", "kafka.topic-partitions",
+            "kafka.topic", "consumer.group-id", "consumer.batch-size", "consumer.batch-timeout-ms",
+            "redis.appendfsync", "http.backlog", "http.idle-timeout", "http.max-connections",
+            "seckill.enable-rate-limit", "seckill.enable-anti-brush", "log.level",
+            "http.port", "redis.port", "kafka.brokers", "mysql.port"]
+    try:
+        flush = mysql.scalar("SELECT @@innodb_flush_log_at_trx_commit")
+    except RuntimeError:
+        flush = None
+    return {
+        "machine": {
+            "nproc": NCPU, "cpu_model": model,
+            "mem_gib": round(mem_kb / 1024 / 1024, 1) if mem_kb else None,
+            "kernel": platform.release(), "os": first_line(["sh", "-c", ". /etc/os-release; echo $PRETTY_NAME"]),
+            "loadavg_before": Path("/proc/loadavg").read_text().split()[:3],
+        },
+        "versions": {
+            **pkg,
+            "redis": first_line(["redis-server", "--version"]),
+            "mariadb": first_line(["mariadbd", "--version"]),
+            "kafka": kafka,
+            "java": first_line(["java", "-version"]),
+            "wrk": first_line(["wrk", "--version"]),
+            "cc": first_line(["cc", "--version"]),
+            "gnuplot": first_line(["gnuplot", "--version"]),
+            "git": f"{git}{' (with uncommitted changes)' if dirty else ''}" if git else None,
+        },
+        "config": {**{k: conf.get(k) for k in keys}, "mariadb innodb_flush_log_at_trx_commit": flush},
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--conf", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--logs", required=True)
+    ap.add_argument("--baseline", default=str(BUILD / "bench" / "baseline"))
+    args = ap.parse_args()
+    bench = Bench(args)
+    env = environment(bench.conf, bench.mysql)
+    result = bench.run()
+    result.update(env)
+    result.update({
+        "settings": {"wrk_threads": THREADS, "wrk_seconds": SECONDS, "warmup_seconds": WARMUP_SECONDS,
+                     "prefill": PREFILL, "e2e_orders": E2E_ORDERS, "e2e_rate": E2E_RATE,
+                     "idle_connections": IDLE_CONNS},
+        "targets": TARGETS,
+        "activities": bench.activities,
+        "conf_file": args.conf,
+        "python": platform.python_version(),
+    })
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    log(f"results in {args.out}")
+    return 1 if result["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

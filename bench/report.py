@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""The report of `make bench`: Markdown, JSON and a gnuplot PNG from bench.py's results.
+
+    report.py RESULT.json --stamp STAMP --results DIR [--command CMD]
+
+Writes DIR/STAMP.md, DIR/STAMP.json and the plot DIR/STAMP.png, and the same as
+DIR/latest.md, DIR/latest.json and DIR/latest.png. Every target of the issue is evaluated here, next
+to the figure it is about, as met or missed.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def fmt_int(v):
+    return "–" if v is None else f"{v:,.0f}"
+
+
+def fmt(v, digits=2):
+    if v is None:
+        return "–"
+    if isinstance(v, (int,)) and not isinstance(v, bool):
+        return f"{v:,}"
+    return f"{v:,.{digits}f}"
+
+
+def mb(kb):
+    return "–" if kb is None else f"{kb / 1024:.1f} MB"
+
+
+def scenario(result, sid):
+    return next((s for s in result["scenarios"] if s.get("id") == sid), None)
+
+
+def evaluate(result):
+    """[(target, figure, value text, met)] for every target of the issue."""
+    t = result["targets"]
+    out = []
+
+    def add(name, figure, value, met):
+        out.append({"target": name, "figure": figure, "value": value, "met": bool(met)})
+
+    for conns in (64, 256):
+        s = scenario(result, f"contended-{conns}")
+        if s and "ratio_to_baseline" in s:
+            add(f"contended sale, {conns} connections: ≥ {t['contended_ratio']} × baseline req/s",
+                f"contended-{conns}", f"{s['ratio_to_baseline']:.2f} × ({fmt_int(s['rps'])} req/s)",
+                s["ratio_to_baseline"] >= t["contended_ratio"])
+        if s and conns == 64:
+            add(f"contended sale, 64 connections: p99 ≤ {t['contended_p99_ms_64']:g} ms", "contended-64",
+                f"{s['latency_ms']['p99']:.2f} ms", s["latency_ms"]["p99"] <= t["contended_p99_ms_64"])
+    for kind, what in (("soldout", "sold-out storm"), ("notstarted", "not-started storm")):
+        for conns in (64, 256):
+            s = scenario(result, f"{kind}-{conns}")
+            if s and "ratio_to_baseline" in s:
+                add(f"{what}, {conns} connections: ≥ {t['storm_ratio']} × baseline req/s", s["id"],
+                    f"{s['ratio_to_baseline']:.2f} × ({fmt_int(s['rps'])} req/s)",
+                    s["ratio_to_baseline"] >= t["storm_ratio"])
+    c = scenario(result, "consumer")
+    if c:
+        add(f"consumer ≥ {t['consumer_orders_per_s']:,} orders/s into MariaDB", "consumer",
+            f"{fmt_int(c['orders_per_s'])} orders/s", c["orders_per_s"] >= t["consumer_orders_per_s"])
+    i = scenario(result, "idle-connections")
+    if i:
+        add(f"gateway RSS ≤ {t['idle_rss_mb']} MB holding {i['connections']:,} idle keep-alive connections",
+            "idle-connections", f"{mb(i['rss_kb'])} ({i['held']:,} held)",
+            i["rss_kb"] <= t["idle_rss_mb"] * 1024 and i["held"] == i["connections"])
+    for s in result["scenarios"]:
+        if "socket_errors" in s:
+            add(f"{s['id']}: zero socket errors", s["id"], fmt(s["socket_errors"]), s["socket_errors"] == 0)
+        if "unexpected" in s:
+            add(f"{s['id']}: zero unexpected statuses", s["id"], fmt(s["unexpected"]), s["unexpected"] == 0)
+    for k in result["correctness"]:
+        add(f"correctness of the {k['activity']} sale (orders == stock sold, no duplicates, verify)",
+            f"activity {k['activity_id']}", f"{k['rows']:,} rows, sold {k['sold']:,}", k["ok"])
+    return out
+
+
+def outcome_text(outcomes):
+    return ", ".join(f"{k} {v:,}" for k, v in outcomes.items()) or "–"
+
+
+def markdown(result, evaluation, stamp, command, png_name):
+    env_m = result.get("machine", {})
+    v = result.get("versions", {})
+    cfg = result.get("config", {})
+    st = result.get("settings", {})
+    met = sum(1 for e in evaluation if e["met"])
+    L = []
+    L.append(f"# Seckill benchmark {stamp}\n")
+    L.append(f"`{command}` — started {result.get('started_at')}, {result.get('duration_s')} s of scenarios. "
+             f"Machine: {env_m.get('nproc')} CPUs ({env_m.get('cpu_model')}), {env_m.get('mem_gib')} GiB RAM, "
+             f"{env_m.get('os')}, kernel {env_m.get('kernel')}; load average before the run "
+             f"{' '.join(env_m.get('loadavg_before', []))}. Load generator (wrk), gateway, Redis, Kafka and "
+             f"MariaDB all on this machine.\n")
+    if result.get("errors"):
+        L.append("**The run had errors:**\n")
+        for e in result["errors"]:
+            L.append(f"- {e}")
+        L.append("")
+    L.append(f"## Targets: {met} of {len(evaluation)} met\n")
+    L.append("| target | figure | value | |")
+    L.append("|---|---|---|---|")
+    for e in evaluation:
+        L.append(f"| {e['target']} | {e['figure']} | {e['value']} | {'met' if e['met'] else '**missed**'} |")
+    L.append("")
+    L.append(f"![throughput and p99 per scenario]({png_name})\n")
+
+    http = [s for s in result["scenarios"] if s.get("kind") in ("baseline", "contended", "soldout", "notstarted")]
+    L.append("## HTTP scenarios\n")
+    L.append(f"wrk {st.get('wrk_threads')} threads, {st.get('wrk_seconds')} s per run, `--latency`, "
+             f"bench/execute.lua (POST /seckill/execute, a new user on every request); a "
+             f"{st.get('warmup_seconds')} s unmeasured warm-up before the baseline and the contended sale. "
+             f"Latencies are wrk's (client side, ms).\n")
+    L.append("| scenario | conn | req/s | × baseline | p50 | p90 | p99 | max | outcomes (API status, HTTP code) | socket errors | unexpected |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for s in http:
+        lat = s["latency_ms"]
+        L.append(f"| {s['id']} | {s['connections']} | {fmt_int(s['rps'])} | "
+                 f"{fmt(s.get('ratio_to_baseline'))} | {fmt(lat['p50'])} | {fmt(lat['p90'])} | "
+                 f"{fmt(lat['p99'])} | {fmt(lat['max'], 1)} | {outcome_text(s['outcomes'])} | "
+                 f"{s['socket_errors']} | {s['unexpected']} |")
+    L.append("")
+    L.append("CPU time per request (utime + stime from /proc, µs) of each process, the server's peak RSS "
+             "(VmHWM, reset before each run), and how busy the machine was: *softirq* is kernel time charged "
+             "to no process (mostly the loopback network's receive path), *other* is CPU taken by processes "
+             "outside the benchmark (noise from other work on the machine).\n")
+    L.append("| scenario | server | Redis | Kafka | MariaDB | wrk | Σ | CPU-bound ceiling | server peak RSS | answered locally | machine busy | softirq | other |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    nproc = env_m.get("nproc") or 1
+    for s in http:
+        c = s["cpu_us_per_request"]
+        m = s["machine"]
+        total = sum(v for v in c.values() if v) + (s.get("wrk_cpu_us_per_request") or 0)
+        L.append(f"| {s['id']} | {fmt(c.get('server'), 1)} | {fmt(c.get('redis'), 1)} | {fmt(c.get('kafka'), 1)} | "
+                 f"{fmt(c.get('mariadb'), 1)} | {fmt(s.get('wrk_cpu_us_per_request'), 1)} | {total:.1f} | "
+                 f"{fmt_int(nproc * 1e6 / total) if total else '–'} | {mb(s['peak_rss_kb'])} | "
+                 f"{fmt(s.get('local_answers'))} | {m['machine_busy_share']:.0%} | {m.get('softirq_share', 0):.0%} | "
+                 f"{m['other_processes_share']:.0%} |")
+    L.append("")
+    L.append(f"Σ is the CPU the whole set-up (server, Redis, Kafka, MariaDB and wrk) spends on one request; "
+             f"*CPU-bound ceiling* = {nproc} CPUs ÷ Σ, the requests/s this set-up could reach if it had the "
+             f"machine to itself and the CPU were the only limit.\n")
+    noisy = [s for s in result["scenarios"] if s.get("machine", {}).get("other_processes_share", 0) > 0.10]
+    if noisy:
+        worst = max(s["machine"]["other_processes_share"] for s in noisy)
+        L.append(f"**Noise:** other processes on this machine took more than 10% of its CPU during "
+                 f"{len(noisy)} scenario(s) (up to {worst:.0%}): those figures understate what the code can do; "
+                 f"compare the CPU per request (which the noise changes little) and re-run on a quiet machine.\n")
+
+    c = scenario(result, "consumer")
+    if c:
+        L.append("## Consumer throughput\n")
+        L.append(f"{c['orders']:,} order events of the contended sale waited in Kafka (the consumer was stopped "
+                 f"during the HTTP scenarios, {c['partitions']} partitions); then `order-consumer` started and "
+                 f"the time until the last row was in MariaDB was measured (COUNT(*) polled every 50 ms).\n")
+        L.append("| figure | value |")
+        L.append("|---|---|")
+        rows = [
+            ("orders/s, from the consumer's `ready` line to the last row", fmt_int(c["orders_per_s"])),
+            ("orders/s, including process start-up", fmt_int(c["orders_per_s_incl_startup"])),
+            ("orders/s, first row to last row (created_at)", fmt_int(c["orders_per_s_first_to_last_row"])),
+            ("start-up to `ready` / persisting", f"{c['startup_s']} s / {c['persist_s']} s"),
+            ("consumer.batch-size / batch-timeout-ms", f"{c['batch_size_configured']} / {c['batch_timeout_ms']} ms"),
+            ("batches, mean orders per batch", f"{fmt(c['batches'])}, {fmt(c['mean_batch'], 1)}"),
+            ("CPU µs per order: consumer / MariaDB / Redis / Kafka",
+             " / ".join(fmt(c["cpu_us_per_order"].get(k), 1) for k in ("consumer", "mariadb", "redis", "kafka"))),
+            ("consumer peak RSS", mb(c["peak_rss_kb"])),
+            ("machine busy / other processes", f"{c['machine']['machine_busy_share']:.0%} / "
+                                                f"{c['machine']['other_processes_share']:.0%}"),
+            ("exit status after SIGTERM", f"{c['exit_status']} ({c['stop_s']} s)"),
+        ]
+        L += [f"| {a} | {b} |" for a, b in rows]
+        L.append("")
+
+    e = scenario(result, "e2e")
+    if e:
+        L.append("## End to end\n")
+        L.append(f"{e['orders']:,} orders at {e['rate_per_s']}/s (4 keep-alive clients, not saturating) on a "
+                 f"fresh activity with the consumer running. *accept → insert* is `created_at − accepted_at` of "
+                 f"each row (both set on this machine's clock: the gateway's reservation time, and MariaDB's "
+                 f"insert time); *reply → row seen* is measured by the client: from the gateway's 200 to the "
+                 f"first poll (every {e['client_observed_ms']['poll_interval_ms']} ms) that returns the committed row.\n")
+        L.append("| | p50 | p90 | p99 | max |")
+        L.append("|---|---|---|---|---|")
+        for key, name in (("latency_ms", "accept → insert (ms)"), ("client_observed_ms", "reply → row seen (ms)")):
+            x = e[key]
+            L.append(f"| {name} | {fmt(x['p50'])} | {fmt(x['p90'])} | {fmt(x['p99'])} | {fmt(x['max'])} |")
+        L.append(f"\nAccepted {e['accepted']:,}, rows {e['rows']:,}, failed requests {e['failures']}.\n")
+
+    i = scenario(result, "idle-connections")
+    if i:
+        L.append("## Idle keep-alive connections\n")
+        L.append(f"A fresh gateway; {i['connections']:,} connections opened in {i['open_s']} s, each sent one "
+                 f"request (a not-started execute, answered locally) and then stayed idle.\n")
+        L.append("| figure | value |")
+        L.append("|---|---|")
+        for a, b in (("connections held (client side) / gateway's open-connections gauge",
+                      f"{i['held']:,} / {i['gateway_open_connections_gauge']:,}"),
+                     ("gateway RSS before → holding them", f"{mb(i['rss_before_kb'])} → {mb(i['rss_kb'])}"),
+                     ("gateway peak RSS", mb(i["peak_rss_kb"])),
+                     ("RSS per connection", f"{i['rss_per_connection_bytes']:,} bytes"),
+                     ("outcomes", outcome_text(i["outcomes"])),
+                     ("socket errors / unexpected answers", f"{i['socket_errors']} / {i['unexpected']}")):
+            L.append(f"| {a} | {b} |")
+        L.append("")
+
+    if result["correctness"]:
+        L.append("## Correctness\n")
+        L.append("After the consumer caught up, for each sale: rows in MariaDB against the stock sold in Redis "
+                 "(initial − left), duplicates, live reservations, and `seckillctl verify` (I1–I5).\n")
+        L.append("| sale | activity | initial stock | sold (Redis) | rows | accepted (200) | distinct order_no / users | live reservations | verify | |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|")
+        for k in result["correctness"]:
+            L.append(f"| {k['activity']} | {k['activity_id']} | {k['initial_stock']:,} | {k['sold']:,} | {k['rows']:,} | "
+                     f"{fmt(k['accepted_http_200'])} | {k['distinct_order_no']:,} / {k['distinct_users']:,} | "
+                     f"{k['live_reservations']} | exit {k['verify_exit']} | {'ok' if k['ok'] else '**FAILED**'} |")
+        failed = [(k, name) for k in result["correctness"] for name, ok in k["checks"].items() if not ok]
+        for k, name in failed:
+            L.append(f"\n- {k['activity']}: failed check: {name}")
+            if name.startswith("seckillctl verify"):
+                L.append(f"  (`seckillctl verify {k['activity_id']}` said: "
+                         f"`{k['verify_output'].strip().splitlines()[-1] if k['verify_output'].strip() else ''}`)")
+        L.append("")
+
+    stops = result.get("stops", {})
+    if stops:
+        L.append("Shutdown: " + "; ".join(
+            f"{n} exit {s['exit_status']} after SIGTERM in {s['stop_s']} s (lifetime peak RSS {mb(s['lifetime_peak_rss_kb'])})"
+            for n, s in stops.items()) + ".\n")
+
+    L.append("## Set-up\n")
+    L.append("Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val) + ".\n")
+    L.append("Configuration (conf/seckill.conf + bench/conf/bench.conf + the run's topic and group): "
+             + ", ".join(f"`{k}={val}`" for k, val in cfg.items()) + ".\n")
+    return "\n".join(L) + "\n"
+
+
+def plot(result, png):
+    """Throughput and p99 per scenario, consumer orders/s against its target."""
+    kinds = [("baseline", "baseline"), ("contended", "contended"), ("soldout", "sold-out"),
+             ("notstarted", "not-started")]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-plot."))
+    try:
+        with open(tmp / "http.dat", "w") as f:
+            for kind, label in kinds:
+                vals = []
+                for key in ("rps", "p99"):
+                    for conns in (64, 256):
+                        s = scenario(result, f"{kind}-{conns}")
+                        if s is None:
+                            vals.append("NaN")
+                        elif key == "rps":
+                            vals.append(f"{s['rps']:.0f}")
+                        else:
+                            vals.append(f"{s['latency_ms']['p99']:.3f}")
+                f.write(f'"{label}" {" ".join(vals)}\n')
+        c = scenario(result, "consumer")
+        e = scenario(result, "e2e")
+        with open(tmp / "other.dat", "w") as f:
+            f.write(f'"consumer orders/s" {c["orders_per_s"] if c else "NaN"}\n')
+        target = result["targets"]["consumer_orders_per_s"]
+        consumer_top = max(target, c["orders_per_s"] if c else 0) * 1.25
+        p99_target = result["targets"]["contended_p99_ms_64"]
+        e2e = (f"end to end p50 {e['latency_ms']['p50']:.0f} ms, p99 {e['latency_ms']['p99']:.0f} ms"
+               if e and e["latency_ms"]["p99"] is not None else "end to end: –")
+        script = f"""
+set terminal pngcairo size 1500,520 font "sans,10"
+set output "{png}"
+set datafile missing "NaN"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set grid ytics
+set key top right
+set xtics nomirror
+set multiplot layout 1,3 title "Seckill make bench {result.get('started_at', '')}  ({result.get('machine', {}).get('nproc', '?')} CPUs, load generator on the same machine)"
+set title "HTTP throughput (requests/s)"
+set yrange [0:*]
+plot "{tmp}/http.dat" using 2:xtic(1) title "64 connections" lc rgb "#4477aa", \\
+     "" using 3 title "256 connections" lc rgb "#ee6677"
+set title "p99 latency (ms, wrk)"
+set logscale y
+set yrange [0.1:*]
+plot "{tmp}/http.dat" using 4:xtic(1) title "64 connections" lc rgb "#4477aa", \\
+     "" using 5 title "256 connections" lc rgb "#ee6677", \\
+     {p99_target} with lines dt 2 lc rgb "black" title "target p99 at 64 conn"
+unset logscale y
+set title "order-consumer into MariaDB (orders/s)\\n{e2e}"
+set yrange [0:{consumer_top:.0f}]
+set style histogram clustered gap 3
+plot "{tmp}/other.dat" using 2:xtic(1) title "measured" lc rgb "#228833", \\
+     {target} with lines dt 2 lc rgb "black" title "target"
+unset multiplot
+"""
+        (tmp / "plot.gp").write_text(script)
+        p = subprocess.run(["gnuplot", str(tmp / "plot.gp")], capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"gnuplot failed: {p.stderr.strip()}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("result")
+    ap.add_argument("--stamp", required=True)
+    ap.add_argument("--results", required=True)
+    ap.add_argument("--command", default="make bench")
+    args = ap.parse_args()
+    result = json.loads(Path(args.result).read_text())
+    result["command"] = args.command
+    result["stamp"] = args.stamp
+    evaluation = evaluate(result)
+    result["evaluation"] = evaluation
+    out = Path(args.results)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{args.stamp}.json").write_text(json.dumps(result, indent=2) + "\n")
+    plot(result, out / f"{args.stamp}.png")
+    (out / f"{args.stamp}.md").write_text(markdown(result, evaluation, args.stamp, args.command,
+                                                   f"{args.stamp}.png"))
+    shutil.copyfile(out / f"{args.stamp}.json", out / "latest.json")
+    shutil.copyfile(out / f"{args.stamp}.png", out / "latest.png")
+    (out / "latest.md").write_text(markdown(result, evaluation, args.stamp, args.command, "latest.png"))
+    met = sum(1 for e in evaluation if e["met"])
+    print(f"report: {met} of {len(evaluation)} targets met; {out}/{args.stamp}.md")
+    for e in evaluation:
+        if not e["met"]:
+            print(f"report: missed: {e['target']}: {e['value']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
