@@ -28,9 +28,10 @@ struct kafkaprod {
 static const char *const producer_defaults[][2] = {
     { "enable.idempotence", "true" },
     { "acks", "all" },
-    { "linger.ms", "2" },
+    { "linger.ms", "5" },
     { "compression.codec", "lz4" },
     { "message.timeout.ms", "5000" },
+    { "reconnect.backoff.max.ms", "1000" },  /* else a broker outage delays message timeouts ~10 s */
     { "queue.buffering.max.messages", "200000" },
     { "statistics.interval.ms", "1000" },
     { "socket.keepalive.enable", "true" },
