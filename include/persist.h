@@ -61,7 +61,7 @@ struct persist_stats {
 
 /* Writes one batch in one transaction: seckill_order rows, one user_coupon per order;
  * then, in the order given, the coupon.used events (user_coupon UNUSED -> USED with its
- * order reference, discount and time); then sold_count / issued_count / used_count
+ * order reference, discount, payable amount and time); then sold_count / issued_count / used_count
  * raised by what was really changed, counter rows locked in id order. Any order or use
  * may be a replay; created_ms must not pass PERSIST_MAX_ACCEPTED_MS.
  * On PERSIST_OK, for each orders[i] (caller's arrays of count entries): in_db[i] says

@@ -260,6 +260,25 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         LOG_WARN("rebalance: %s", rd_kafka_err2str(aerr));
 }
 
+/* The outcome of an asynchronous offset commit, served by rd_kafka_consumer_poll. A
+ * failed commit costs a replay of what it covered, which is idempotent. */
+static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *offsets, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET)
+        return;
+    if (err) {
+        LOG_WARN("offset commit failed: %s (the batch may replay)", rd_kafka_err2str(err));
+        return;
+    }
+    for (int i = 0; offsets && i < offsets->cnt; i++)
+        if (offsets->elems[i].err)
+            LOG_WARN("offset commit of partition %" PRId32 " failed: %s (it may replay)",
+                     offsets->elems[i].partition, rd_kafka_err2str(offsets->elems[i].err));
+}
+
 static rd_kafka_t *consumer_kafka_new(struct consumer *c, char *err, size_t errlen)
 {
     const struct config *cfg = &c->cfg;
@@ -279,6 +298,7 @@ static rd_kafka_t *consumer_kafka_new(struct consumer *c, char *err, size_t errl
     }
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
+    rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
     rd_kafka_conf_set_log_cb(conf, on_kafka_log);
     char kerr[256];
@@ -897,7 +917,10 @@ static int step_finalize(struct consumer *c, char *err, size_t errlen)
 }
 
 /* Offsets of partitions we no longer own are left to their new owner, which replays
- * them: committing them could move its committed position backwards. */
+ * them: committing them could move its committed position backwards.
+ * Asynchronous while running: the next batch need not wait for the broker (it is only
+ * ever sent after this batch's SUCCESS, and commits go out in order); on_commit reports
+ * failures. Synchronous once stopping, so that SIGTERM leaves the batch committed. */
 static void consumer_commit(struct consumer *c)
 {
     struct batch *b = &c->batch;
@@ -922,10 +945,11 @@ static void consumer_commit(struct consumer *c)
     }
     rd_kafka_topic_partition_list_destroy(owned);
     if (list->cnt > 0) {
-        rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, list, 0);
+        int async = !stop_requested;
+        rd_kafka_resp_err_t err = rd_kafka_commit(c->rk, list, async);
         if (err)
             LOG_WARN("offset commit failed: %s (the batch may replay)", rd_kafka_err2str(err));
-        for (int i = 0; !err && i < list->cnt; i++)
+        for (int i = 0; !err && !async && i < list->cnt; i++)
             if (list->elems[i].err)
                 LOG_WARN("offset commit of partition %" PRId32 " failed: %s (it may replay)",
                          list->elems[i].partition, rd_kafka_err2str(list->elems[i].err));

@@ -539,9 +539,9 @@ static int lock_user_coupons(struct tx *tx, const struct useevent *uses, size_t 
 static enum persist_use_verdict use_judge(const struct useevent *ev, const struct ucrow *u,
                                           char *reason, size_t len)
 {
-    if (ev->discount > PERSIST_MAX_CENTS) {
-        snprintf(reason, len, "discount %" PRId64 " cents does not fit DECIMAL(15,2)",
-                 ev->discount);
+    if (ev->discount > PERSIST_MAX_CENTS || ev->payable > PERSIST_MAX_CENTS) {
+        snprintf(reason, len, "discount %" PRId64 " or payable %" PRId64 " cents does not fit "
+                 "DECIMAL(15,2)", ev->discount, ev->payable);
         return PERSIST_USE_INCONSISTENT;
     }
     if (ev->used_ms > PERSIST_MAX_ACCEPTED_MS) {
@@ -571,41 +571,90 @@ static enum persist_use_verdict use_judge(const struct useevent *ev, const struc
     return PERSIST_USE_APPLIED;
 }
 
-static int use_write(struct tx *tx, const struct useevent *ev)
+/* One use: the row goes UNUSED -> USED with its order reference, discount and time. */
+static int use_write_one(struct tx *tx, const struct useevent *ev)
 {
     sql_reset(&tx->sql);
     sql_printf(&tx->sql, "UPDATE user_coupon SET status='USED', order_ref=");
     sql_quoted(&tx->sql, tx->db, ev->order_ref);
     sql_printf(&tx->sql, ", discount=");
     sql_cents(&tx->sql, ev->discount);
+    sql_printf(&tx->sql, ", payable=");
+    sql_cents(&tx->sql, ev->payable);
     sql_printf(&tx->sql, ", used_at=");
     sql_datetime(&tx->sql, ev->used_ms);
     sql_printf(&tx->sql, " WHERE id=%" PRId64 " AND user_id=%" PRId64 " AND status='UNUSED'",
                ev->user_coupon_id, ev->user_id);
-    uint64_t n;
-    if (tx_run(tx, "update user_coupon", &n) != 0)
-        return -1;
-    if (n != 1) {
-        /* The row is locked by this transaction and was UNUSED: cannot happen. */
-        snprintf(tx->err, tx->errlen, "update user_coupon %" PRId64 ": changed %" PRIu64
-                 " rows of a row locked as UNUSED", ev->user_coupon_id, n);
-        return -1;
+    return tx_run(tx, "update user_coupon", NULL);
+}
+
+/* The same for many uses of distinct user coupons in one statement: the rows to change
+ * joined with a derived table of their new values (portable: no VALUES constructor). */
+static int use_write_many(struct tx *tx, const struct useevent *const *uses, size_t count)
+{
+    sql_reset(&tx->sql);
+    sql_printf(&tx->sql, "UPDATE user_coupon uc JOIN (");
+    for (size_t i = 0; i < count; i++) {
+        const struct useevent *ev = uses[i];
+        sql_printf(&tx->sql, "%sSELECT %" PRId64 " AS id, %" PRId64 " AS user_id, ",
+                   i ? " UNION ALL " : "", ev->user_coupon_id, ev->user_id);
+        sql_quoted(&tx->sql, tx->db, ev->order_ref);
+        sql_printf(&tx->sql, " AS order_ref, ");
+        sql_cents(&tx->sql, ev->discount);
+        sql_printf(&tx->sql, " AS discount, ");
+        sql_cents(&tx->sql, ev->payable);
+        sql_printf(&tx->sql, " AS payable, ");
+        sql_datetime(&tx->sql, ev->used_ms);
+        sql_printf(&tx->sql, " AS used_at");
+    }
+    sql_printf(&tx->sql, ") v ON uc.id = v.id AND uc.user_id = v.user_id "
+                         "SET uc.status='USED', uc.order_ref=v.order_ref, "
+                         "uc.discount=v.discount, uc.payable=v.payable, uc.used_at=v.used_at "
+                         "WHERE uc.status='UNUSED'");
+    return tx_run(tx, "update user_coupon", NULL);
+}
+
+/* A derived table of one SELECT per row: fewer than for a plain multi-row INSERT. */
+#define PERSIST_USES_PER_STATEMENT 1000
+
+/* Writes the uses judged APPLIED, in statements of PERSIST_USES_PER_STATEMENT. Each row
+ * is locked by this transaction and was seen UNUSED, so each must change: anything else
+ * is an error (and a rollback), never a silent miss. */
+static int use_write(struct tx *tx, const struct useevent *const *uses, size_t count)
+{
+    for (size_t start = 0; start < count; start += PERSIST_USES_PER_STATEMENT) {
+        size_t n = count - start < PERSIST_USES_PER_STATEMENT ? count - start
+                                                              : PERSIST_USES_PER_STATEMENT;
+        int rc = n == 1 ? use_write_one(tx, uses[start]) : use_write_many(tx, uses + start, n);
+        if (rc != 0)
+            return -1;
+        uint64_t changed = (uint64_t)mysql_affected_rows(tx->db);
+        if (changed != n) {
+            snprintf(tx->err, tx->errlen, "update user_coupon: %" PRIu64 " of %zu rows locked "
+                     "as UNUSED changed", changed, n);
+            return -1;
+        }
     }
     return 0;
 }
 
-/* After the orders of the batch, so that a coupon issued earlier in it exists. */
+/* After the orders of the batch, so that a coupon issued earlier in it exists. Judged
+ * one by one in arrival order against the locked rows (a repeat later in the batch sees
+ * the row USED), then written together. */
 static int persist_uses(struct tx *tx, const struct useevent *uses, size_t count,
                         struct persist_use_result *results, struct persist_stats *stats)
 {
     if (count == 0)
         return 0;
     struct ucrow *rows = malloc(count * sizeof(*rows));
-    if (!rows) {
+    const struct useevent **apply = malloc(count * sizeof(*apply));
+    if (!rows || !apply) {
+        free(rows);
+        free(apply);
         snprintf(tx->err, tx->errlen, "out of memory");
         return -1;
     }
-    size_t row_count;
+    size_t row_count, applied = 0;
     int rc = lock_user_coupons(tx, uses, count, rows, &row_count);
     for (size_t i = 0; i < count && rc == 0; i++) {
         const struct useevent *ev = &uses[i];
@@ -617,15 +666,19 @@ static int persist_uses(struct tx *tx, const struct useevent *uses, size_t count
             stats->uses_repeated++;
         } else if (res->verdict == PERSIST_USE_INCONSISTENT) {
             stats->uses_inconsistent++;
-        } else if (use_write(tx, ev) != 0 || deltas_add(tx, &tx->coupons, u->coupon_id, 0, 1) != 0) {
+        } else if (deltas_add(tx, &tx->coupons, u->coupon_id, 0, 1) != 0) {
             rc = -1;
         } else {
             strcpy(u->status, "USED");
             snprintf(u->order_ref, sizeof(u->order_ref), "%s", ev->order_ref);
+            apply[applied++] = ev;
             stats->uses_applied++;
         }
     }
+    if (rc == 0)
+        rc = use_write(tx, apply, applied);
     free(rows);
+    free(apply);
     return rc;
 }
 
