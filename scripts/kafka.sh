@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Single-node Kafka (KRaft, combined broker+controller) under var/kafka, run from the
 # Maven Central jars that scripts/kafka-fetch.sh lays out.
-#   kafka.sh start|stop|status|create-topics|topics ...
+#   kafka.sh start|stop|status|create-topics|topics|freeze|thaw ...
+# freeze (SIGSTOP) and thaw (SIGCONT) are for fault injection: a frozen broker keeps its
+# connections open and answers nothing.
 # Several actions run in order in one call: `kafka.sh start create-topics` reuses the
 # topic list of the readiness check and so saves a JVM launch.
 set -euo pipefail
@@ -207,10 +209,24 @@ case " $* " in *" start "* | *" stop "* | *" create-topics "*) take_lock kafka ;
 for action in "$@"; do
   case $action in
     start) start ;;
-    stop) stop_pid kafka "$PIDFILE" 30 "$MAIN" ;;
+    stop)
+      # A frozen broker would act on SIGTERM only once thawed (a no-op otherwise).
+      if running; then kill -CONT "$(pid_read "$PIDFILE")" 2>/dev/null || true; fi
+      stop_pid kafka "$PIDFILE" 30 "$MAIN"
+      ;;
     status) status_line kafka "$PIDFILE" "$MAIN" ;;
     create-topics) create_topics ;;
     topics) running || die "kafka is not running"; topic_cmd --describe ;;
-    *) echo "usage: $0 start|stop|status|create-topics|topics ..." >&2; exit 2 ;;
+    freeze)
+      running || die "kafka is not running"
+      kill -STOP "$(pid_read "$PIDFILE")"
+      echo "kafka: frozen (pid $(pid_read "$PIDFILE"))"
+      ;;
+    thaw)
+      running || die "kafka is not running"
+      kill -CONT "$(pid_read "$PIDFILE")"
+      echo "kafka: thawed (pid $(pid_read "$PIDFILE"))"
+      ;;
+    *) echo "usage: $0 start|stop|status|create-topics|topics|freeze|thaw ..." >&2; exit 2 ;;
   esac
 done

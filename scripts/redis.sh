@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Debian's redis-server on the project's port, with its data under var/redis.
-#   redis.sh start|stop|status
+#   redis.sh start|stop|status|freeze|thaw
+# freeze (SIGSTOP) and thaw (SIGCONT) are for fault injection: a frozen Redis keeps its
+# connections open and answers nothing, like a stalled server.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -51,11 +53,24 @@ EOF
   echo "redis: started (pid $(pid_read "$PIDFILE"), $HOST:$PORT)"
 }
 
-# SIGTERM is Redis's graceful shutdown: it fsyncs the AOF before exiting.
+# signal_redis SIGNAL WHAT: sends SIGNAL to our running Redis.
+signal_redis() {
+  running || die "redis is not running"
+  kill -"$1" "$(pid_read "$PIDFILE")"
+  echo "redis: $2 (pid $(pid_read "$PIDFILE"))"
+}
+
+# SIGTERM is Redis's graceful shutdown: it fsyncs the AOF before exiting. A frozen Redis
+# would only act on it once thawed, so stop thaws it first (a no-op otherwise).
 case ${1:-} in start | stop) take_lock redis ;; esac
 case ${1:-} in
   start) start ;;
-  stop) stop_pid redis "$PIDFILE" 30 "$MATCH" ;;
+  stop)
+    if running; then kill -CONT "$(pid_read "$PIDFILE")" 2>/dev/null || true; fi
+    stop_pid redis "$PIDFILE" 30 "$MATCH"
+    ;;
   status) status_line redis "$PIDFILE" "$MATCH" ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  freeze) signal_redis STOP frozen ;;
+  thaw) signal_redis CONT thawed ;;
+  *) echo "usage: $0 start|stop|status|freeze|thaw" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make test: install what is missing, build (release and ASan+UBSan), start Redis, Kafka and
-# MariaDB, then run the cmocka unit tests and the pytest integration suite against them.
+# MariaDB, then run the cmocka unit tests, a short libFuzzer smoke run and the pytest
+# integration suite against them, and the short chaos run (test/chaos).
 # Ends with one line "N passed, N failed". Services that were already running stay up;
 # services this run started are stopped again.
 set -uo pipefail
@@ -16,6 +17,23 @@ make -s SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build faile
 was_up=false
 bash scripts/stack.sh status --services-only >/dev/null 2>&1 && was_up=true
 bash scripts/stack.sh up --services-only || die "starting the services failed"
+
+# "passed failed" of a pytest JUnit report; a missing or unreadable report counts as one
+# failure (pytest crashed or ran nothing).
+junit_counts() {
+  python3 - "$1" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print("0 1"); sys.exit()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+total = sum(int(s.get("tests", 0)) for s in suites)
+bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+skipped = sum(int(s.get("skipped", 0)) for s in suites)
+print(total - bad - skipped, bad if total else 1)
+PY
+}
 
 passed=0
 failed=0
@@ -41,26 +59,41 @@ for t in build/asan/test/test_*; do
   [ "$bad" -eq 0 ] || printf '%s\n' "$out" | tail -n 40
 done
 
+echo "== fuzz smoke (libFuzzer, ASan+UBSan, a few seconds per harness)"
+# One test per harness; the full run is make fuzz.
+out=$(make -s fuzz-smoke 2>&1)
+rc=$?
+printf '%s\n' "$out"
+ok=$(printf '%s\n' "$out" | grep -c '^fuzz [a-z_]*: ok')
+bad=$(printf '%s\n' "$out" | grep -c '^fuzz [a-z_]*: FAILED')
+if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+  bad=1  # the harnesses did not build, or the runner stopped before reporting
+fi
+passed=$((passed + ok))
+failed=$((failed + bad))
+printf '%-28s %3d passed, %d failed\n' "fuzz-smoke" "$ok" "$bad"
+
 echo "== integration tests (pytest, real services, ASan+UBSan binaries)"
 junit=build/pytest-junit.xml
 rm -f "$junit"
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT python3 -m pytest -q -p no:cacheprovider \
   --junitxml="$junit" test/integration
-counts=$(python3 - "$junit" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print("0 1"); sys.exit()
-suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
-total = sum(int(s.get("tests", 0)) for s in suites)
-bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
-skipped = sum(int(s.get("skipped", 0)) for s in suites)
-print(total - bad - skipped, bad if total else 1)
-PY
-)
+counts=$(junit_counts "$junit")
 passed=$((passed + ${counts% *}))
 failed=$((failed + ${counts#* }))
+
+echo "== chaos, short (consumer kill -9 mid-batch, Kafka broker stopped 10 s; ASan+UBSan binaries)"
+# The scenarios of make chaos marked `short` (test/chaos, docs/chaos.md): a sale under load
+# while the fault hits, then I1-I6 and seckillctl verify. They stop and restart the stack's
+# Kafka on purpose. One test per scenario.
+chaos_junit=build/pytest-chaos-junit.xml
+rm -f "$chaos_junit"
+SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF SECKILL_CHAOS_OUT=$ROOT/build/chaos-short \
+  python3 -m pytest -q -s -p no:cacheprovider -m short --junitxml="$chaos_junit" test/chaos
+chaos_counts=$(junit_counts "$chaos_junit")
+passed=$((passed + ${chaos_counts% *}))
+failed=$((failed + ${chaos_counts#* }))
+printf '%-28s %3d passed, %d failed\n' "chaos-short" "${chaos_counts% *}" "${chaos_counts#* }"
 
 if [ "$was_up" = false ]; then
   bash scripts/stack.sh down >/dev/null 2>&1 || warn "stopping the services failed"

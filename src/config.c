@@ -437,9 +437,13 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         return -1;
     }
     for (size_t i = 0; i < cfg->kafka_producer_count; i++) {
+        /* librdkafka notices a timed-out message up to about a second late (it checks on
+         * its reconnect timer), and the rollback after it needs a Redis round trip. */
         if (strcmp(cfg->kafka_producer[i].key, "message.timeout.ms") == 0 &&
-            strtoll(cfg->kafka_producer[i].value, NULL, 10) >= cfg->http_request_timeout_ms) {
-            set_err(err, errlen, "kafka.producer.message.timeout.ms: must be below http.request-timeout-ms");
+            strtoll(cfg->kafka_producer[i].value, NULL, 10) + 1000 + cfg->redis_timeout_ms >
+                cfg->http_request_timeout_ms) {
+            set_err(err, errlen, "kafka.producer.message.timeout.ms: must stay 1 s + redis.timeout-ms below "
+                                 "http.request-timeout-ms");
             return -1;
         }
     }

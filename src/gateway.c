@@ -123,40 +123,56 @@ static void reply_failed(struct gw_req *r, enum reply_status status, const char 
     r->http = NULL;
 }
 
+static void remember_winner(struct gw_req *r, const char *order_no);
+
+/* The rollback's verdict decides the answer of a request still waiting: a delivery
+ * report that says "failed" (a timeout, the broker gone before its ack) can be wrong, and
+ * only Redis knows whether a consumer already has the order. */
 static void on_rolled_back(redisReply *reply, void *privdata)
 {
-    char *order_no = privdata;
-    if (!reply || reply->type != REDIS_REPLY_INTEGER)
-        LOG_WARN("order %s: rollback did not reach Redis; the reaper will return the stock", order_no);
-    else if (reply->integer == 1)
-        LOG_INFO("order %s: rolled back, stock returned", order_no);
-    else
-        LOG_INFO("order %s: rollback found no reservation (already claimed or expired)", order_no);
-    free(order_no);
+    struct gw_req *r = privdata;
+    long long verdict = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    if (verdict == 2) {
+        LOG_INFO("order %s: delivery reported failed but a consumer has it; answering accepted", r->order_no);
+        remember_winner(r, r->order_no);
+        if (r->http)
+            reply_accepted(r);
+    } else {
+        if (verdict == 1) {
+            metrics_inc(METRIC_ORDERS_ROLLED_BACK);
+            LOG_INFO("order %s: rolled back, stock returned", r->order_no);
+        } else if (verdict == 0) {
+            LOG_INFO("order %s: rollback found it already expired", r->order_no);
+        } else {
+            LOG_WARN("order %s: rollback did not reach Redis; the reaper will return the stock", r->order_no);
+        }
+        reply_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
+    }
+    req_finish(r);
 }
 
-/* Undo a reservation whose order did not reach Kafka. If this fails the reaper does it
- * after seckill.pre-reduce-timeout. */
-static void rollback(struct gw_req *r)
+/* Undo a reservation whose order did not reach Kafka, then answer (the request is
+ * finished by on_rolled_back). Without the rollback the reaper returns the stock after
+ * seckill.pre-reduce-timeout. */
+static void rollback_and_answer(struct gw_req *r)
 {
     struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
     if (a)
         intmap_remove(&a->winners, r->user_id);
-    metrics_inc(METRIC_ORDERS_ROLLED_BACK);
-    if (!r->gw->cfg->enable_stock_rollback)
-        return;
-    char stock[KEYS_LEN], users[KEYS_LEN], orders[KEYS_LEN], resv[KEYS_LEN];
-    const struct config *cfg = r->gw->cfg;
-    keys_activity(stock, sizeof(stock), cfg, KEYS_STOCK, r->activity_id);
-    keys_activity(users, sizeof(users), cfg, KEYS_USERS, r->activity_id);
-    keys_activity(orders, sizeof(orders), cfg, KEYS_ORDERS, r->activity_id);
-    keys_activity(resv, sizeof(resv), cfg, KEYS_RESERVED, r->activity_id);
-    const char *argv[] = { stock, users, orders, resv, "order", r->order_no, r->user };
-    char *order_no = strdup(r->order_no);
-    if (!order_no || redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_rolled_back, order_no) != 0) {
+    if (r->gw->cfg->enable_stock_rollback) {
+        char stock[KEYS_LEN], users[KEYS_LEN], orders[KEYS_LEN], resv[KEYS_LEN];
+        const struct config *cfg = r->gw->cfg;
+        keys_activity(stock, sizeof(stock), cfg, KEYS_STOCK, r->activity_id);
+        keys_activity(users, sizeof(users), cfg, KEYS_USERS, r->activity_id);
+        keys_activity(orders, sizeof(orders), cfg, KEYS_ORDERS, r->activity_id);
+        keys_activity(resv, sizeof(resv), cfg, KEYS_RESERVED, r->activity_id);
+        const char *argv[] = { stock, users, orders, resv, "order", r->order_no, r->user };
+        if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_rolled_back, r) == 0)
+            return;
         LOG_WARN("order %s: rollback could not be sent; the reaper will return the stock", r->order_no);
-        free(order_no);
     }
+    reply_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
+    req_finish(r);
 }
 
 static void on_delivery(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
@@ -173,8 +189,8 @@ static void on_delivery(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err
     } else {
         metrics_inc(METRIC_KAFKA_DELIVERY_FAILURES);
         LOG_WARN("order %s: kafka delivery failed: %s", r->order_no, rd_kafka_err2str(err));
-        rollback(r);
-        reply_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
+        rollback_and_answer(r);
+        return;
     }
     req_finish(r);
 }
@@ -195,9 +211,7 @@ static void produce(struct gw_req *r)
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         metrics_inc(METRIC_KAFKA_DELIVERY_FAILURES);
         LOG_WARN("order %s: kafka produce refused: %s", r->order_no, rd_kafka_err2str(err));
-        rollback(r);
-        reply_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
-        req_finish(r);
+        rollback_and_answer(r);
         return;
     }
     /* From here the delivery report owns r. */

@@ -5,7 +5,9 @@
 -- KEYS: 1 stock  2 users  3 orders  4 resv
 -- ARGV: 'order', orderNo, userId        (gateway rollback after a failed delivery)
 --    or 'older', cutoff_ms, max_count    (reaper: reservations accepted before cutoff)
--- Returns the number of reservations released.
+-- Returns, for 'older', the number of reservations released; for 'order', 1 when this call
+-- released it, 0 when it was already FAILED (or is unknown), 2 when it lives on (queued in
+-- Kafka, claimed by a consumer or SUCCESS: a delivery report that said "failed" was wrong).
 local members
 if ARGV[1] == 'order' then
   members = {ARGV[2] .. '|' .. ARGV[3]}
@@ -26,5 +28,12 @@ for _, member in ipairs(members) do
     redis.call('HSET', KEYS[3], order_no, 'FAILED')
     released = released + 1
   end
+end
+if ARGV[1] == 'order' and released == 0 then
+  local status = redis.call('HGET', KEYS[3], ARGV[2])
+  if status and status ~= 'FAILED' then
+    return 2
+  end
+  return 0
 end
 return released

@@ -14,10 +14,10 @@ USERS = 600
 THREADS = 128
 
 CONF_OVERRIDES = {
-    # The shortest reservation lifetime the config allows, reaped often.
-    "seckill.pre-reduce-timeout": "2",
+    # A short reservation lifetime (it must exceed the request timeout), reaped often.
+    "seckill.pre-reduce-timeout": "3",
     "seckill.reaper-interval-ms": "100",
-    "http.request-timeout-ms": "1500",
+    "http.request-timeout-ms": "2500",
     "redis.timeout-ms": "500",
     "kafka.producer.message.timeout.ms": "1000",
     # Deliveries come back in bursts of many orders, as under real load.

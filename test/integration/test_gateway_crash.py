@@ -15,9 +15,9 @@ THREADS = 32
 
 CONF_OVERRIDES = {
     # Reservations cut off by the kill expire quickly through the restarted gateway.
-    "seckill.pre-reduce-timeout": "2",
+    "seckill.pre-reduce-timeout": "3",
     "seckill.reaper-interval-ms": "100",
-    "http.request-timeout-ms": "1500",
+    "http.request-timeout-ms": "2500",
     "redis.timeout-ms": "500",
     "kafka.producer.message.timeout.ms": "1000",
 }

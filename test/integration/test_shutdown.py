@@ -15,7 +15,7 @@ THREADS = 16
 
 CONF_OVERRIDES = {
     # A short drain bound: request timeout + 2 s of drain + the 5 s Kafka flush.
-    "http.request-timeout-ms": "3000",
+    "http.request-timeout-ms": "4000",
     "kafka.producer.message.timeout.ms": "2000",
 }
 

@@ -1,0 +1,950 @@
+"""The chaos suite's machinery: one flash sale under a paced load, one fault injected into a
+real service or binary while it runs, then quiescence and independent checks of I1-I6.
+
+Reuses the integration suite's helpers (test/integration/conftest.py: the binaries as
+Service objects, seckillctl, the RESP client, the mariadb CLI wrapper, the config writer),
+imported under its own module name so that it never clashes with this directory's
+conftest. The services (Redis, Kafka, MariaDB) are the stack's, driven through
+scripts/{redis,kafka,mariadb}.sh with CONF naming the stack's configuration.
+
+Every scenario:
+  1. writes its own configuration (short timeouts, limits off, the chaos topic and group),
+     starts an order-consumer and a seckill-server, creates a fresh coupon and activity;
+  2. starts a paced load (threads with keep-alive connections, distinct users, a few
+     repeats), an I6 sampler and a /metrics scraper;
+  3. injects its fault once enough orders are accepted, recovers, waits for the first
+     order accepted after recovery, keeps the load on for a few seconds, stops it;
+  4. waits for quiescence (no live reservation, MySQL rows = Redis SUCCESS, stable);
+  5. checks I1..I6 and `seckillctl verify` each on its own, plus what DESIGN.md expects
+     of that fault ("fault" column), and records one row of the results table.
+"""
+
+import http.client
+import importlib.util
+import json
+import os
+import random
+import re
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+_IT_PATH = Path(__file__).resolve().parents[1] / "integration" / "conftest.py"
+_spec = importlib.util.spec_from_file_location("seckill_integration_conftest", _IT_PATH)
+it = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = it
+_spec.loader.exec_module(it)
+
+ROOT = it.ROOT
+BIN = it.BIN
+BASE_CONF = it.BASE_CONF
+OUT = Path(os.environ.get("SECKILL_CHAOS_OUT") or ROOT / "build" / "chaos")
+
+# Short timeouts so that every fault plays out in seconds (DESIGN.md "Failure behaviour"),
+# limits off (one client IP, many users), and a topic and consumer group of the chaos
+# suite's own: a consumer of the stack (make up) never takes our partitions, and ours
+# never replays anybody else's orders.
+CHAOS_CONF = {
+    "seckill.pre-reduce-timeout": "5",
+    "http.request-timeout-ms": "4000",
+    "redis.timeout-ms": "500",
+    "redis.reconnect-max-ms": "1000",
+    # librdkafka checks message timeouts about once a second: a delivery can fail up to
+    # ~1 s after message.timeout.ms (measured 3.97 s for 3000). 2.5 s keeps the 503 of a
+    # Kafka outage inside the 4 s request timeout.
+    "kafka.producer.message.timeout.ms": "2500",
+    "consumer.retry-max-ms": "1000",
+    "seckill.enable-rate-limit": "false",
+    "seckill.enable-anti-brush": "false",
+    "seckill.reaper-interval-ms": "500",
+    # Many small batches: a consumer kill lands between claim, commit and finalize.
+    "consumer.batch-size": "50",
+    # A killed consumer leaves the group when its session expires: the broker's minimum.
+    "kafka.consumer.session.timeout.ms": "6000",
+    "kafka.topic": "seckill.chaos.orders",
+    "kafka.dead-letter-topic": "seckill.chaos.orders.dlq",
+    "consumer.group-id": "seckill-chaos-consumer",
+}
+
+SETTLE = 2.0             # seconds after recovery before "after" answers are judged
+RECOVERY_TIMEOUT = 30.0  # longest wait for the first order accepted after a fault
+HTTP_TIMEOUT = 10.0      # client timeout: longer than any answer may take (4 s bound)
+
+
+def extra_settings():
+    """CHAOS_SET="key=value;key=value": settings applied last to every scenario's
+    configuration, to rerun the suite with another value (not used by make chaos)."""
+    out = {}
+    for item in os.environ.get("CHAOS_SET", "").split(";"):
+        if item.strip():
+            k, _, v = item.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+def log(msg):
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# ---- the stack's services ---------------------------------------------------------------
+
+
+class Stack:
+    """The backing services, through the project's scripts (pid files under var/)."""
+
+    def __init__(self, conf_path=BASE_CONF):
+        self.env = it.child_env()
+        self.env["CONF"] = str(conf_path)
+
+    def sh(self, script, *args, timeout=180, check=True, conf=None):
+        env = dict(self.env)
+        if conf is not None:
+            env["CONF"] = str(conf)
+        p = subprocess.run(["bash", str(ROOT / "scripts" / f"{script}.sh"), *args], env=env,
+                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        out = (p.stdout + p.stderr).strip()
+        if check and p.returncode != 0:
+            raise AssertionError(f"scripts/{script}.sh {' '.join(args)} failed ({p.returncode}):\n{out}")
+        return p.returncode, out
+
+    def running(self, script):
+        return self.sh(script, "status", check=False)[0] == 0
+
+    @staticmethod
+    def frozen(pidfile):
+        try:
+            pid = int((ROOT / "var" / pidfile).read_text().strip())
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (OSError, ValueError):
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] == "T"
+
+    @staticmethod
+    def kill9(pidfile, timeout=10):
+        """SIGKILL a service by its pid file and wait until it is gone (or a zombie)."""
+        pid = int((ROOT / "var" / pidfile).read_text().strip())
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                return pid
+            if state == "Z":
+                return pid
+            time.sleep(0.02)
+        raise AssertionError(f"pid {pid} ({pidfile}) still alive {timeout}s after SIGKILL")
+
+    def ensure_up(self):
+        """After a scenario, failed or not: every service runs, none is frozen."""
+        for script, pidfile in (("redis", "redis/redis.pid"), ("kafka", "kafka/kafka.pid")):
+            if self.frozen(pidfile):
+                self.sh(script, "thaw", check=False)
+        for script in ("redis", "mariadb", "kafka"):
+            if not self.running(script):
+                log(f"{script} is down after the scenario: starting it")
+                self.sh(script, "start")
+
+
+def check_services():
+    """The backing services answer and the binaries exist, or the whole suite stops with
+    one clear message (the integration suite's check, without its fixture machinery)."""
+    base = it.Conf(BASE_CONF, it.read_conf(BASE_CONF))
+    problems = []
+    for name in ("seckill-server", "order-consumer", "seckillctl"):
+        if not (BIN / name).exists():
+            problems.append(f"{BIN / name} is not built")
+    redis = it.Redis(base.get("redis.host"), base.get("redis.port"))
+    try:
+        if redis("PING") != "PONG":
+            problems.append("redis does not answer PING")
+    except (OSError, ConnectionError, it.RedisError) as e:
+        problems.append(f"redis {redis.addr[0]}:{redis.addr[1]} does not answer: {e}")
+    mysql = it.MySQL(base)
+    try:
+        mysql.scalar("SELECT COUNT(*) FROM seckill_order WHERE 1 = 0")
+    except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
+        problems.append(f"mariadb: {e}")
+    brokers = base.values.get("kafka.brokers", "127.0.0.1:19092").split(",")[0]
+    host, _, port = brokers.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=3).close()
+    except OSError as e:
+        problems.append(f"kafka {brokers} does not accept connections: {e}")
+    if problems:
+        pytest.exit("the chaos suite needs the backing services (bash scripts/stack.sh up "
+                    "--services-only) and the binaries:\n  " + "\n  ".join(problems), returncode=1)
+    return {"redis": redis, "mysql": mysql}
+
+
+# ---- a persistent SQL session, for the I6 sampler ---------------------------------------
+
+
+class SqlPipe:
+    """One long-lived `mariadb` client reading statements from a pipe: a query costs a
+    round trip instead of a process start, so the I6 check runs right after SUCCESS is
+    seen. Any trouble (server down, timeout) answers None and starts a fresh client next
+    time."""
+
+    END = "#END#"
+
+    def __init__(self, conf):
+        self.args = ["mariadb", "-h", conf.get("mysql.host"), "-P", conf.get("mysql.port"),
+                     "-u", conf.get("mysql.user"), conf.get("mysql.database"),
+                     "-N", "-B", "-n", "--force", "--connect-timeout=2"]
+        self.env = dict(os.environ, MYSQL_PWD=conf.get("mysql.password"))
+        self.proc = None
+        self.buf = b""
+
+    def close(self):
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(5)
+            except OSError:
+                pass
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self.proc = None
+        self.buf = b""
+
+    def scalar(self, sql, timeout=3.0):
+        try:
+            if self.proc is None:
+                self.proc = subprocess.Popen(self.args, env=self.env, stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.proc.stdin.write(f"{sql};\nSELECT '{self.END}';\n".encode())
+            self.proc.stdin.flush()
+            lines = []
+            deadline = time.monotonic() + timeout
+            fd = self.proc.stdout.fileno()
+            while True:
+                while b"\n" in self.buf:
+                    line, self.buf = self.buf.split(b"\n", 1)
+                    text = line.decode()
+                    if text == self.END:
+                        return lines[0] if lines else None
+                    lines.append(text)
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise TimeoutError
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError
+                self.buf += chunk
+        except (OSError, TimeoutError, EOFError, ValueError):
+            self.close()
+            return None
+
+
+# ---- load ----------------------------------------------------------------------------------
+
+
+class Try:
+    """One POST /seckill/execute: the reply (an integration Reply) or the error."""
+
+    __slots__ = ("user", "repeat", "reply", "error", "sent", "done")
+
+    def __init__(self, user, repeat=False):
+        self.user, self.repeat = user, repeat
+        self.reply = self.error = None
+        self.sent = self.done = None
+
+    @property
+    def code(self):
+        return self.reply.code if self.reply is not None else None
+
+    @property
+    def latency(self):
+        return self.done - self.sent
+
+    def kind(self):
+        """200, 409, 503 ... for answers; refused, dropped, timeout or bad for errors."""
+        if self.reply is not None:
+            return str(self.reply.code)
+        e = self.error
+        if isinstance(e, ConnectionRefusedError):
+            return "refused"
+        if isinstance(e, (socket.timeout, TimeoutError)):
+            return "timeout"
+        if isinstance(e, (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine,
+                          http.client.IncompleteRead, OSError)):
+            return "dropped"
+        return "bad"   # an answer that is not JSON, or without success/status
+
+    def __repr__(self):
+        what = repr(self.reply) if self.reply is not None else f"{self.kind()} {self.error!r}"
+        return f"user {self.user}{' (repeat)' if self.repeat else ''}: {what}"
+
+
+class Load:
+    """A bounded, paced load: `threads` threads, each with its own keep-alive connection,
+    together about `rate` requests a second (no catch-up bursts after a slow answer), at
+    most `max_requests` requests. Distinct users, plus `repeat_share` second attempts by
+    users already answered. `on_accept(order_no)` sees every 200."""
+
+    def __init__(self, port, activity, user_base, rate, threads, max_requests,
+                 repeat_share=0.05, on_accept=None):
+        self.port, self.activity, self.user_base = port, activity, user_base
+        self.rate, self.threads, self.max_requests = rate, threads, max_requests
+        self.repeat_share = repeat_share
+        self.on_accept = on_accept
+        self.tries = []
+        self.lock = threading.Lock()
+        self.stop_ev = threading.Event()
+        self.next_user = 0
+        self.issued = 0
+        self.answered_users = []
+        self.repeated = set()
+        self.last_accept = 0.0
+        self.accepted = 0
+        self.rng = random.Random(activity)
+        self.pool = []
+
+    def _next(self):
+        with self.lock:
+            if self.issued >= self.max_requests:
+                return None
+            self.issued += 1
+            if self.answered_users and self.rng.random() < self.repeat_share:
+                u = self.answered_users[self.rng.randrange(len(self.answered_users))]
+                if u not in self.repeated:
+                    self.repeated.add(u)
+                    return Try(u, repeat=True)
+            self.next_user += 1
+            return Try(self.user_base + self.next_user)
+
+    def _record(self, t):
+        with self.lock:
+            self.tries.append(t)
+            if not t.repeat and t.reply is not None:
+                self.answered_users.append(t.user)
+            if t.code == 200:
+                self.accepted += 1
+                self.last_accept = t.done
+        if t.code == 200 and self.on_accept is not None:
+            self.on_accept(t.reply.get("orderNo"))
+
+    def _worker(self):
+        conn = None
+        interval = self.threads / self.rate
+        nxt = time.monotonic() + random.random() * interval
+        while not self.stop_ev.is_set():
+            now = time.monotonic()
+            if nxt > now:
+                self.stop_ev.wait(nxt - now)
+                continue
+            nxt = max(nxt + interval, now)
+            t = self._next()
+            if t is None:
+                break
+            t.sent = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HTTP_TIMEOUT)
+                t.reply = it.raw_execute(conn, t.user, self.activity)
+            except Exception as e:  # noqa: BLE001 - every failure is a result here
+                t.error = e
+                if conn is not None:
+                    conn.close()
+                conn = None
+            t.done = time.monotonic()
+            self._record(t)
+        if conn is not None:
+            conn.close()
+
+    def start(self):
+        self.pool = [threading.Thread(target=self._worker, daemon=True) for _ in range(self.threads)]
+        for th in self.pool:
+            th.start()
+        return self
+
+    def stop(self, timeout=30):
+        self.stop_ev.set()
+        for th in self.pool:
+            th.join(timeout)
+        assert not any(th.is_alive() for th in self.pool), "load threads did not stop"
+
+    @property
+    def finished(self):
+        return all(not th.is_alive() for th in self.pool)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.tries)
+
+
+# ---- I6 sampler and /metrics scraper ---------------------------------------------------------
+
+
+class Sampler(threading.Thread):
+    """I6: polls GET /seckill/orders/{orderNo} for recently accepted orders; whenever one
+    shows SUCCESS, asks MySQL at once whether its row exists. A sample is 'seen turning'
+    when the same order was PROCESSING on the previous poll, so the row check follows the
+    moment SUCCESS became visible by at most one polling round."""
+
+    WATCH = 24
+
+    def __init__(self, port, conf):
+        super().__init__(daemon=True)
+        self.port = port
+        self.sql = SqlPipe(conf)
+        self.incoming = deque(maxlen=2000)
+        self.stop_ev = threading.Event()
+        self.samples = self.turning = self.unchecked = self.failed_seen = 0
+        self.violations = []
+        self.check_ms = []
+
+    def offer(self, order_no):
+        if order_no and re.fullmatch(r"[0-9]+-[0-9]+", order_no):
+            self.incoming.append(order_no)
+
+    def _status(self, conn, order_no):
+        conn.request("GET", f"/seckill/orders/{order_no}")
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            return None
+        return json.loads(body).get("status")
+
+    def run(self):
+        watch = {}   # order_no -> last status seen
+        conn = None
+        while not self.stop_ev.is_set():
+            while len(watch) < self.WATCH and self.incoming:
+                watch.setdefault(self.incoming.pop(), None)
+            if not watch:
+                self.stop_ev.wait(0.02)
+                continue
+            for order_no in list(watch):
+                if self.stop_ev.is_set():
+                    break
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3)
+                    status = self._status(conn, order_no)
+                except Exception:  # noqa: BLE001 - the gateway may be down on purpose
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                    self.stop_ev.wait(0.1)
+                    break
+                if status == "SUCCESS":
+                    t0 = time.monotonic()
+                    n = self.sql.scalar(
+                        f"SELECT COUNT(*) FROM seckill_order WHERE order_no = '{order_no}'")
+                    self.check_ms.append((time.monotonic() - t0) * 1000)
+                    if n is None:
+                        self.unchecked += 1
+                    else:
+                        self.samples += 1
+                        if watch[order_no] == "PROCESSING":
+                            self.turning += 1
+                        if n != "1":
+                            self.violations.append(order_no)
+                    del watch[order_no]
+                elif status == "FAILED":
+                    self.failed_seen += 1
+                    del watch[order_no]
+                else:
+                    watch[order_no] = status
+            self.stop_ev.wait(0.005)
+        if conn is not None:
+            conn.close()
+        self.sql.close()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join(10)
+
+
+METRIC_NAMES = ("seckill_orders_accepted_total", "seckill_orders_rolled_back_total",
+                "seckill_reservations_expired_total", "seckill_kafka_delivery_failures_total",
+                "seckill_redis_timeouts_total")
+
+
+class MetricsScraper(threading.Thread):
+    """The gateway's counters, scraped every half second and kept per gateway process:
+    a process killed with -9 keeps the values of its last scrape."""
+
+    def __init__(self, gateway):
+        super().__init__(daemon=True)
+        self.gateway = gateway
+        self.stop_ev = threading.Event()
+        self.per_pid = {}
+
+    def scrape(self):
+        try:
+            pid = self.gateway.pid if self.gateway.running else None
+            if pid is None:
+                return
+            c = http.client.HTTPConnection("127.0.0.1", self.gateway.conf.http_port, timeout=2)
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+            c.close()
+        except Exception:  # noqa: BLE001
+            return
+        values = {}
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] in METRIC_NAMES:
+                values[parts[0]] = int(float(parts[1]))
+        if values:
+            self.per_pid[pid] = values
+
+    def run(self):
+        while not self.stop_ev.wait(0.5):
+            self.scrape()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join(10)
+        self.scrape()
+
+    def total(self, name):
+        return sum(v.get(name, 0) for v in self.per_pid.values())
+
+
+# ---- scenario -----------------------------------------------------------------------------
+
+
+class Scenario:
+    """One row of the table. `fault(ctx)` injects the fault and recovers from it; it may
+    append ("name", ok, detail) to ctx.expect for what DESIGN.md promises of that fault.
+    `allow` names findings that the protocol's stated limits admit for this fault:
+      'unanswered_persisted'  a request cut off without an answer whose order was persisted
+                              (the gateway died after the order reached Kafka)."""
+
+    def __init__(self, key, title, fault, stock=100000, rate=400, threads=32, warm=300,
+                 after=3.0, overrides=None, allow=(), expect_503=False, expect_errors=False,
+                 sellout=False, max_seconds=60, post=None):
+        self.key, self.title, self.fault = key, title, fault
+        self.stock, self.rate, self.threads, self.warm = stock, rate, threads, warm
+        self.after, self.overrides = after, dict(overrides or {})
+        self.allow = set(allow)
+        self.expect_503, self.expect_errors = expect_503, expect_errors
+        self.sellout = sellout
+        self.max_seconds = max_seconds
+        self.post = post      # post(ctx): after quiescence, before the checks
+
+
+class Ctx:
+    def __init__(self, scenario, conf, gateway, consumer, redis, mysql, ctl, stack, sale, load):
+        self.scenario, self.conf = scenario, conf
+        self.gateway, self.consumer = gateway, consumer
+        self.redis, self.mysql, self.ctl, self.stack = redis, mysql, ctl, stack
+        self.sale, self.load = sale, load
+        self.a = sale.activity_id
+        self.expect = []     # (name, ok, detail)
+        self.notes = []
+        self.t_fault = self.t_recovered = None
+
+    def key(self, kind):
+        return self.conf.key(kind, self.a)
+
+    def fault_start(self):
+        self.t_fault = time.monotonic()
+
+    def fault_end(self):
+        self.t_recovered = time.monotonic()
+
+    def live(self):
+        return it.live_reservations(self.redis, self.conf, self.a)
+
+
+def _quiesce(ctx, timeout):
+    """No live reservation (reserved, queued or claimed) and MySQL rows = Redis SUCCESS,
+    twice in a row half a second apart. Returns (reached, seconds, last state)."""
+    t0 = time.monotonic()
+    stable = 0
+    state = {}
+    while True:
+        try:
+            state = {"live": ctx.live(),
+                     "rows": ctx.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {ctx.a}"),
+                     "success": it.success_count(ctx.redis, ctx.conf, ctx.a)}
+            ok = state["live"] == 0 and state["rows"] == state["success"]
+        except (AssertionError, OSError, it.RedisError) as e:
+            state = {"error": str(e)}
+            ok = False
+        stable = stable + 1 if ok else 0
+        if stable >= 2:
+            return True, time.monotonic() - t0, state
+        if time.monotonic() - t0 > timeout:
+            return False, time.monotonic() - t0, state
+        time.sleep(0.5)
+
+
+def _hgetall(redis, key):
+    flat = redis("HGETALL", key) or []
+    return dict(zip(flat[0::2], flat[1::2]))
+
+
+def check(ctx, tries, sampler, metrics, quiet):
+    """I1..I6 and verify, each on its own; returns (results, counts).
+    results: {name: (status, detail)} with status PASS, FAIL or n/a."""
+    sc, a, conf, redis, mysql = ctx.scenario, ctx.a, ctx.conf, ctx.redis, ctx.mysql
+    res = {}
+    stock = sc.stock
+    stock_left = int(redis("GET", ctx.key("stock")) or 0)
+    resv = redis("ZCARD", ctx.key("resv"))
+    queued = redis("SCARD", ctx.key("queued"))
+    claimed = redis("SCARD", ctx.key("claimed"))
+    users_h = _hgetall(redis, ctx.key("users"))
+    orders_h = _hgetall(redis, ctx.key("orders"))
+    returned = int(redis("HGET", ctx.key("activity"), "returned") or 0)
+    statuses = {}
+    for s in orders_h.values():
+        statuses[s] = statuses.get(s, 0) + 1
+    r_success = {o for o, s in orders_h.items() if s == "SUCCESS"}
+    r_failed = {o for o, s in orders_h.items() if s == "FAILED"}
+
+    rows = it.order_rows(mysql, a)                     # order_no -> user
+    n_rows, d_orders, d_users = (int(x) for x in mysql.rows(
+        f"SELECT COUNT(*), COUNT(DISTINCT order_no), COUNT(DISTINCT user_id) "
+        f"FROM seckill_order WHERE activity_id = {a}")[0])
+    sold_count = mysql.count(f"SELECT sold_count FROM seckill_activity WHERE id = {a}")
+    uc = mysql.rows(f"SELECT COUNT(u.id) FROM seckill_order o LEFT JOIN user_coupon u "
+                    f"ON u.source_ref = o.order_no WHERE o.activity_id = {a} GROUP BY o.order_no")
+    uc_bad = sum(1 for r in uc if r[0] != "1")
+
+    # What the clients were told, per user.
+    ok_orders = {}        # order_no -> user, from 200 answers
+    told = {}             # user -> set of kinds
+    dup_answers = 0
+    for t in tries:
+        told.setdefault(t.user, set()).add(t.kind())
+        if t.code == 200:
+            no = t.reply.get("orderNo")
+            if no in ok_orders:
+                dup_answers += 1
+            ok_orders[no] = t.user
+    ok_users = {}
+    for no, u in ok_orders.items():
+        ok_users.setdefault(u, []).append(no)
+
+    # I1 no oversell
+    i1 = n_rows <= stock and len(r_success) <= stock and stock_left >= 0 and sold_count <= stock
+    res["I1"] = ("PASS" if i1 else "FAIL",
+                 f"rows {n_rows}, Redis SUCCESS {len(r_success)}, sold_count {sold_count} <= stock {stock}; "
+                 f"stock left {stock_left}")
+
+    # I2 one per user: MySQL, the users hash, and the answers (no user told 200 twice
+    # with two orders that both count).
+    shared = len(users_h) - len(set(users_h.values()))
+    twice = [u for u, nos in ok_users.items() if len(nos) > 1 and
+             sum(1 for n in nos if orders_h.get(n) != "FAILED") > 1]
+    i2 = n_rows == d_users and shared == 0 and not twice
+    res["I2"] = ("PASS" if i2 else "FAIL",
+                 f"rows {n_rows} = distinct users {d_users}; users hash: {shared} orders shared; "
+                 f"users with two live accepted orders {len(twice)}" + (f" e.g. {twice[:3]}" if twice else ""))
+
+    # I3 conservation
+    total = stock_left + resv + queued + claimed + len(r_success) + returned
+    res["I3"] = ("PASS" if total == stock else "FAIL",
+                 f"stock {stock_left} + reserved {resv} + queued {queued} + claimed {claimed} + "
+                 f"SUCCESS {len(r_success)}" + (f" + returned {returned}" if returned else "")
+                 + f" = {total} {'==' if total == stock else '!='} {stock}")
+
+    # I4 no order left behind; Redis and MySQL agree; answers honoured.
+    stuck = [o for o, s in orders_h.items() if s not in ("SUCCESS", "FAILED")]
+    ok_unknown = [o for o in ok_orders if o not in orders_h]
+    ok_failed = sorted(o for o in ok_orders if orders_h.get(o) == "FAILED")
+    row_not_success = [o for o in rows if orders_h.get(o) != "SUCCESS"]
+    success_no_row = [o for o in r_success if o not in rows]
+    unanswered_persisted, told503_persisted, unknown_persisted = [], [], []
+    for o, u in rows.items():
+        if o in ok_orders:
+            continue
+        kinds = told.get(u, set())
+        if kinds & {"refused", "dropped", "timeout", "bad"}:
+            unanswered_persisted.append(o)
+        elif "503" in kinds:
+            told503_persisted.append(o)
+        else:
+            unknown_persisted.append(o)
+    problems = []
+    if not quiet[0]:
+        problems.append(f"no quiescence after {quiet[1]:.0f} s ({quiet[2]})")
+    if stuck:
+        problems.append(f"{len(stuck)} orders neither SUCCESS nor FAILED e.g. {stuck[:3]}")
+    if ok_unknown:
+        problems.append(f"{len(ok_unknown)} orders answered 200 unknown to Redis e.g. {ok_unknown[:3]}")
+    if ok_failed:
+        problems.append(f"{len(ok_failed)} orders answered 200 ended FAILED e.g. {ok_failed[:3]}")
+    if row_not_success:
+        problems.append(f"{len(row_not_success)} rows not SUCCESS in Redis e.g. {row_not_success[:3]}")
+    if success_no_row:
+        problems.append(f"{len(success_no_row)} SUCCESS without a row e.g. {success_no_row[:3]}")
+    if sold_count != n_rows:
+        problems.append(f"sold_count {sold_count} != rows {n_rows}")
+    if told503_persisted:
+        problems.append(f"{len(told503_persisted)} orders persisted for users told 503")
+    if unknown_persisted:
+        problems.append(f"{len(unknown_persisted)} orders persisted for users never accepted")
+    if unanswered_persisted and "unanswered_persisted" not in sc.allow:
+        problems.append(f"{len(unanswered_persisted)} orders persisted whose request got no answer")
+    accepted_persisted = sum(1 for o in ok_orders if o in rows)
+    detail = (f"quiescent after {quiet[1]:.1f} s; 200 -> SUCCESS {accepted_persisted}/{len(ok_orders)}, "
+              f"200 -> FAILED {len(ok_failed)}; Redis SUCCESS = rows both ways"
+              + (f"; unanswered -> persisted {len(unanswered_persisted)} (allowed: the order had reached Kafka)"
+                 if unanswered_persisted and "unanswered_persisted" in sc.allow else ""))
+    res["I4"] = ("FAIL" if problems else "PASS", "; ".join(problems) if problems else detail)
+
+    # I5 idempotent
+    i5 = n_rows == d_orders == d_users and uc_bad == 0 and dup_answers == 0
+    res["I5"] = ("PASS" if i5 else "FAIL",
+                 f"rows {n_rows} = distinct order_no {d_orders} = distinct users {d_users}; "
+                 f"orders without exactly one user_coupon {uc_bad}; order numbers answered twice {dup_answers}")
+
+    # I6 SUCCESS never before commit
+    if sampler.samples == 0:
+        res["I6"] = ("FAIL", f"no SUCCESS sampled ({sampler.unchecked} unchecked): the check saw nothing")
+    else:
+        ms = sorted(sampler.check_ms)
+        p50 = ms[len(ms) // 2] if ms else 0
+        res["I6"] = ("FAIL" if sampler.violations else "PASS",
+                     f"{sampler.samples} SUCCESS sampled ({sampler.turning} seen turning from PROCESSING), "
+                     f"{len(sampler.violations)} without a row"
+                     + (f" e.g. {sampler.violations[:3]}" if sampler.violations else "")
+                     + f"; row query {p50:.1f} ms (median)"
+                     + (f"; {sampler.unchecked} unchecked (MySQL away)" if sampler.unchecked else ""))
+
+    v = ctx.ctl("verify", a)
+    res["verify"] = ("PASS" if v.rc == 0 else "FAIL",
+                     "exit 0" if v.rc == 0 else f"exit {v.rc}: " + " | ".join(
+                         line for line in v.stdout.splitlines() if line.startswith("FAIL")) + v.stderr.strip())
+
+    kinds = {}
+    for t in tries:
+        k = t.kind()
+        kinds[k] = kinds.get(k, 0) + 1
+    # Retries of users whose first attempt got 503: accepted, or DUPLICATE because a
+    # reservation made for them after all (its answer lost in a Redis stall) still holds.
+    first = {t.user: t for t in tries if not t.repeat}
+    retry_503 = {}
+    for t in tries:
+        if t.repeat and t.user in first and first[t.user].code == 503:
+            k = t.reply.status if t.code == 409 else t.kind()
+            retry_503[k] = retry_503.get(k, 0) + 1
+    counts = {
+        "requests": len(tries),
+        "accepted": kinds.get("200", 0),
+        "persisted": n_rows,
+        "failed": len(r_failed),
+        "rolled_back": metrics.total("seckill_orders_rolled_back_total"),
+        "expired": metrics.total("seckill_reservations_expired_total"),
+        "409": kinds.get("409", 0),
+        "503": kinds.get("503", 0),
+        "conn_errors": kinds.get("refused", 0) + kinds.get("dropped", 0),
+        "timeouts": kinds.get("timeout", 0),
+        "bad": kinds.get("bad", 0),
+        "ok_failed": len(ok_failed),
+        "unanswered_persisted": len(unanswered_persisted),
+        "told503_persisted": len(told503_persisted),
+        "stock_left": stock_left,
+        "statuses": statuses,
+        "kinds": kinds,
+        "retry_after_503": retry_503,
+    }
+    return res, counts
+
+
+def expectations(ctx, tries):
+    """What every fault must keep (on top of the scenario's own expectations): no answer
+    that is not JSON, no client timeout (a hang), only 200/409/503 answers, 409 only as
+    OUT_OF_STOCK or DUPLICATE, 503 only as UNAVAILABLE; 503s and connection errors only
+    where the fault explains them; orders accepted again after recovery."""
+    sc = ctx.scenario
+    out = []
+    bad = [t for t in tries if t.kind() == "bad"]
+    hung = [t for t in tries if t.kind() == "timeout"]
+    odd = [t for t in tries if t.reply is not None and (
+        t.code not in (200, 409, 503)
+        or (t.code == 409 and t.reply.status not in ("OUT_OF_STOCK", "DUPLICATE"))
+        or (t.code == 503 and t.reply.status != "UNAVAILABLE"))]
+    out.append(("answers", not bad and not hung and not odd,
+                f"{len(bad)} not JSON, {len(hung)} client timeouts, {len(odd)} unexpected"
+                + (f" e.g. {(bad + hung + odd)[:2]}" if bad or hung or odd else "")))
+    slow = [t for t in tries if t.reply is not None and t.latency > int(ctx.conf.get("http.request-timeout-ms")) / 1000]
+    out.append(("within request timeout", not slow,
+                f"slowest answer {max((t.latency for t in tries if t.reply is not None), default=0):.2f} s"
+                + (f"; {len(slow)} slower than http.request-timeout-ms" if slow else "")))
+    n503 = sum(1 for t in tries if t.code == 503)
+    nerr = sum(1 for t in tries if t.kind() in ("refused", "dropped"))
+    if not sc.expect_503 and n503:
+        out.append(("no 503", False, f"{n503} answers 503 where the fault should not cause any"))
+    if not sc.expect_errors and nerr:
+        out.append(("no connection errors", False, f"{nerr} connection errors where the gateway stayed up"))
+    # A failed delivery whose rollback finds no reservation: the reaper expired the order
+    # while its delivery report was still pending. Had that delivery succeeded, the client
+    # would have been told 200 for a FAILED order.
+    late = ctx.gateway.log_text().count("rollback found no reservation")
+    out.append(("no expiry before the delivery report", late == 0,
+                f"{late} failed deliveries found their reservation already released"))
+    if ctx.t_recovered is not None:
+        after = [t for t in tries if t.sent >= ctx.t_recovered + SETTLE]
+        ok_after = sum(1 for t in after if t.code == 200)
+        out.append(("recovered", ok_after > 0 or sc.sellout,
+                    f"{ok_after} accepted after recovery"))
+    return out
+
+
+def run(sc, stack, redis, mysql, results):
+    """Runs one scenario and records its row in `results` (a list). Fails the test when
+    any check fails."""
+    out = OUT / sc.key
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    overrides = dict(CHAOS_CONF)
+    overrides.update(sc.overrides)
+    overrides.update(extra_settings())
+    conf = it.write_conf(out / "seckill.conf", overrides)
+    ctl = it.Ctl(conf)
+    consumer = it.Consumer(conf, out)
+    gateway = it.Gateway(conf, out)
+    row = {"key": sc.key, "title": sc.title, "results": {}, "counts": {}, "notes": [], "expect": []}
+    results.append(row)
+    load = sampler = metrics = None
+    t_start = time.monotonic()
+    try:
+        consumer.start()
+        gateway.start()
+        sale = ctl.create_sale(sc.stock)
+        log(f"{sc.key}: activity {sale.activity_id}, stock {sc.stock}, gateway :{conf.http_port}")
+        sampler = Sampler(conf.http_port, conf)
+        metrics = MetricsScraper(gateway)
+        user_base = (int(time.time() * 1000) % 10**9) * 1000
+        load = Load(conf.http_port, sale.activity_id, user_base, sc.rate, sc.threads,
+                    max_requests=int(sc.rate * sc.max_seconds), on_accept=sampler.offer)
+        ctx = Ctx(sc, conf, gateway, consumer, redis, mysql, ctl, stack, sale, load)
+        sampler.start()
+        metrics.start()
+        load.start()
+        it.poll_until(lambda: load.accepted >= sc.warm or load.finished, 30,
+                      f"{sc.warm} accepted orders before the fault")
+        log(f"{sc.key}: {load.accepted} accepted; fault: {sc.title}")
+        sc.fault(ctx)
+        if ctx.t_recovered is None:
+            ctx.fault_end()
+        if not sc.sellout:
+            t_rec = ctx.t_recovered
+            deadline = time.monotonic() + RECOVERY_TIMEOUT
+            while load.last_accept <= t_rec and time.monotonic() < deadline and not load.finished:
+                time.sleep(0.05)
+            if load.last_accept > t_rec:
+                first = min(t.done for t in load.snapshot() if t.code == 200 and t.done > t_rec)
+                ctx.notes.append(f"first order accepted {first - t_rec:.1f} s after recovery")
+        time.sleep(sc.after)
+        load.stop()
+        log(f"{sc.key}: load stopped after {len(load.tries)} requests; waiting for quiescence")
+        timeout = int(conf.get("seckill.pre-reduce-timeout")) + 45
+        quiet = _quiesce(ctx, timeout)
+        if sc.post is not None:
+            sc.post(ctx)
+        sampler.stop()
+        metrics.stop()
+        tries = load.snapshot()
+        res, counts = check(ctx, tries, sampler, metrics, quiet)
+        row["results"], row["counts"] = res, counts
+        row["expect"] = expectations(ctx, tries) + ctx.expect
+        if sc.sellout:
+            row["expect"].append(("sold out exactly", counts["persisted"] == sc.stock and counts["stock_left"] == 0,
+                                  f"{counts['persisted']} rows of a stock of {sc.stock}, {counts['stock_left']} left"))
+        row["notes"] = ctx.notes
+    except BaseException as e:
+        row["expect"].append(("scenario ran", False, f"{type(e).__name__}: {str(e)[:400]}"))
+        raise
+    finally:
+        if load is not None:
+            load.stop_ev.set()
+        for th in (sampler, metrics):
+            if th is not None:
+                th.stop_ev.set()
+        # Clean stops: exit 0 after SIGTERM, no sanitizer report, no work left undone.
+        for svc in (gateway, consumer):
+            try:
+                svc.finish(timeout=int(conf.get("http.request-timeout-ms")) / 1000 + 20)
+                ok, detail = True, "exit 0"
+            except BaseException as e:  # noqa: BLE001 - recorded in the table
+                ok, detail = False, str(e)[:400]
+            row["expect"].append((f"{svc.name} clean", ok, detail))
+        stack.ensure_up()
+        row["seconds"] = time.monotonic() - t_start
+        write_report(results)
+    failed = [f"{k}: {v[1]}" for k, v in row["results"].items() if v[0] == "FAIL"]
+    failed += [f"{name}: {detail}" for name, ok, detail in row["expect"] if not ok]
+    log(f"{sc.key}: {'FAILED' if failed else 'passed'} in {row['seconds']:.0f} s; "
+        + ", ".join(f"{k} {v[0]}" for k, v in row["results"].items()))
+    if failed:
+        pytest.fail(f"{sc.key} ({sc.title}):\n  " + "\n  ".join(failed), pytrace=False)
+
+
+# ---- report ----------------------------------------------------------------------------
+
+
+COLUMNS = ("I1", "I2", "I3", "I4", "I5", "I6", "verify")
+
+
+def table(results):
+    """The scenario x invariant table, in Markdown."""
+    lines = ["| scenario | fault | " + " | ".join(COLUMNS) + " | accepted | persisted | FAILED "
+             "(rolled back / expired) | 503 | conn. errors | 200→FAILED | 503→SUCCESS |",
+             "|---|---|" + "---|" * len(COLUMNS) + "---:|---:|---:|---:|---:|---:|---:|"]
+    for row in results:
+        fault_ok = all(ok for _, ok, _ in row["expect"])
+        cells = [row["results"].get(c, ("—", ""))[0] for c in COLUMNS]
+        c = row["counts"]
+        if c:
+            nums = [str(c["accepted"]), str(c["persisted"]),
+                    f"{c['failed']} ({c['rolled_back']} / {c['expired']})",
+                    str(c["503"]), str(c["conn_errors"] + c["timeouts"]), str(c["ok_failed"]),
+                    str(c["told503_persisted"])]
+        else:
+            nums = ["—"] * 7
+        lines.append(f"| {row['key']} {row['title']} | {'PASS' if fault_ok else 'FAIL'} | "
+                     + " | ".join(cells) + " | " + " | ".join(nums) + " |")
+    return "\n".join(lines)
+
+
+def details(results):
+    out = []
+    for row in results:
+        out.append(f"### {row['key']} {row['title']} ({row.get('seconds', 0):.0f} s)")
+        for name, ok, detail in row["expect"]:
+            out.append(f"- fault/{name}: {'PASS' if ok else 'FAIL'} — {detail}")
+        for k in COLUMNS:
+            if k in row["results"]:
+                st, detail = row["results"][k]
+                out.append(f"- {k}: {st} — {detail}")
+        c = row["counts"]
+        if c:
+            out.append(f"- answers: {json.dumps(c['kinds'], sort_keys=True)}; Redis statuses: "
+                       f"{json.dumps(c['statuses'], sort_keys=True)}; stock left {c['stock_left']}"
+                       + (f"; retries after a 503: {json.dumps(c['retry_after_503'], sort_keys=True)}"
+                          if c.get("retry_after_503") else ""))
+        for n in row["notes"]:
+            out.append(f"- note: {n}")
+        out.append("")
+    return "\n".join(out)
+
+
+def write_report(results):
+    OUT.mkdir(parents=True, exist_ok=True)
+    text = ("# Chaos run " + time.strftime("%Y-%m-%d %H:%M:%S") + f" (binaries: {BIN})\n\n"
+            + table(results) + "\n\n" + details(results))
+    (OUT / "report.md").write_text(text + "\n", encoding="utf-8")
+    serial = [{k: v for k, v in r.items()} for r in results]
+    (OUT / "report.json").write_text(json.dumps(serial, indent=1, default=str) + "\n", encoding="utf-8")
