@@ -28,7 +28,7 @@ struct kafkaprod {
 static const char *const producer_defaults[][2] = {
     { "enable.idempotence", "true" },
     { "acks", "all" },
-    { "linger.ms", "5" },
+    { "linger.ms", "1" },
     { "compression.codec", "lz4" },
     { "message.timeout.ms", "5000" },
     { "reconnect.backoff.max.ms", "1000" },  /* else a broker outage delays message timeouts ~10 s */

@@ -500,14 +500,14 @@ static void test_kafka_passthrough(void **state)
     assert_int_equal(cfg.kafka_producer_count, 0);
     assert_int_equal(config_load_file(&cfg, SHIPPED_CONF, err, sizeof(err)), 0);
     /* The shipped examples are stored without their prefix. */
-    assert_value(&cfg, "kafka.producer.linger.ms", "5");
+    assert_value(&cfg, "kafka.producer.linger.ms", "1");
     assert_value(&cfg, "kafka.producer.message.timeout.ms", "5000");
     assert_value(&cfg, "kafka.consumer.session.timeout.ms", "10000");
     size_t producers = cfg.kafka_producer_count;
     bool found = false;
     for (size_t i = 0; i < cfg.kafka_producer_count; i++)
         if (strcmp(cfg.kafka_producer[i].key, "linger.ms") == 0) {
-            assert_string_equal(cfg.kafka_producer[i].value, "5");
+            assert_string_equal(cfg.kafka_producer[i].value, "1");
             found = true;
         }
     assert_true(found);
