@@ -29,7 +29,7 @@ LDFLAGS += $(LDFLAGS_OPT)
 
 COMMON   := log clock config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
 SERVER   := server gateway auth metrics http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
-CONSUMER := consumer batch persist
+CONSUMER := consumer consumermetrics batch persist
 CTL      := ctl ctlcoupon ctlactivity ctlverify ctlstats
 
 obj = $(addprefix $(BUILD)/obj/,$(addsuffix .o,$(1)))

@@ -28,27 +28,32 @@ on=(--set seckill.enable-rate-limit=true --set seckill.rate-limit.permits-per-se
     --set seckill.anti-brush-threshold=1000)
 off=(--set seckill.enable-rate-limit=false --set seckill.enable-anti-brush=false)
 
-base=$(( $(date +%s) * 100000000000 ))
-run() {  # run LABEL ARGS...
-  local label=$1
-  shift
+# Users stay below 2^53 (ids travel as JSON numbers): a time-based base, 10^10 apart per run.
+base=$(( ($(date +%s) % 100000) * 10000000000 ))
+run() {  # run LABEL RUN_NUMBER ARGS...  (runs in a subshell: its users come from RUN_NUMBER)
+  local label=$1 users=$((base + $2 * 10000000000))
+  shift 2
   build/seckill-server -c "$CONF" "${common[@]}" "$@" >"var/log/protection-$label.log" 2>&1 &
   local pid=$!
   wait_until 20 "gateway on :$PORT" curl -fsS "http://127.0.0.1:$PORT/healthz"
-  base=$((base + 10000000000))
-  local rps
-  rps=$(wrk -t2 -c"$CONNS" -d"${SECONDS_EACH}s" -s bench/execute.lua "http://127.0.0.1:$PORT" -- \
-          "$activity" "$base" | awk '/Requests\/sec/ { print $2 }')
+  local out rps requests accepted
+  out=$(wrk -t2 -c"$CONNS" -d"${SECONDS_EACH}s" -s bench/execute.lua "http://127.0.0.1:$PORT" -- \
+          "$activity" "$users")
+  rps=$(awk '/Requests\/sec/ { print $2 }' <<<"$out")
+  requests=$(awk '/requests in/ { print $1 }' <<<"$out")
+  # Every request must have been an accepted order, or the comparison means nothing.
+  accepted=$(curl -fsS "http://127.0.0.1:$PORT/metrics" | awk '/^seckill_orders_accepted_total/ { print $2 }')
   kill -TERM "$pid"
   wait "$pid" || true
+  [ "$accepted" -ge "$requests" ] || die "$label: $requests requests but $accepted accepted orders"
   echo "$label $rps"
 }
 
 mkdir -p var/log
 results=()
-for _ in $(seq "$ROUNDS"); do
-  results+=("$(run on "${on[@]}")")
-  results+=("$(run off "${off[@]}")")
+for round in $(seq "$ROUNDS"); do
+  results+=("$(run on $((2 * round)) "${on[@]}")")
+  results+=("$(run off $((2 * round + 1)) "${off[@]}")")
 done
 printf '%s\n' "${results[@]}"
 printf '%s\n' "${results[@]}" | python3 -c '

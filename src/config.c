@@ -91,6 +91,8 @@ static const struct config_entry config_table[] = {
     STR("consumer.group-id", consumer_group_id, "seckill-order-consumer"),
     INT("consumer.retry-min-ms", consumer_retry_min_ms, "100", 1, 600000),
     INT("consumer.retry-max-ms", consumer_retry_max_ms, "5000", 1, 600000),
+    STR("consumer.metrics-host", consumer_metrics_host, "127.0.0.1"),
+    INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
 };
@@ -414,6 +416,7 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         { "mysql.database", cfg->mysql_database }, { "seckill.stock.prefix", cfg->stock_prefix },
         { "seckill.user.prefix", cfg->user_prefix }, { "seckill.lua-dir", cfg->lua_dir },
         { "consumer.group-id", cfg->consumer_group_id },
+        { "consumer.metrics-host", cfg->consumer_metrics_host },
     };
     for (size_t i = 0; i < sizeof(nonempty) / sizeof(nonempty[0]); i++) {
         if (nonempty[i].value[0] == '\0') {

@@ -2,7 +2,8 @@
  * writes them to MySQL in one transaction, shows them as SUCCESS in Redis, and only then
  * commits the Kafka offsets. A crash anywhere replays the batch, which is idempotent.
  * coupon.used events share the topic: they are written in the same transaction, after
- * the orders, and need nothing in Redis (the gateway marked the coupon used already). */
+ * the orders, and need nothing in Redis (the gateway marked the coupon used already).
+ * Its Prometheus metrics (consumermetrics) are served by a thread of their own. */
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
 #include <librdkafka/rdkafka.h>
@@ -14,7 +15,9 @@
 #include <time.h>
 
 #include "batch.h"
+#include "clock.h"
 #include "config.h"
+#include "consumermetrics.h"
 #include "couponstore.h"
 #include "db.h"
 #include "keys.h"
@@ -392,6 +395,30 @@ static void stash_push(struct consumer *c, rd_kafka_message_t *msg)
     c->stash[c->stash_count++] = msg;
 }
 
+/* The lag gauge: high watermark minus position, summed over the assigned partitions,
+ * from the watermarks librdkafka caches from its fetches (no broker round trip). A
+ * partition without a position (nothing consumed since it was assigned) counts 0. */
+static void consumer_update_lag(struct consumer *c)
+{
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    if (rd_kafka_assignment(c->rk, &parts) != RD_KAFKA_RESP_ERR_NO_ERROR || !parts)
+        return;
+    uint64_t lag = 0;
+    if (parts->cnt > 0 && rd_kafka_position(c->rk, parts) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        for (int i = 0; i < parts->cnt; i++) {
+            const rd_kafka_topic_partition_t *p = &parts->elems[i];
+            int64_t low, high;
+            if (p->offset < 0 || rd_kafka_get_watermark_offsets(c->rk, p->topic, p->partition,
+                                                                &low, &high) != 0)
+                continue;
+            if (high > p->offset)
+                lag += (uint64_t)(high - p->offset);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(parts);
+    consumermetrics_set(CONSUMERMETRICS_LAG, lag);
+}
+
 /* Sleeps ms in slices, serving the group (heartbeats, rebalances) and noticing SIGTERM. */
 static void consumer_wait(struct consumer *c, int64_t ms)
 {
@@ -404,26 +431,36 @@ static void consumer_wait(struct consumer *c, int64_t ms)
             rd_kafka_consumer_poll(c->rk, (int)(left < SLICE_MS ? left : SLICE_MS));
         if (msg)
             stash_push(c, msg);
+        consumer_update_lag(c);
     }
 }
 
 typedef int (*consumer_step)(struct consumer *c, char *err, size_t errlen);
 
 /* Runs step until it succeeds, backing off in between. Gives up only when asked to stop,
- * leaving the batch uncommitted so that it replays. */
-static int consumer_retry(struct consumer *c, const char *what, consumer_step step)
+ * leaving the batch uncommitted so that it replays. Each retry counts in metric. */
+static int consumer_retry(struct consumer *c, const char *what, consumer_step step,
+                          enum consumermetrics_id metric)
 {
     int64_t delay = c->cfg.consumer_retry_min_ms;
+    int failed = 0;
     for (;;) {
         char err[512] = "";
-        if (step(c, err, sizeof(err)) == 0)
+        if (step(c, err, sizeof(err)) == 0) {
+            if (failed)
+                consumermetrics_set(CONSUMERMETRICS_READY, 1);
             return 0;
+        }
+        if (!failed)
+            consumermetrics_set(CONSUMERMETRICS_READY, 0);
+        failed = 1;
         if (stop_requested) {
             LOG_WARN("%s failed: %s; stopping with the batch uncommitted (it replays)", what,
                      err);
             return -1;
         }
         LOG_WARN("%s failed: %s; retrying in %" PRId64 " ms", what, err, delay);
+        consumermetrics_add(metric, 1);
         consumer_set_paused(c, 1);
         consumer_wait(c, delay);
         delay = delay * 2 > c->cfg.consumer_retry_max_ms ? c->cfg.consumer_retry_max_ms
@@ -767,9 +804,12 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
     }
     if (db_ensure(c, err, errlen) != 0)
         return -1;
+    int64_t t0 = clock_mono_us();
     enum persist_result r = persist_batch(c->db, b->accepted, b->accepted_count, b->in_db,
                                           c->coupons, b->uses, b->use_count, c->use_results,
                                           &c->persisted, err, errlen);
+    if (r == PERSIST_OK)
+        consumermetrics_observe(CONSUMERMETRICS_INSERT_DURATION, clock_mono_us() - t0);
     if (r == PERSIST_DISCONNECTED)
         db_drop(c);
     return r == PERSIST_OK ? 0 : -1;
@@ -966,10 +1006,11 @@ static void log_rejections(const struct batch *b)
 }
 
 /* consumer_retry, adding the time it took to *ms. */
-static int timed_retry(struct consumer *c, const char *what, consumer_step step, int64_t *ms)
+static int timed_retry(struct consumer *c, const char *what, consumer_step step,
+                       enum consumermetrics_id metric, int64_t *ms)
 {
     int64_t t0 = now_ms();
-    int rc = consumer_retry(c, what, step);
+    int rc = consumer_retry(c, what, step, metric);
     *ms += now_ms() - t0;
     return rc;
 }
@@ -1009,21 +1050,27 @@ static int consumer_process(struct consumer *c)
     struct batch *b = &c->batch;
     struct batch_times *t = &c->times;
     int64_t started = now_ms();
+    int64_t started_us = clock_mono_us();
     batch_seal(b);
     memset(&c->persisted, 0, sizeof(c->persisted));
-    if (timed_retry(c, "dead-letter", step_dead_letters, &t->dead) != 0 ||
-        timed_retry(c, "claim", step_claim, &t->claim) != 0)
+    if (timed_retry(c, "dead-letter", step_dead_letters, CONSUMERMETRICS_RETRY_DEAD_LETTER,
+                    &t->dead) != 0 ||
+        timed_retry(c, "claim", step_claim, CONSUMERMETRICS_RETRY_CLAIM, &t->claim) != 0)
         return -1;
     log_rejections(b);
     batch_collect_accepted(b);
     size_t dead_before = b->dead_count;
-    if (timed_retry(c, "persist", step_persist, &t->persist) != 0 ||
+    if (timed_retry(c, "persist", step_persist, CONSUMERMETRICS_RETRY_PERSIST,
+                    &t->persist) != 0 ||
         consumer_dead_uses(c) != 0 ||
-        timed_retry(c, "publish coupons", step_publish, &t->publish) != 0 ||
-        timed_retry(c, "finalize", step_finalize, &t->finalize) != 0)
+        timed_retry(c, "publish coupons", step_publish, CONSUMERMETRICS_RETRY_PUBLISH,
+                    &t->publish) != 0 ||
+        timed_retry(c, "finalize", step_finalize, CONSUMERMETRICS_RETRY_FINALIZE,
+                    &t->finalize) != 0)
         return -1;
     if (b->dead_count > dead_before &&
-        timed_retry(c, "dead-letter", step_dead_letters, &t->dead) != 0)
+        timed_retry(c, "dead-letter", step_dead_letters, CONSUMERMETRICS_RETRY_DEAD_LETTER,
+                    &t->dead) != 0)
         return -1;
     consumer_set_paused(c, 0);
     int64_t t0 = now_ms();
@@ -1040,6 +1087,13 @@ static int consumer_process(struct consumer *c)
     c->total.dead += b->dead_count;
     c->total.conflicts += c->persisted.conflicts;
     c->total.uses += uses;
+    consumermetrics_add(CONSUMERMETRICS_BATCHES, 1);
+    consumermetrics_add(CONSUMERMETRICS_ORDERS_PERSISTED, c->persisted.orders_added);
+    consumermetrics_add(CONSUMERMETRICS_ORDERS_REJECTED, rejected);
+    consumermetrics_add(CONSUMERMETRICS_DEAD_LETTERS, b->dead_count);
+    consumermetrics_add(CONSUMERMETRICS_COUPON_USES, c->persisted.uses_applied);
+    consumermetrics_observe(CONSUMERMETRICS_BATCH_SIZE, (int64_t)b->count);
+    consumermetrics_observe(CONSUMERMETRICS_BATCH_DURATION, clock_mono_us() - started_us);
     LOG_DEBUG("batch: %zu messages, %zu orders persisted (%" PRIu64 " new), %zu rejected, "
               "%zu coupon uses (%zu new), %zu dead-lettered, %zu repeated, %" PRId64 " ms: "
               "fill %" PRId64 " ms, dead %" PRId64 " ms, claim %" PRId64 " ms, persist %" PRId64
@@ -1179,11 +1233,19 @@ int main(int argc, char **argv)
         log_set_level(level);
     install_signals();
 
-    if (consumer_start(&c, err, sizeof(err)) != 0) {
+    if (consumermetrics_start(c.cfg.consumer_metrics_host, (int)c.cfg.consumer_metrics_port,
+                              err, sizeof(err)) != 0) {
         LOG_ERROR("%s", err);
         consumer_free(&c);
         return 1;
     }
+    if (consumer_start(&c, err, sizeof(err)) != 0) {
+        LOG_ERROR("%s", err);
+        consumermetrics_stop();
+        consumer_free(&c);
+        return 1;
+    }
+    consumermetrics_set(CONSUMERMETRICS_READY, 1);
     LOG_INFO("ready (group %s, topic %s, batches of %" PRId64 " or %" PRId64 " ms)",
              c.cfg.consumer_group_id, c.cfg.kafka_topic, c.cfg.consumer_batch_size,
              c.cfg.consumer_batch_timeout_ms);
@@ -1200,8 +1262,10 @@ int main(int argc, char **argv)
         /* Serves the dead-letter producer's own events (errors) between batches. */
         if (c.dlq)
             rd_kafka_poll(c.dlq, 0);
+        consumer_update_lag(&c);
         consumer_summary(&c);
     }
+    consumermetrics_set(CONSUMERMETRICS_READY, 0);
     /* A batch being filled when SIGTERM came was finished above before the loop ended. */
     consumer_close(&c);
     const struct consumer_stats *t = &c.total;
@@ -1210,6 +1274,7 @@ int main(int argc, char **argv)
     LOG_INFO("stopped after %" PRIu64 " batches: %" PRIu64 " orders persisted (%" PRIu64
              " new), %" PRIu64 " rejected, %" PRIu64 " coupon uses, %" PRIu64 " dead-lettered",
              t->batches, t->persisted, t->added, t->rejected, t->uses, t->dead);
+    consumermetrics_stop();
     consumer_free(&c);
     mysql_library_end();
     return 0;

@@ -161,10 +161,11 @@ class Conf:
 
 
 def write_conf(path, overrides=None):
-    """Writes a config file derived from BASE_CONF: a free HTTP port, the relaxed limits
-    of TEST_LIMITS, then `overrides` (a dict, applied last)."""
+    """Writes a config file derived from BASE_CONF: a free HTTP port and a free port for
+    the consumer's /metrics, the relaxed limits of TEST_LIMITS, then `overrides` (a dict,
+    applied last)."""
     values = read_conf(BASE_CONF)
-    extra = {"http.port": str(free_port())}
+    extra = {"http.port": str(free_port()), "consumer.metrics-port": str(free_port())}
     extra.update(TEST_LIMITS)
     extra.update({k: str(v) for k, v in (overrides or {}).items()})
     text = BASE_CONF.read_text(encoding="utf-8")
