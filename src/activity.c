@@ -225,8 +225,8 @@ static void on_fetched(redisReply *reply, void *privdata)
             a->loaded = false;  /* no longer warmed: let the script answer NOT_FOUND */
         else if (activity_from_reply(a, reply) != 0)
             LOG_WARN("activity %" PRId64 ": malformed activity hash in Redis", a->id);
-        else if (a->sold_out)
-            load_winners(fetch->cache, a);
+        else if (a->sold_out && activity_status_at(a, clock_wall_ms()) == ACTIVITY_ACTIVE)
+            load_winners(fetch->cache, a);  /* an ended sale answers ENDED: no winners needed */
     }
     free(fetch);
 }
