@@ -27,7 +27,7 @@ CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
-COMMON   := log clock config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
+COMMON   := log clock textbuf config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
 SERVER   := server gateway auth metrics http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
 CONSUMER := consumer consumermetrics batch persist
 CTL      := ctl ctlcoupon ctlactivity ctlverify ctlstats

@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "textbuf.h"
+
 enum consumermetrics_kind { COUNTER, GAUGE, SECONDS, COUNT };
 
 /* Upper bounds: microseconds (0.1 ms to 30 s) for SECONDS, orders for COUNT. */
@@ -83,52 +85,18 @@ void consumermetrics_observe(enum consumermetrics_id id, int64_t value)
 
 /* ---- rendering -------------------------------------------------------------------- */
 
-struct text {
-    char *buf;
-    size_t len, cap;
-    int failed;
-};
-
-static void emit(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void emit(struct text *t, const char *fmt, ...)
-{
-    while (!t->failed) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = 1;
-            return;
-        }
-        if ((size_t)n < t->cap - t->len) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap * 2 + (size_t)n;
-        char *grown = realloc(t->buf, cap);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        t->buf = grown;
-        t->cap = cap;
-    }
-}
-
 /* name{labels} or name{labels,extra} or name: the series of one sample. */
-static void series(struct text *t, const char *name, const char *suffix, const char *labels,
+static void series(struct textbuf *t, const char *name, const char *suffix, const char *labels,
                    const char *extra)
 {
     const char *sep = labels[0] && extra[0] ? "," : "";
     if (labels[0] || extra[0])
-        emit(t, "%s%s{%s%s%s} ", name, suffix, labels, sep, extra);
+        textbuf_printf(t, "%s%s{%s%s%s} ", name, suffix, labels, sep, extra);
     else
-        emit(t, "%s%s ", name, suffix);
+        textbuf_printf(t, "%s%s ", name, suffix);
 }
 
-static void render_histogram(struct text *t, enum consumermetrics_id id)
+static void render_histogram(struct textbuf *t, enum consumermetrics_id id)
 {
     const struct metric_def *d = &defs[id];
     const int64_t *bounds;
@@ -145,16 +113,16 @@ static void render_histogram(struct text *t, enum consumermetrics_id id)
         else
             snprintf(le, sizeof(le), "le=\"%" PRId64 "\"", bounds[i]);
         series(t, d->name, "_bucket", d->labels, le);
-        emit(t, "%" PRIu64 "\n", cumulative);
+        textbuf_printf(t, "%" PRIu64 "\n", cumulative);
     }
     int64_t sum = atomic_load_explicit(&histograms[id].sum, memory_order_relaxed);
     series(t, d->name, "_sum", d->labels, "");
     if (d->kind == SECONDS)
-        emit(t, "%.6f\n", (double)sum / 1e6);
+        textbuf_printf(t, "%.6f\n", (double)sum / 1e6);
     else
-        emit(t, "%" PRId64 "\n", sum);
+        textbuf_printf(t, "%" PRId64 "\n", sum);
     series(t, d->name, "_count", d->labels, "");
-    emit(t, "%" PRIu64 "\n", cumulative);
+    textbuf_printf(t, "%" PRIu64 "\n", cumulative);
 }
 
 char *consumermetrics_render(void)
@@ -162,26 +130,20 @@ char *consumermetrics_render(void)
     static const char *const types[] = {
         [COUNTER] = "counter", [GAUGE] = "gauge", [SECONDS] = "histogram", [COUNT] = "histogram",
     };
-    struct text t = { malloc(8192), 0, 8192, 0 };
-    if (!t.buf)
-        return NULL;
-    t.buf[0] = '\0';
+    struct textbuf t;
+    textbuf_init(&t);
     for (size_t i = 0; i < CONSUMERMETRICS_COUNT; i++) {
         const struct metric_def *d = &defs[i];
         if (i == 0 || strcmp(d->name, defs[i - 1].name) != 0)
-            emit(&t, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, types[d->kind]);
+            textbuf_printf(&t, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, types[d->kind]);
         if (d->kind == SECONDS || d->kind == COUNT) {
             render_histogram(&t, (enum consumermetrics_id)i);
             continue;
         }
         series(&t, d->name, "", d->labels, "");
-        emit(&t, "%" PRIu64 "\n", (uint64_t)atomic_load_explicit(&values[i], memory_order_relaxed));
+        textbuf_printf(&t, "%" PRIu64 "\n", (uint64_t)atomic_load_explicit(&values[i], memory_order_relaxed));
     }
-    if (t.failed) {
-        free(t.buf);
-        return NULL;
-    }
-    return t.buf;
+    return textbuf_take(&t);
 }
 
 /* ---- the server thread ------------------------------------------------------------ */

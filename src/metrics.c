@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "textbuf.h"
+
 #define METRICS_MAX_ROUTES 32
 #define METRICS_MAX_STATUSES 32
 
@@ -92,72 +94,36 @@ void metrics_response(int code, const char *status)
     }
 }
 
-struct text {
-    char *buf;
-    size_t len, cap;
-    int failed;
-};
-
-static void emit(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void emit(struct text *t, const char *fmt, ...)
+static void gauge(struct textbuf *t, const char *name, const char *help, uint64_t value)
 {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = 1;
-            return;
-        }
-        if ((size_t)n < t->cap - t->len) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap * 2 + (size_t)n;
-        char *grown = realloc(t->buf, cap);
-        if (!grown) {
-            t->failed = 1;
-            return;
-        }
-        t->buf = grown;
-        t->cap = cap;
-    }
-}
-
-static void gauge(struct text *t, const char *name, const char *help, uint64_t value)
-{
-    emit(t, "# HELP %s %s\n# TYPE %s gauge\n%s %" PRIu64 "\n", name, help, name, name, value);
+    textbuf_printf(t, "# HELP %s %s\n# TYPE %s gauge\n%s %" PRIu64 "\n", name, help, name, name, value);
 }
 
 char *metrics_render(const struct metrics_gauges *g)
 {
-    struct text t = { malloc(8192), 0, 8192, 0 };
-    if (!t.buf)
-        return NULL;
-    t.buf[0] = '\0';
-    emit(&t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE seckill_http_requests_total counter\n");
+    struct textbuf t;
+    textbuf_init(&t);
+    textbuf_printf(&t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE seckill_http_requests_total counter\n");
     for (size_t i = 0; i < metrics.route_count; i++)
-        emit(&t, "seckill_http_requests_total{route=\"%s\"} %" PRIu64 "\n", metrics.route_names[i],
+        textbuf_printf(&t, "seckill_http_requests_total{route=\"%s\"} %" PRIu64 "\n", metrics.route_names[i],
              metrics.route_requests[i]);
-    emit(&t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE seckill_http_responses_total counter\n");
+    textbuf_printf(&t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE seckill_http_responses_total counter\n");
     for (size_t i = 0; i < metrics.response_count; i++)
-        emit(&t, "seckill_http_responses_total{status=\"%s\",code=\"%d\"} %" PRIu64 "\n",
+        textbuf_printf(&t, "seckill_http_responses_total{status=\"%s\",code=\"%d\"} %" PRIu64 "\n",
              metrics.responses[i].status, metrics.responses[i].code, metrics.responses[i].count);
     for (size_t i = 0; i < METRICS_COUNTER_COUNT; i++)
-        emit(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i], counter_help[i],
+        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i], counter_help[i],
              counter_names[i], counter_names[i], metrics.counters[i]);
     for (size_t i = 0; i < METRICS_HISTOGRAM_COUNT; i++) {
         const struct histogram *h = &metrics.histograms[i];
         const char *name = histogram_names[i];
-        emit(&t, "# HELP %s %s\n# TYPE %s histogram\n", name, histogram_help[i], name);
+        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s histogram\n", name, histogram_help[i], name);
         uint64_t cumulative = 0;
         for (size_t b = 0; b < BUCKETS; b++) {
             cumulative += h->buckets[b];
-            emit(&t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)bucket_us[b] / 1e6, cumulative);
+            textbuf_printf(&t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)bucket_us[b] / 1e6, cumulative);
         }
-        emit(&t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count, name,
+        textbuf_printf(&t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count, name,
              (double)h->sum_us / 1e6, name, h->count);
     }
     gauge(&t, "seckill_in_flight_requests", "Requests waiting on Redis writes or Kafka", g->in_flight);
@@ -165,16 +131,12 @@ char *metrics_render(const struct metrics_gauges *g)
     gauge(&t, "seckill_queued_marks_pending", "Kafka-acknowledged orders not yet marked queued in Redis",
           g->marks_pending);
     gauge(&t, "seckill_redis_pending_commands", "Redis commands awaiting an answer", g->redis_pending);
-    emit(&t, "# HELP seckill_redis_reconnects_total Redis connections lost and re-established\n"
+    textbuf_printf(&t, "# HELP seckill_redis_reconnects_total Redis connections lost and re-established\n"
              "# TYPE seckill_redis_reconnects_total counter\nseckill_redis_reconnects_total %" PRIu64 "\n",
          g->redis_reconnects);
     gauge(&t, "seckill_kafka_queue_messages", "Messages in the Kafka producer's queue (unacknowledged)",
           g->kafka_queue);
     gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
     gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
-    if (t.failed) {
-        free(t.buf);
-        return NULL;
-    }
-    return t.buf;
+    return textbuf_take(&t);
 }
