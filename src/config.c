@@ -296,16 +296,24 @@ static char *trim(char *s)
 
 int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err, size_t errlen)
 {
-    /* getline, not fgets: it says how many bytes it read, so a NUL inside a line shows. */
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
+    /* Read by hand, not with fgets or getline: the byte count shows a NUL inside a line,
+     * and a line stops at CONFIG_LINE_MAX bytes however long it is (-c /dev/zero). */
+    char line[CONFIG_LINE_MAX + 1];
     int lineno = 0;
     int rc = 0;
-    while ((got = getline(&line, &cap, f)) != -1) {
+    for (;;) {
+        size_t len = 0;
+        int c = EOF;
+        while (len < CONFIG_LINE_MAX && (c = getc(f)) != EOF) {
+            line[len++] = (char)c;
+            if (c == '\n')
+                break;
+        }
+        if (len == 0)
+            break;
+        line[len] = '\0';
         lineno++;
-        size_t len = (size_t)got;
-        if (len > CONFIG_LINE_MAX || (len == CONFIG_LINE_MAX && line[len - 1] != '\n')) {
+        if (len == CONFIG_LINE_MAX && line[len - 1] != '\n' && (c = getc(f)) != EOF) {
             set_err(err, errlen, "%s:%d: line too long", name, lineno);
             rc = -1;
             break;
@@ -339,7 +347,6 @@ int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err,
             break;
         }
     }
-    free(line);
     return rc;
 }
 
