@@ -33,7 +33,7 @@ extern char **environ;
 #define SLICE_MS 100               /* longest wait without looking at the stop flag */
 #define DLQ_FLUSH_MS 10000         /* longest wait for dead letters to be acknowledged */
 #define SUMMARY_INTERVAL_MS 5000
-#define ACTIVITY_KEYS 6
+#define ACTIVITY_KEYS 7
 #define TERMS_CACHE 64             /* coupons whose terms are kept between batches */
 
 static volatile sig_atomic_t stop_requested;
@@ -646,7 +646,7 @@ static int step_dead_letters(struct consumer *c, char *err, size_t errlen)
     return -1;
 }
 
-/* The six keys of an activity, in the order confirm.lua expects; finalize takes 3 and 6. */
+/* The seven keys of an activity, in the order confirm.lua expects; finalize takes 3 and 6. */
 struct activity_keys {
     char names[ACTIVITY_KEYS][KEYS_LEN];
     const char *argv[ACTIVITY_KEYS];
@@ -656,7 +656,7 @@ static int activity_keys_make(struct activity_keys *k, const struct config *cfg,
                               int64_t activity_id)
 {
     static const enum keys_kind kinds[ACTIVITY_KEYS] = {
-        KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
+        KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_ACTIVITY,
     };
     for (int i = 0; i < ACTIVITY_KEYS; i++) {
         if (keys_activity(k->names[i], sizeof(k->names[i]), cfg, kinds[i], activity_id) < 0)

@@ -1,6 +1,6 @@
 -- The consumer claims orders before writing them to MySQL. A claimed order can no longer
 -- be released by a rollback or the reaper; a FAILED order is never written.
--- KEYS: 1 stock  2 users  3 orders  4 resv  5 queued  6 claimed
+-- KEYS: 1 stock  2 users  3 orders  4 resv  5 queued  6 claimed  7 activity
 -- ARGV: orderNo1, userId1, orderNo2, userId2, ...
 -- Returns one verdict per order, in order:
 --   'CLAIMED'   reservation taken over, write the row
@@ -22,8 +22,15 @@ for i = 1, #ARGV, 2 do
   elseif status == false then
     -- Redis lost this order (restart without it, re-warmed from MySQL). Kafka says it was
     -- accepted: honour it if stock and the one-per-user rule still allow, else reject.
+    -- Not for a cancelled sale, nor one ended more than 5 s ago: their unsold stock already
+    -- went back to the coupon (seckillctl's allotment), and taking it again could issue
+    -- more coupons than the coupon has.
     local stock = tonumber(redis.call('GET', KEYS[1]) or '0')
-    if stock > 0 and redis.call('HEXISTS', KEYS[2], user) == 0 then
+    local meta = redis.call('HMGET', KEYS[7], 'status', 'end')
+    local t = redis.call('TIME')
+    local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local open = meta[1] ~= 'CANCELLED' and meta[2] and now_ms < tonumber(meta[2]) + 5000
+    if open and stock > 0 and redis.call('HEXISTS', KEYS[2], user) == 0 then
       redis.call('DECR', KEYS[1])
       redis.call('HSET', KEYS[2], user, order_no)
       redis.call('HSET', KEYS[3], order_no, 'PROCESSING')

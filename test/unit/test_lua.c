@@ -388,14 +388,15 @@ static int64_t mark_queued(const char *order_no, int64_t user)
 static void confirm_many(size_t n, const char *const *order_nos, const int64_t *users,
                          char (*out)[16])
 {
-    char k[6][KEYS_LEN];
+    char k[7][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_RESERVED);
     key(k[4], KEYS_QUEUED);
     key(k[5], KEYS_CLAIMED);
-    const char *keys[6] = { k[0], k[1], k[2], k[3], k[4], k[5] };
+    key(k[6], KEYS_ACTIVITY);
+    const char *keys[7] = { k[0], k[1], k[2], k[3], k[4], k[5], k[6] };
     const char **args = calloc(2 * n, sizeof(char *));
     char (*uids)[24] = calloc(n, sizeof(*uids));
     assert_non_null(args);
@@ -405,7 +406,7 @@ static void confirm_many(size_t n, const char *const *order_nos, const int64_t *
         args[2 * i] = order_nos[i];
         args[2 * i + 1] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_CONFIRM], 6, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_CONFIRM], 7, keys,
                                         (int)(2 * n), args);
     free(args);
     free(uids);
@@ -1094,7 +1095,9 @@ static void test_conservation_random_walk(void **state)
 static void test_confirm_unknown_order(void **state)
 {
     (void)state;
-    warm_open(2);
+    /* confirm.lua reads Redis' clock for this path, so the window is around real time. */
+    const int64_t real_now = (int64_t)time(NULL) * 1000;
+    warm(2, real_now - HOUR, real_now + HOUR, "ACTIVE");
     char no1[ORDERNO_LEN], no2[ORDERNO_LEN], no3[ORDERNO_LEN];
     assert_true(orderno_format(no1, sizeof(no1), orderno_next(&gen, gen_clock), A) > 0);
     assert_true(orderno_format(no2, sizeof(no2), orderno_next(&gen, gen_clock), A) > 0);
@@ -1124,6 +1127,20 @@ static void test_confirm_unknown_order(void **state)
     assert_false(order_status(no3, st, sizeof(st)));
     member_of(m, sizeof(m), no3, 78);
     assert_false(in_set(KEYS_CLAIMED, m));
+
+    /* A cancelled sale, or one ended more than 5 s ago, gave its unsold stock back to the
+     * coupon: an unknown order cannot take it again, stock or not. */
+    char no4[ORDERNO_LEN];
+    assert_true(orderno_format(no4, sizeof(no4), orderno_next(&gen, gen_clock), A) > 0);
+    cmd_ok("SET %s 5", ks);
+    warm(2, real_now - 2 * HOUR, real_now - 6000, "ACTIVE");
+    cmd_ok("SET %s 5", ks);
+    assert_confirm(no4, 79, "REJECTED");
+    warm(2, real_now - HOUR, real_now + HOUR, "CANCELLED");
+    cmd_ok("SET %s 5", ks);
+    assert_confirm(no4, 79, "REJECTED");
+    assert_int_equal(stock_left(), 5);
+    assert_false(user_order(79, o, sizeof(o)));
 }
 
 static void test_result_script(void **state)
