@@ -59,6 +59,8 @@ int ctl_parse_opts(struct ctl *ctl, int argc, char **argv, struct ctl_opt *opts,
 /* Value parsers for options and positionals: on a bad value they print
  * "<command>: <what> '<value>': <why>" and return CTL_USAGE. */
 int ctl_parse_id(struct ctl *ctl, const char *what, const char *s, int64_t *out);
+/* Commands of the form `NAME ID`: no options, one positive id named `what` in errors. */
+int ctl_parse_single_id(struct ctl *ctl, int argc, char **argv, const char *what, int64_t *id);
 /* A count in [min, max]. */
 int ctl_parse_count(struct ctl *ctl, const char *what, const char *s, int64_t min, int64_t max,
                     int64_t *out);

@@ -169,6 +169,13 @@ int ctl_parse_opts(struct ctl *ctl, int argc, char **argv, struct ctl_opt *opts,
     return CTL_OK;
 }
 
+int ctl_parse_single_id(struct ctl *ctl, int argc, char **argv, const char *what, int64_t *id)
+{
+    const char *pos[1];
+    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
+    return rc != CTL_OK ? rc : ctl_parse_id(ctl, what, pos[0], id);
+}
+
 int ctl_parse_id(struct ctl *ctl, const char *what, const char *s, int64_t *out)
 {
     if (parse_id(s, out) != 0)

@@ -470,10 +470,9 @@ int ctlactivity_warm(struct ctl *ctl, const struct ctlactivity_row *row, char *r
 
 int ctlactivity_warmup(struct ctl *ctl, int argc, char **argv)
 {
-    const char *pos[1];
     int64_t id;
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
-    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "activity id", pos[0], &id)) != CTL_OK)
+    int rc = ctl_parse_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTL_OK)
         return rc;
     struct ctlactivity_row row;
     if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
@@ -764,10 +763,9 @@ static int ctlactivity_cancel_print(struct ctl *ctl, const struct ctlactivity_ro
  * two errs on the safe side; running cancel again finishes it. */
 int ctlactivity_cancel(struct ctl *ctl, int argc, char **argv)
 {
-    const char *pos[1];
     int64_t id;
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
-    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "activity id", pos[0], &id)) != CTL_OK)
+    int rc = ctl_parse_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTL_OK)
         return rc;
     struct ctlactivity_row row;
     if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
@@ -857,10 +855,9 @@ static int ctlactivity_live(struct ctl *ctl, int64_t id, struct ctlactivity_live
 
 int ctlactivity_show(struct ctl *ctl, int argc, char **argv)
 {
-    const char *pos[1];
     int64_t id;
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
-    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "activity id", pos[0], &id)) != CTL_OK)
+    int rc = ctl_parse_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTL_OK)
         return rc;
     struct ctlactivity_row row;
     if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)

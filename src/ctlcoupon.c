@@ -560,10 +560,9 @@ int ctlcoupon_grant(struct ctl *ctl, int argc, char **argv)
  * before the consumer recorded it in MySQL) is never overwritten. */
 int ctlcoupon_warmup(struct ctl *ctl, int argc, char **argv)
 {
-    const char *pos[1];
     int64_t id;
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
-    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "coupon id", pos[0], &id)) != CTL_OK)
+    int rc = ctl_parse_single_id(ctl, argc, argv, "coupon id", &id);
+    if (rc != CTL_OK)
         return rc;
     if (!ctl_db(ctl) || !ctl_redis(ctl))
         return CTL_FAIL;
@@ -626,10 +625,9 @@ static void ctlcoupon_terms_text(const struct coupon_terms *t, char *buf, size_t
 
 int ctlcoupon_show(struct ctl *ctl, int argc, char **argv)
 {
-    const char *pos[1];
     int64_t id;
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
-    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "coupon id", pos[0], &id)) != CTL_OK)
+    int rc = ctl_parse_single_id(ctl, argc, argv, "coupon id", &id);
+    if (rc != CTL_OK)
         return rc;
     if (!ctl_db(ctl))
         return CTL_FAIL;

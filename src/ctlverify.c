@@ -437,10 +437,9 @@ static void ctlverify_i5(struct ctlverify_check *c, const struct ctlverify_mysql
 
 int ctlverify_run(struct ctl *ctl, int argc, char **argv)
 {
-    const char *pos[1];
     int64_t id;
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, pos, 1, 1, NULL);
-    if (rc != CTL_OK || (rc = ctl_parse_id(ctl, "activity id", pos[0], &id)) != CTL_OK)
+    int rc = ctl_parse_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTL_OK)
         return rc;
     struct ctlactivity_row row;
     if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
