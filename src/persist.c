@@ -170,6 +170,18 @@ static int tx_run(struct tx *tx, const char *what, uint64_t *affected)
     return 0;
 }
 
+/* Runs the statement built in tx->sql and returns its rows (caller frees), or NULL with
+ * tx->err set. */
+static MYSQL_RES *tx_select(struct tx *tx, const char *what)
+{
+    if (tx_run(tx, what, NULL) != 0)
+        return NULL;
+    MYSQL_RES *res = mysql_store_result(tx->db);
+    if (!res)
+        snprintf(tx->err, tx->errlen, "%s: %s (%u)", what, mysql_error(tx->db), mysql_errno(tx->db));
+    return res;
+}
+
 static int tx_simple(struct tx *tx, const char *stmt)
 {
     sql_reset(&tx->sql);
@@ -283,14 +295,9 @@ static int mark_present(struct tx *tx, const struct run *r, unsigned char *in_db
             sql_quoted(&tx->sql, tx->db, run_order(r, i)->order_no);
         }
         sql_printf(&tx->sql, ")");
-        if (tx_run(tx, "select seckill_order", NULL) != 0)
+        MYSQL_RES *res = tx_select(tx, "select seckill_order");
+        if (!res)
             return -1;
-        MYSQL_RES *res = mysql_store_result(tx->db);
-        if (!res) {
-            snprintf(tx->err, tx->errlen, "select seckill_order: %s (%u)", mysql_error(tx->db),
-                     mysql_errno(tx->db));
-            return -1;
-        }
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res)) != NULL) {
             size_t pos;
@@ -352,14 +359,9 @@ static int find_user_coupons(struct tx *tx, const struct run *r, const unsigned 
         if (rows == 0)
             break;
         sql_printf(&tx->sql, ")");
-        if (tx_run(tx, "select user_coupon", NULL) != 0)
+        MYSQL_RES *res = tx_select(tx, "select user_coupon");
+        if (!res)
             return -1;
-        MYSQL_RES *res = mysql_store_result(tx->db);
-        if (!res) {
-            snprintf(tx->err, tx->errlen, "select user_coupon: %s (%u)", mysql_error(tx->db),
-                     mysql_errno(tx->db));
-            return -1;
-        }
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res)) != NULL) {
             size_t pos;
@@ -502,14 +504,8 @@ static int lock_user_coupons(struct tx *tx, const struct useevent *uses, size_t 
         for (size_t i = start; i < end; i++)
             sql_printf(&tx->sql, "%s%" PRId64, i > start ? "," : "", ids[i]);
         sql_printf(&tx->sql, ") ORDER BY id FOR UPDATE");
-        if (tx_run(tx, "select user_coupon for update", NULL) != 0) {
-            rc = -1;
-            break;
-        }
-        MYSQL_RES *res = mysql_store_result(tx->db);
+        MYSQL_RES *res = tx_select(tx, "select user_coupon for update");
         if (!res) {
-            snprintf(tx->err, tx->errlen, "select user_coupon for update: %s (%u)",
-                     mysql_error(tx->db), mysql_errno(tx->db));
             rc = -1;
             break;
         }
@@ -701,14 +697,9 @@ static int resolve_coupon(struct tx *tx, int64_t activity_id, int64_t *coupon_id
     sql_reset(&tx->sql);
     sql_printf(&tx->sql, "SELECT coupon_id FROM seckill_activity WHERE id = %" PRId64,
                activity_id);
-    if (tx_run(tx, "select seckill_activity", NULL) != 0)
+    MYSQL_RES *res = tx_select(tx, "select seckill_activity");
+    if (!res)
         return -1;
-    MYSQL_RES *res = mysql_store_result(tx->db);
-    if (!res) {
-        snprintf(tx->err, tx->errlen, "select seckill_activity: %s (%u)", mysql_error(tx->db),
-                 mysql_errno(tx->db));
-        return -1;
-    }
     MYSQL_ROW row = mysql_fetch_row(res);
     if (row && row[0])
         *coupon_id = strtoll(row[0], NULL, 10);
