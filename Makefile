@@ -24,41 +24,91 @@ CFLAGS_OPT  := -O2 -g
 LDFLAGS_OPT :=
 endif
 CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDLIBS_ALL := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
-COMMON   := log clock textbuf config json jwt purchasetoken coupon ucoupon useevent parse orderno tokenbucket keys sha1 luascript orderevent db timeparse couponstore
-SERVER   := server gateway auth metrics http httpparams queries coupons redisconn kafkaprod activity intmap reply marks reaper
-CONSUMER := consumer consumermetrics batch persist
-CTL      := ctl ctlcoupon ctlactivity ctlverify ctlstats
+# One folder per part, each a static library; a binary links only the parts it needs:
+#   common    config, logging, clock, JSON, Redis keys, Lua loading, order numbers, events
+#   gateway   seckill-server: HTTP, async Redis, Kafka producer (never MySQL)
+#   consumer  order-consumer: Kafka consumer group, batches, MySQL persistence
+#   store     blocking MySQL code shared by the consumer and seckillctl
+#   ctl       seckillctl
+# Headers mirror the sources under include/<part>/; a part includes only its own headers,
+# common's, and (consumer, ctl) store's.
+PARTS := common gateway consumer store ctl
+MAIN_gateway  := server
+MAIN_consumer := consumer
+MAIN_ctl      := ctl
 
-obj = $(addprefix $(BUILD)/obj/,$(addsuffix .o,$(1)))
+part_srcs = $(filter-out src/$(1)/$(MAIN_$(1)).c,$(wildcard src/$(1)/*.c))
+part_objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call part_srcs,$(1)))
+lib       = $(BUILD)/lib/lib$(1).a
+
+# Libraries of each binary, in link order (a part before the parts it uses).
+LIBS_SERVER   := $(call lib,gateway) $(call lib,common)
+LIBS_CONSUMER := $(call lib,consumer) $(call lib,store) $(call lib,common)
+LIBS_CTL      := $(call lib,ctl) $(call lib,store) $(call lib,common)
+LDLIBS_SERVER   := $(shell pkg-config --libs libevent hiredis rdkafka libcjson libcrypto 2>/dev/null) -lm
+LDLIBS_CONSUMER := $(shell pkg-config --libs libevent libevent_pthreads hiredis rdkafka libcjson libmariadb 2>/dev/null) -lpthread -lm
+LDLIBS_CTL      := $(shell pkg-config --libs hiredis libcjson libmariadb 2>/dev/null) -lm
 
 BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl
 
-.PHONY: all clean unit-tests up down status run test deps
+.PHONY: all clean unit-tests integration-c-tests up down status run test deps
 all: $(BINS)
 
-$(BUILD)/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/obj
-	$(CC) $(CFLAGS) -c $< -o $@
+# -MMD: each object depends on exactly the headers it includes.
+$(BUILD)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/obj:
-	mkdir -p $@
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
-$(BUILD)/seckill-server: $(call obj,$(SERVER) $(COMMON))
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/order-consumer: $(call obj,$(CONSUMER) $(COMMON))
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
-$(BUILD)/seckillctl: $(call obj,$(CTL) $(COMMON))
-	$(CC) $(LDFLAGS) $^ $(LDLIBS) -o $@
+define PART_LIB
+$(call lib,$(1)): $(call part_objs,$(1))
+	@mkdir -p $$(dir $$@)
+	rm -f $$@
+	$$(AR) rcs $$@ $$^
+endef
+$(foreach p,$(PARTS),$(eval $(call PART_LIB,$(p))))
 
-# ---- unit tests (cmocka) -------------------------------------------------------
-UNIT_TESTS := $(patsubst test/unit/%.c,%,$(wildcard test/unit/test_*.c))
-$(BUILD)/test/%: test/unit/%.c $(call obj,$(COMMON)) | $(BUILD)/obj
-	@mkdir -p $(BUILD)/test
-	$(CC) $(CFLAGS) $< $(call obj,$(COMMON)) $(LDFLAGS) $(LDLIBS) -lcmocka -o $@
+$(BUILD)/seckill-server: $(BUILD)/obj/gateway/server.o $(LIBS_SERVER)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS_SERVER) -o $@
+$(BUILD)/order-consumer: $(BUILD)/obj/consumer/consumer.o $(LIBS_CONSUMER)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS_CONSUMER) -o $@
+$(BUILD)/seckillctl: $(BUILD)/obj/ctl/ctl.o $(LIBS_CTL)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS_CTL) -o $@
+
+# ---- unit tests (cmocka): test/unit/<part>/test_*.c, linked with that part's libraries --
+UNIT_TESTS := $(patsubst test/unit/%.c,%,$(wildcard test/unit/*/test_*.c))
+UNIT_LIBS_common   := $(call lib,common)
+UNIT_LIBS_gateway  := $(LIBS_SERVER)
+UNIT_LIBS_consumer := $(LIBS_CONSUMER)
+UNIT_LIBS_store    := $(call lib,store) $(call lib,common)
+UNIT_LIBS_ctl      := $(LIBS_CTL)
+UNIT_LDLIBS_common   := $(LDLIBS_ALL)
+UNIT_LDLIBS_gateway  := $(LDLIBS_SERVER)
+UNIT_LDLIBS_consumer := $(LDLIBS_CONSUMER)
+UNIT_LDLIBS_store    := $(LDLIBS_CTL)
+UNIT_LDLIBS_ctl      := $(LDLIBS_CTL)
+test_part = $(word 1,$(subst /, ,$(1)))
+
+define UNIT_TEST
+$(BUILD)/test/$(1): test/unit/$(1).c $(UNIT_LIBS_$(call test_part,$(1)))
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
+endef
+$(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_TEST,$(t))))
 
 unit-tests: $(addprefix $(BUILD)/test/,$(UNIT_TESTS))
+
+# ---- C integration tests (cmocka against the real services): test/integration/c/ ------
+ITEST_C := $(patsubst test/integration/c/%.c,%,$(wildcard test/integration/c/test_*.c))
+$(BUILD)/itest/%: test/integration/c/%.c $(call lib,common)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(call lib,common) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka -o $@
+
+integration-c-tests: $(addprefix $(BUILD)/itest/,$(ITEST_C))
 
 # ---- fuzzing (libFuzzer, clang) --------------------------------------------------
 #   make fuzz [FUZZ_SECONDS=60]   every test/fuzz/fuzz_*.c for FUZZ_SECONDS each, on a fresh
@@ -71,19 +121,18 @@ FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
-FUZZ_MODULES := config json jwt purchasetoken parse coupon ucoupon useevent orderno orderevent timeparse httpparams
+FUZZ_MODULES := common/config common/json common/parse common/coupon common/ucoupon common/useevent \
+                common/orderno common/orderevent common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
 FUZZ_CFLAGS  := $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS  := $(shell pkg-config --libs libevent libcjson libcrypto 2>/dev/null) -lm
 fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-coverage
-$(BUILD)/fuzz/obj/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)/fuzz/obj
+$(BUILD)/fuzz/obj/%.o: src/%.c $(wildcard include/*/*.h)
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
 
-$(BUILD)/fuzz/obj:
-	mkdir -p $@
-
-$(BUILD)/fuzz/bin/%: test/fuzz/%.c $(call fuzz_obj,$(FUZZ_MODULES)) $(wildcard include/*.h)
+$(BUILD)/fuzz/bin/%: test/fuzz/%.c $(call fuzz_obj,$(FUZZ_MODULES)) $(wildcard include/*/*.h)
 	@mkdir -p $(BUILD)/fuzz/bin
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(call fuzz_obj,$(FUZZ_MODULES)) \
 		$(FUZZ_LDLIBS) -o $@
@@ -101,8 +150,8 @@ fuzz-smoke: fuzz-build
 # run's corpus, else the seeds), from a build with clang's source coverage instead of the
 # sanitizers. Needs llvm-cov-14 and llvm-profdata-14 (Debian llvm-14).
 FUZZ_COV_FLAGS := $(CFLAGS_BASE) -g -O0 -fprofile-instr-generate -fcoverage-mapping
-$(BUILD)/fuzz/cov/obj/%.o: src/%.c $(wildcard include/*.h)
-	@mkdir -p $(BUILD)/fuzz/cov/obj
+$(BUILD)/fuzz/cov/obj/%.o: src/%.c $(wildcard include/*/*.h)
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_FLAGS) -c $< -o $@
 $(BUILD)/fuzz/cov/bin/%: test/fuzz/%.c $(addprefix $(BUILD)/fuzz/cov/obj/,$(addsuffix .o,$(FUZZ_MODULES)))
 	@mkdir -p $(BUILD)/fuzz/cov/bin

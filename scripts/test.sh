@@ -12,7 +12,7 @@ cd "$ROOT" || exit 1
 started_at=$(date +%s)
 bash scripts/install-deps.sh || die "installing dependencies failed"
 make -s all || die "build failed"
-make -s SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
+make -s SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
 
 was_up=false
 bash scripts/stack.sh status --services-only >/dev/null 2>&1 && was_up=true
@@ -41,9 +41,9 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)}
 
-echo "== unit tests (cmocka, ASan+UBSan)"
-for t in build/asan/test/test_*; do
-  [ -x "$t" ] || continue
+# cmocka_run BINARY: runs one cmocka program and adds its counts to passed/failed.
+cmocka_run() {
+  local t=$1 out rc ok bad
   out=$("$t" 2>&1)
   rc=$?
   ok=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
@@ -55,8 +55,18 @@ for t in build/asan/test/test_*; do
   fi
   passed=$((passed + ok))
   failed=$((failed + bad))
-  printf '%-28s %3d passed, %d failed\n' "$(basename "$t")" "$ok" "$bad"
+  printf '%-28s %3d passed, %d failed\n' "${t#build/asan/}" "$ok" "$bad"
   [ "$bad" -eq 0 ] || printf '%s\n' "$out" | tail -n 40
+}
+
+echo "== unit tests (cmocka, ASan+UBSan, no I/O)"
+for t in build/asan/test/*/test_*; do
+  [ -x "$t" ] && cmocka_run "$t"
+done
+
+echo "== C integration tests (cmocka against the real Redis, ASan+UBSan)"
+for t in build/asan/itest/test_*; do
+  [ -x "$t" ] && cmocka_run "$t"
 done
 
 echo "== fuzz smoke (libFuzzer, ASan+UBSan, a few seconds per harness)"

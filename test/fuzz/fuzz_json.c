@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "orderevent.h"
-#include "ucoupon.h"
-#include "useevent.h"
+#include "common/json.h"
+#include "common/orderevent.h"
+#include "common/ucoupon.h"
+#include "common/useevent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

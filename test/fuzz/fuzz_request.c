@@ -25,11 +25,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "httpparams.h"
-#include "jwt.h"
-#include "parse.h"
-#include "purchasetoken.h"
-#include "ucoupon.h"
+#include "gateway/httpparams.h"
+#include "gateway/jwt.h"
+#include "common/parse.h"
+#include "gateway/purchasetoken.h"
+#include "common/ucoupon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "timeparse.h"
+#include "common/timeparse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -1,0 +1,52 @@
+#ifndef SK_KEYS_H
+#define SK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+
+/* Redis key names. Every key of one activity carries the hash tag {activityId}, so each
+ * script touches one slot and the layout moves to Redis Cluster unchanged.
+ *
+ *   <stock.prefix>:{A}        string  stock left to reserve
+ *   <user.prefix>:{A}         hash    userId -> orderNo (one order per user)
+ *   seckill:activity:{A}      hash    name couponId stock start end (ms) status
+ *   seckill:order:{A}         hash    orderNo -> PROCESSING | SUCCESS | FAILED
+ *   seckill:resv:{A}          zset    "orderNo|userId" scored by accept ms: not yet in Kafka
+ *   seckill:queued:{A}        set     "orderNo|userId": durably in Kafka, not yet claimed
+ *   seckill:claimed:{A}       set     "orderNo|userId": claimed by a consumer, being written
+ *   seckill:rl:user:{A}:<uid> seckill:rl:ip:{A}:<ip> seckill:brush:{A}:<uid> seckill:ban:{A}:<uid>
+ *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
+ *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
+ *   seckill:node-seq          counter source of order-number node ids
+ */
+
+#define KEYS_LEN 160
+#define KEYS_ACTIVITIES "seckill:activities"
+#define KEYS_NODE_SEQ "seckill:node-seq"
+
+enum keys_kind {
+    KEYS_ACTIVITY,
+    KEYS_STOCK,
+    KEYS_USERS,
+    KEYS_ORDERS,
+    KEYS_RESERVED,
+    KEYS_QUEUED,
+    KEYS_CLAIMED,
+};
+
+enum keys_subject_kind {
+    KEYS_RATE_USER,
+    KEYS_RATE_IP,
+    KEYS_BRUSH,
+    KEYS_BAN,
+    KEYS_TOKEN,
+};
+
+int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,
+                  int64_t activity_id);
+int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
+                 const char *subject);
+
+#endif

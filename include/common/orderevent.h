@@ -1,0 +1,26 @@
+#ifndef SK_ORDEREVENT_H
+#define SK_ORDEREVENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/orderno.h"
+
+/* The order.created message on Kafka, as JSON:
+ *   {"orderNo":"...","userId":1,"activityId":2,"couponId":3,"createdAt":1733000000000}
+ * Key = userId. Decoding is strict: a message that is not exactly this goes to the
+ * dead-letter topic instead of MySQL. */
+
+struct orderevent {
+    char order_no[ORDERNO_LEN];
+    int64_t user_id;
+    int64_t activity_id;
+    int64_t coupon_id;
+    int64_t created_ms;
+};
+
+/* Returns the encoded length, or -1 when buf is too small. */
+int orderevent_encode(const struct orderevent *ev, char *buf, size_t len);
+int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,115 @@
+#ifndef SK_BATCH_H
+#define SK_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/orderevent.h"
+#include "common/useevent.h"
+
+/* One batch of the order consumer: what it read from Kafka between two offset commits.
+ * Filled while polling, sealed (sorted by activity, duplicates dropped), then claimed,
+ * persisted and finalized as a whole; only then are its offsets committed. No I/O here.
+ * The coupon.used events of the same topic ride along in arrival order; they are written
+ * in the same transaction, after the orders. */
+
+enum batch_verdict {
+    BATCH_PENDING,   /* not yet claimed in Redis */
+    BATCH_ACCEPTED,  /* claimed or already confirmed: write it */
+    BATCH_REJECTED,  /* released before it could be persisted: skip it */
+};
+
+/* Where a dead letter stands with the DLQ producer. */
+enum batch_dead_state {
+    BATCH_DEAD_PENDING,   /* to be produced (again, after a failed delivery) */
+    BATCH_DEAD_INFLIGHT,  /* produced, delivery report outstanding */
+    BATCH_DEAD_DELIVERED,
+};
+
+/* A message that cannot become an order, kept with everything the dead-letter topic needs.
+ * Owned by its batch; the DLQ producer holds a pointer to it as the message opaque while
+ * INFLIGHT, so the batch must not be reset before no entry is INFLIGHT any more. */
+struct batch_dead {
+    char *payload;      /* copy of the original value, may be NULL */
+    size_t payload_len;
+    char *key;          /* copy of the original key, may be NULL */
+    size_t key_len;
+    int32_t partition;
+    int64_t offset;
+    char error[160];
+    enum batch_dead_state state;
+};
+
+/* Where a coupon.used event came from: its message, copied, so that it can still be
+ * dead-lettered when MySQL finds it inconsistent (after the DLQ step of the batch ran). */
+struct batch_use_msg {
+    char *payload;
+    size_t payload_len;
+    char *key;
+    size_t key_len;
+    int32_t partition;
+    int64_t offset;
+};
+
+struct batch_offset {
+    int32_t partition;
+    int64_t offset;   /* highest offset seen in this batch */
+};
+
+/* Ownership: every array and every dead entry belongs to the batch; batch_free releases
+ * them, batch_reset empties the batch but keeps the arrays for the next one. */
+struct batch {
+    struct orderevent *orders;       /* valid events; sorted by activity after batch_seal */
+    enum batch_verdict *verdicts;    /* parallel to orders */
+    size_t count;
+    size_t cap;
+
+    struct orderevent *accepted;     /* copies of the ACCEPTED orders, still by activity */
+    unsigned char *in_db;            /* parallel to accepted: the row is in MySQL */
+    size_t accepted_count;
+
+    struct useevent *uses;           /* coupon.used events, in arrival order */
+    struct batch_use_msg *use_msgs;  /* parallel to uses */
+    size_t use_count;
+    size_t use_cap;
+
+    struct batch_dead **dead;        /* pointers stay put while the array grows */
+    size_t dead_count;
+    size_t dead_cap;
+
+    struct batch_offset *offsets;    /* one per partition seen */
+    size_t offset_count;
+    size_t offset_cap;
+
+    size_t messages;                 /* messages read, valid or not */
+    size_t duplicates;               /* events dropped by batch_seal as repeats */
+};
+
+int batch_init(struct batch *b, size_t cap_hint);
+void batch_free(struct batch *b);
+void batch_reset(struct batch *b);
+
+int batch_add_order(struct batch *b, const struct orderevent *ev);
+/* Copies payload and key. */
+int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, const void *key,
+                   size_t key_len, int32_t partition, int64_t offset, const char *error);
+/* Copies payload and key too. */
+int batch_add_use(struct batch *b, const struct useevent *ev, const void *payload,
+                  size_t payload_len, const void *key, size_t key_len, int32_t partition,
+                  int64_t offset);
+/* Turns uses[i] into a dead letter carrying error (its message, copied again). */
+int batch_dead_use(struct batch *b, size_t i, const char *error);
+int batch_note_offset(struct batch *b, int32_t partition, int64_t offset);
+
+/* Sorts the orders by activity then order number and drops repeated order numbers (a
+ * redelivery inside one batch), so that each activity is one contiguous run. */
+void batch_seal(struct batch *b);
+/* End (exclusive) of the run of orders sharing the activity of orders[start]. */
+size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start);
+/* Copies the ACCEPTED orders into b->accepted and clears b->in_db. */
+void batch_collect_accepted(struct batch *b);
+
+/* True when the batch holds nothing to do: no order, no use, no dead letter, no offset. */
+int batch_is_empty(const struct batch *b);
+
+#endif

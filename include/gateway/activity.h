@@ -1,0 +1,63 @@
+#ifndef SK_ACTIVITY_H
+#define SK_ACTIVITY_H
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "gateway/redisconn.h"
+#include "gateway/intmap.h"
+
+/* The gateway's local view of every warmed activity (Redis set seckill:activities),
+ * refreshed on a timer. It lets the hot path answer NOT_STARTED, ENDED, CANCELLED and
+ * sold-out storms without I/O; the execute script stays the authority for everything
+ * else, so a stale cache can delay an answer but never make a wrong sale. */
+
+#define ACTIVITY_NAME_LEN 128
+
+enum activity_status { ACTIVITY_PENDING, ACTIVITY_ACTIVE, ACTIVITY_ENDED, ACTIVITY_CANCELLED };
+
+struct activity {
+    int64_t id;
+    char name[ACTIVITY_NAME_LEN];
+    int64_t coupon_id;
+    int64_t stock;          /* initial stock */
+    int64_t stock_left;     /* as of the last refresh or script answer */
+    int64_t start_ms;
+    int64_t end_ms;
+    bool cancelled;
+    bool loaded;            /* false until the first refresh answered */
+    bool sold_out;          /* set by an OUT_OF_STOCK answer, cleared when stock returns */
+    /* Users holding an order (user id -> order id). Complete once loaded from Redis after
+     * the sale sold out; only then may a sold-out sale be answered locally, since a
+     * winner's repeat must get DUPLICATE, whichever gateway sold to them. */
+    struct intmap winners;  /* owned */
+    int64_t holders;        /* users holding an order in Redis, as of the last refresh */
+    bool winners_complete;
+    bool winners_loading;
+};
+
+struct activity_cache;
+
+struct activity_cache *activity_cache_new(struct event_base *base, const struct config *cfg,
+                                          struct redisconn *redis);
+void activity_cache_free(struct activity_cache *cache);
+
+struct activity *activity_cache_find(struct activity_cache *cache, int64_t id);
+size_t activity_cache_count(const struct activity_cache *cache);
+struct activity *activity_cache_at(struct activity_cache *cache, size_t i);
+/* Refresh now instead of at the next tick (after a reconnect). */
+void activity_cache_refresh(struct activity_cache *cache);
+/* The sale answered OUT_OF_STOCK: remember it, and load its winners from Redis. */
+void activity_cache_sold_out(struct activity_cache *cache, struct activity *a);
+/* True when a sold-out sale can be answered without Redis. */
+bool activity_answers_locally(const struct activity *a);
+
+enum activity_status activity_status_at(const struct activity *a, int64_t now_ms);
+const char *activity_status_name(enum activity_status status);
+/* Fills a from an activity.lua reply; returns -1 when the reply says "not warmed". */
+int activity_from_reply(struct activity *a, const redisReply *reply);
+
+#endif

@@ -1,0 +1,47 @@
+#ifndef SK_GATEWAY_H
+#define SK_GATEWAY_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gateway/activity.h"
+#include "common/config.h"
+#include "gateway/kafkaprod.h"
+#include "common/luascript.h"
+#include "gateway/marks.h"
+#include "common/orderno.h"
+#include "gateway/redisconn.h"
+#include "gateway/tokenbucket.h"
+
+/* The gateway's parts, wired together by server.c and handed to every handler. */
+struct gateway {
+    struct event_base *base;
+    const struct config *cfg;
+    struct luascript_set scripts;
+    struct redisconn *redis;
+    struct kafkaprod *kafka;
+    struct activity_cache *activities;
+    struct marks *marks;
+    struct tokenbucket bucket;
+    struct orderno_gen orderno;
+    bool node_ready;          /* order numbers need a node id from Redis first */
+    bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
+    unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
+    uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
+};
+
+/* Called after every Redis (re)connect: node id, cache refresh. */
+void gateway_on_redis_connect(void *arg);
+
+/* POST /seckill/execute */
+void gateway_execute(struct gateway *gw, struct evhttp_request *req);
+/* GET /seckill/token: a one-time purchase token, only inside the sale's window. */
+void gateway_token(struct gateway *gw, struct evhttp_request *req);
+
+/* The client address as the API defines it: the socket peer, or the first
+ * X-Forwarded-For hop when http.trust-forwarded-for is on. */
+void gateway_client_ip(const struct gateway *gw, struct evhttp_request *req, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,55 @@
+#ifndef SK_METRICS_H
+#define SK_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gateway/reply.h"
+
+/* The gateway's Prometheus metrics, declared once here (name, help) and rendered by
+ * metrics_render. Plain counters in one process: the gateway is single-threaded. */
+
+#define METRICS_COUNTERS(X)                                                                      \
+    X(ORDERS_ACCEPTED, "seckill_orders_accepted_total", "Orders reserved in Redis and durably in Kafka") \
+    X(ORDERS_ROLLED_BACK, "seckill_orders_rolled_back_total", "Reservations undone after Kafka refused or failed the order") \
+    X(RESERVATIONS_EXPIRED, "seckill_reservations_expired_total", "Reservations the reaper expired (never reached Kafka)") \
+    X(KAFKA_DELIVERY_FAILURES, "seckill_kafka_delivery_failures_total", "Kafka produce or delivery failures") \
+    X(REDIS_TIMEOUTS, "seckill_redis_timeouts_total", "Times the Redis connection was dropped for missing its deadline") \
+    X(LOCAL_ANSWERS, "seckill_local_answers_total", "execute requests answered from the local cache without I/O") \
+    X(COUPONS_REDEEMED, "seckill_coupons_redeemed_total", "Coupon redemptions recorded in Kafka") \
+    X(ACCEPT_PAUSES, "seckill_http_accept_pauses_total", "Times accepting paused at http.max-connections")
+
+#define METRICS_HISTOGRAMS(X)                                                                    \
+    X(EXECUTE_LATENCY, "seckill_execute_duration_seconds", "POST /seckill/execute from parse to reply, when it reached Redis") \
+    X(REDIS_ROUNDTRIP, "seckill_redis_roundtrip_seconds", "Redis command round trips") \
+    X(KAFKA_DELIVERY, "seckill_kafka_delivery_seconds", "Kafka produce to delivery report")
+
+#define METRICS_ENUM(id, name, help) METRIC_##id,
+enum metrics_counter { METRICS_COUNTERS(METRICS_ENUM) METRICS_COUNTER_COUNT };
+enum metrics_histogram { METRICS_HISTOGRAMS(METRICS_ENUM) METRICS_HISTOGRAM_COUNT };
+#undef METRICS_ENUM
+
+void metrics_inc(enum metrics_counter counter);
+void metrics_add(enum metrics_counter counter, uint64_t n);
+void metrics_observe_us(enum metrics_histogram histogram, int64_t microseconds);
+/* Requests by route (index into the router's table, names given at start-up). */
+void metrics_set_routes(const char *const *names, size_t count);
+void metrics_request(size_t route);
+/* Responses by API status; code 200 counts as "OK". */
+void metrics_response(int code, const char *status);
+
+struct metrics_gauges {
+    uint64_t in_flight;
+    uint64_t open_connections;
+    uint64_t marks_pending;
+    uint64_t redis_pending;
+    uint64_t redis_reconnects;
+    uint64_t kafka_queue;
+    uint64_t redis_up;
+    uint64_t kafka_up;
+};
+
+/* Prometheus text exposition format; returns a malloc'ed string (caller frees). */
+char *metrics_render(const struct metrics_gauges *gauges);
+
+#endif

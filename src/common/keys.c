@@ -1,0 +1,36 @@
+#include "common/keys.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,
+                  int64_t activity_id)
+{
+    const char *prefix = "seckill:activity";
+    switch (kind) {
+    case KEYS_ACTIVITY: prefix = "seckill:activity"; break;
+    case KEYS_STOCK: prefix = cfg->stock_prefix; break;
+    case KEYS_USERS: prefix = cfg->user_prefix; break;
+    case KEYS_ORDERS: prefix = "seckill:order"; break;
+    case KEYS_RESERVED: prefix = "seckill:resv"; break;
+    case KEYS_QUEUED: prefix = "seckill:queued"; break;
+    case KEYS_CLAIMED: prefix = "seckill:claimed"; break;
+    }
+    int n = snprintf(buf, len, "%s:{%" PRId64 "}", prefix, activity_id);
+    return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
+int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
+                 const char *subject)
+{
+    const char *what = "rl:user";
+    switch (kind) {
+    case KEYS_RATE_USER: what = "rl:user"; break;
+    case KEYS_RATE_IP: what = "rl:ip"; break;
+    case KEYS_BRUSH: what = "brush"; break;
+    case KEYS_BAN: what = "ban"; break;
+    case KEYS_TOKEN: what = "token"; break;
+    }
+    int n = snprintf(buf, len, "seckill:%s:{%" PRId64 "}:%s", what, activity_id, subject);
+    return (n < 0 || (size_t)n >= len) ? -1 : n;
+}

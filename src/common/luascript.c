@@ -1,0 +1,112 @@
+#define _POSIX_C_SOURCE 200809L
+#include "common/luascript.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/sha1.h"
+
+static const char *const script_names[LUASCRIPT_COUNT] = {
+    [LUASCRIPT_EXECUTE] = "execute",   [LUASCRIPT_RELEASE] = "release",
+    [LUASCRIPT_QUEUED] = "queued",     [LUASCRIPT_CONFIRM] = "confirm",
+    [LUASCRIPT_FINALIZE] = "finalize", [LUASCRIPT_ACTIVITY] = "activity",
+    [LUASCRIPT_RESULT] = "result",     [LUASCRIPT_USE] = "use",
+    [LUASCRIPT_UNUSE] = "unuse",       [LUASCRIPT_CANCEL] = "cancel",
+};
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, used = 0;
+    for (;;) {
+        if (used + 4096 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *grown = realloc(buf, cap);
+            if (!grown) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t n = fread(buf + used, 1, cap - used - 1, f);
+        used += n;
+        if (n == 0)
+            break;
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        free(buf);
+        return NULL;
+    }
+    buf[used] = '\0';
+    *len = used;
+    return buf;
+}
+
+int luascript_load_all(struct luascript_set *set, const char *dir, char *err, size_t errlen)
+{
+    memset(set, 0, sizeof(*set));
+    for (int i = 0; i < LUASCRIPT_COUNT; i++) {
+        struct luascript *s = &set->scripts[i];
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/%s.lua", dir, script_names[i]);
+        s->name = script_names[i];
+        s->body = read_file(path, &s->body_len);
+        if (!s->body) {
+            snprintf(err, errlen, "%s: %s (seckill.lua-dir)", path, strerror(errno ? errno : EIO));
+            luascript_free_all(set);
+            return -1;
+        }
+        sha1_hex(s->body, s->body_len, s->sha);
+    }
+    return 0;
+}
+
+void luascript_free_all(struct luascript_set *set)
+{
+    for (int i = 0; i < LUASCRIPT_COUNT; i++) {
+        free(set->scripts[i].body);
+        set->scripts[i].body = NULL;
+    }
+}
+
+int luascript_is_noscript(const redisReply *reply)
+{
+    return reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0;
+}
+
+redisReply *luascript_call_sync(redisContext *c, const struct luascript *s, int nkeys,
+                                const char *const *keys, int nargs, const char *const *args)
+{
+    int argc = 3 + nkeys + nargs;
+    const char **argv = malloc(sizeof(char *) * (size_t)argc);
+    if (!argv)
+        return NULL;
+    char numkeys[16];
+    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+    argv[0] = "EVALSHA";
+    argv[1] = s->sha;
+    argv[2] = numkeys;
+    for (int i = 0; i < nkeys; i++)
+        argv[3 + i] = keys[i];
+    for (int i = 0; i < nargs; i++)
+        argv[3 + nkeys + i] = args[i];
+    redisReply *reply = redisCommandArgv(c, argc, argv, NULL);
+    if (luascript_is_noscript(reply)) {
+        freeReplyObject(reply);
+        reply = redisCommand(c, "SCRIPT LOAD %b", s->body, s->body_len);
+        if (reply && reply->type != REDIS_REPLY_ERROR) {
+            freeReplyObject(reply);
+            reply = redisCommandArgv(c, argc, argv, NULL);
+        }
+    }
+    free(argv);
+    return reply;
+}

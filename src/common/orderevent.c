@@ -1,0 +1,52 @@
+#include "common/orderevent.h"
+
+#include "common/json.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
+{
+    /* The order number is generated digits and a dash: nothing to escape. */
+    int n = snprintf(buf, len,
+                     "{\"orderNo\":\"%s\",\"userId\":%" PRId64 ",\"activityId\":%" PRId64
+                     ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "}",
+                     ev->order_no, ev->user_id, ev->activity_id, ev->coupon_id, ev->created_ms);
+    return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
+
+int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char *err, size_t errlen)
+{
+    memset(ev, 0, sizeof(*ev));
+    cJSON *root = json_parse_object(data, len, err, errlen);
+    if (!root)
+        return -1;
+    int rc = -1;
+    const cJSON *order_no = cJSON_GetObjectItemCaseSensitive(root, "orderNo");
+    if (!cJSON_IsString(order_no) || strlen(order_no->valuestring) >= sizeof(ev->order_no)) {
+        snprintf(err, errlen, "orderNo: missing or not a string");
+        goto out;
+    }
+    if (json_get_int(root, "userId", 1, &ev->user_id, err, errlen) != 0 ||
+        json_get_int(root, "activityId", 1, &ev->activity_id, err, errlen) != 0 ||
+        json_get_int(root, "couponId", 0, &ev->coupon_id, err, errlen) != 0 ||
+        json_get_int(root, "createdAt", 0, &ev->created_ms, err, errlen) != 0)
+        goto out;
+    uint64_t id;
+    int64_t order_activity;
+    if (orderno_parse(order_no->valuestring, &id, &order_activity) != 0 ||
+        order_activity != ev->activity_id) {
+        snprintf(err, errlen, "orderNo: '%s' is not an order number of activity %" PRId64,
+                 order_no->valuestring, ev->activity_id);
+        goto out;
+    }
+    strcpy(ev->order_no, order_no->valuestring);
+    rc = 0;
+out:
+    cJSON_Delete(root);
+    return rc;
+}

@@ -1,0 +1,252 @@
+#include "consumer/batch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The capacity to grow to so that need elements fit: doubling, from 16. */
+static size_t grown_cap(size_t cap, size_t need)
+{
+    size_t n = cap ? cap : 16;
+    while (n < need)
+        n *= 2;
+    return n;
+}
+
+/* orders, verdicts, accepted and in_db always share one capacity. */
+static int grow_orders(struct batch *b, size_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t n = grown_cap(b->cap, need);
+    struct orderevent *orders = realloc(b->orders, n * sizeof(*orders));
+    if (!orders)
+        return -1;
+    b->orders = orders;
+    enum batch_verdict *verdicts = realloc(b->verdicts, n * sizeof(*verdicts));
+    if (!verdicts)
+        return -1;
+    b->verdicts = verdicts;
+    struct orderevent *accepted = realloc(b->accepted, n * sizeof(*accepted));
+    if (!accepted)
+        return -1;
+    b->accepted = accepted;
+    unsigned char *in_db = realloc(b->in_db, n);
+    if (!in_db)
+        return -1;
+    b->in_db = in_db;
+    b->cap = n;
+    return 0;
+}
+
+int batch_init(struct batch *b, size_t cap_hint)
+{
+    memset(b, 0, sizeof(*b));
+    if (grow_orders(b, cap_hint) != 0) {
+        batch_free(b);
+        return -1;
+    }
+    return 0;
+}
+
+static void dead_free(struct batch_dead *d)
+{
+    if (!d)
+        return;
+    free(d->payload);
+    free(d->key);
+    free(d);
+}
+
+void batch_reset(struct batch *b)
+{
+    for (size_t i = 0; i < b->dead_count; i++)
+        dead_free(b->dead[i]);
+    b->dead_count = 0;
+    for (size_t i = 0; i < b->use_count; i++) {
+        free(b->use_msgs[i].payload);
+        free(b->use_msgs[i].key);
+    }
+    b->use_count = 0;
+    b->count = 0;
+    b->accepted_count = 0;
+    b->offset_count = 0;
+    b->messages = 0;
+    b->duplicates = 0;
+}
+
+void batch_free(struct batch *b)
+{
+    batch_reset(b);
+    free(b->orders);
+    free(b->verdicts);
+    free(b->accepted);
+    free(b->in_db);
+    free(b->uses);
+    free(b->use_msgs);
+    free(b->dead);
+    free(b->offsets);
+    memset(b, 0, sizeof(*b));
+}
+
+int batch_add_order(struct batch *b, const struct orderevent *ev)
+{
+    if (grow_orders(b, b->count + 1) != 0)
+        return -1;
+    b->orders[b->count] = *ev;
+    b->verdicts[b->count] = BATCH_PENDING;
+    b->count++;
+    return 0;
+}
+
+static void *dup_bytes(const void *src, size_t len)
+{
+    if (!src || len == 0)
+        return NULL;
+    void *p = malloc(len);
+    if (p)
+        memcpy(p, src, len);
+    return p;
+}
+
+int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, const void *key,
+                   size_t key_len, int32_t partition, int64_t offset, const char *error)
+{
+    if (b->dead_count == b->dead_cap) {
+        size_t n = grown_cap(b->dead_cap, b->dead_count + 1);
+        struct batch_dead **dead = realloc(b->dead, n * sizeof(*dead));
+        if (!dead)
+            return -1;
+        b->dead = dead;
+        b->dead_cap = n;
+    }
+    struct batch_dead *d = calloc(1, sizeof(*d));
+    if (!d)
+        return -1;
+    d->payload = dup_bytes(payload, payload_len);
+    d->key = dup_bytes(key, key_len);
+    if ((payload_len && payload && !d->payload) || (key_len && key && !d->key)) {
+        dead_free(d);
+        return -1;
+    }
+    d->payload_len = d->payload ? payload_len : 0;
+    d->key_len = d->key ? key_len : 0;
+    d->partition = partition;
+    d->offset = offset;
+    snprintf(d->error, sizeof(d->error), "%s", error);
+    d->state = BATCH_DEAD_PENDING;
+    b->dead[b->dead_count++] = d;
+    return 0;
+}
+
+int batch_add_use(struct batch *b, const struct useevent *ev, const void *payload,
+                  size_t payload_len, const void *key, size_t key_len, int32_t partition,
+                  int64_t offset)
+{
+    if (b->use_count == b->use_cap) {
+        size_t n = grown_cap(b->use_cap, b->use_count + 1);
+        struct useevent *uses = realloc(b->uses, n * sizeof(*uses));
+        if (!uses)
+            return -1;
+        b->uses = uses;
+        struct batch_use_msg *msgs = realloc(b->use_msgs, n * sizeof(*msgs));
+        if (!msgs)
+            return -1;
+        b->use_msgs = msgs;
+        b->use_cap = n;
+    }
+    struct batch_use_msg m = { dup_bytes(payload, payload_len), 0, dup_bytes(key, key_len), 0,
+                               partition, offset };
+    if ((payload_len && payload && !m.payload) || (key_len && key && !m.key)) {
+        free(m.payload);
+        free(m.key);
+        return -1;
+    }
+    m.payload_len = m.payload ? payload_len : 0;
+    m.key_len = m.key ? key_len : 0;
+    b->uses[b->use_count] = *ev;
+    b->use_msgs[b->use_count] = m;
+    b->use_count++;
+    return 0;
+}
+
+int batch_dead_use(struct batch *b, size_t i, const char *error)
+{
+    const struct batch_use_msg *m = &b->use_msgs[i];
+    return batch_add_dead(b, m->payload, m->payload_len, m->key, m->key_len, m->partition,
+                          m->offset, error);
+}
+
+int batch_note_offset(struct batch *b, int32_t partition, int64_t offset)
+{
+    for (size_t i = 0; i < b->offset_count; i++) {
+        if (b->offsets[i].partition == partition) {
+            if (offset > b->offsets[i].offset)
+                b->offsets[i].offset = offset;
+            return 0;
+        }
+    }
+    if (b->offset_count == b->offset_cap) {
+        size_t n = grown_cap(b->offset_cap, b->offset_count + 1);
+        struct batch_offset *offsets = realloc(b->offsets, n * sizeof(*offsets));
+        if (!offsets)
+            return -1;
+        b->offsets = offsets;
+        b->offset_cap = n;
+    }
+    b->offsets[b->offset_count].partition = partition;
+    b->offsets[b->offset_count].offset = offset;
+    b->offset_count++;
+    return 0;
+}
+
+static int order_cmp(const void *pa, const void *pb)
+{
+    const struct orderevent *a = pa, *b = pb;
+    if (a->activity_id != b->activity_id)
+        return a->activity_id < b->activity_id ? -1 : 1;
+    return strcmp(a->order_no, b->order_no);
+}
+
+void batch_seal(struct batch *b)
+{
+    if (b->count == 0)
+        return;
+    qsort(b->orders, b->count, sizeof(*b->orders), order_cmp);
+    size_t kept = 1;
+    for (size_t i = 1; i < b->count; i++) {
+        if (strcmp(b->orders[i].order_no, b->orders[kept - 1].order_no) == 0) {
+            b->duplicates++;
+            continue;
+        }
+        b->orders[kept++] = b->orders[i];
+    }
+    b->count = kept;
+    for (size_t i = 0; i < b->count; i++)
+        b->verdicts[i] = BATCH_PENDING;
+}
+
+size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start)
+{
+    size_t end = start;
+    while (end < count && orders[end].activity_id == orders[start].activity_id)
+        end++;
+    return end;
+}
+
+void batch_collect_accepted(struct batch *b)
+{
+    b->accepted_count = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        if (b->verdicts[i] != BATCH_ACCEPTED)
+            continue;
+        b->accepted[b->accepted_count] = b->orders[i];
+        b->in_db[b->accepted_count] = 0;
+        b->accepted_count++;
+    }
+}
+
+int batch_is_empty(const struct batch *b)
+{
+    return b->count == 0 && b->use_count == 0 && b->dead_count == 0 && b->offset_count == 0;
+}

@@ -1,0 +1,157 @@
+#include "ctl/ctlstats.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctlactivity.h"
+#include "ctl/ctlcoupon.h"
+
+/* Names are cut in the text tables so that one long name does not push every row wide;
+ * --json has them whole. */
+#define CTLSTATS_NAME_CHARS 32
+
+static void ctlstats_name(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", name);
+    ctl_utf8_truncate(buf, CTLSTATS_NAME_CHARS);
+}
+
+static int ctlstats_coupons(struct ctl *ctl, int64_t now, cJSON *json)
+{
+    MYSQL_RES *res = ctl_db_query(ctl, "SELECT id FROM coupon ORDER BY id");
+    if (!res)
+        return CTL_FAIL;
+    static const char *const heads[] = { "coupon", "name", "type", "status", "total", "issued", "used",
+                                         "remaining" };
+    struct ctl_table t;
+    ctl_table_init(&t, 8, heads, "rlllrrrr");
+    cJSON *arr = json ? cJSON_AddArrayToObject(json, "coupons") : NULL;
+    int rc = CTL_OK;
+    MYSQL_ROW r;
+    while (rc == CTL_OK && (r = mysql_fetch_row(res))) {
+        struct ctlcoupon_row cp;
+        int64_t allotted, remaining;
+        /* The same count a grant would find, only without its locks. */
+        rc = ctlcoupon_grantable(ctl, ctl_db_int(r[0]), now, false, &cp, &allotted, &remaining);
+        if (rc != CTL_OK)
+            break;
+        if (arr) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddNumberToObject(c, "id", (double)cp.id);
+            cJSON_AddStringToObject(c, "name", cp.name);
+            cJSON_AddStringToObject(c, "type", cp.type);
+            cJSON_AddStringToObject(c, "status", now >= cp.end_ms && strcmp(cp.status, "ACTIVE") == 0
+                                                     ? "EXPIRED" : cp.status);
+            cJSON_AddNumberToObject(c, "total", (double)cp.total);
+            cJSON_AddNumberToObject(c, "issued", (double)cp.issued);
+            cJSON_AddNumberToObject(c, "used", (double)cp.used);
+            cJSON_AddNumberToObject(c, "heldBySales", (double)allotted);
+            cJSON_AddNumberToObject(c, "remaining", (double)remaining);
+            cJSON_AddItemToArray(arr, c);
+            continue;
+        }
+        char id[24], name[CTLCOUPON_NAME_BYTES], total[24], issued[24], used[24], left[24];
+        snprintf(id, sizeof(id), "%" PRId64, cp.id);
+        ctlstats_name(cp.name, name, sizeof(name));
+        snprintf(total, sizeof(total), "%" PRId64, cp.total);
+        snprintf(issued, sizeof(issued), "%" PRId64, cp.issued);
+        snprintf(used, sizeof(used), "%" PRId64, cp.used);
+        snprintf(left, sizeof(left), "%" PRId64, remaining);
+        /* A coupon past its validity is expired whatever its status column says. */
+        const char *status = now >= cp.end_ms && strcmp(cp.status, "ACTIVE") == 0 ? "EXPIRED" : cp.status;
+        const char *cells[] = { id, name, cp.type, status, total, issued, used, left };
+        rc = ctl_table_row(ctl, &t, cells);
+    }
+    mysql_free_result(res);
+    if (rc == CTL_OK && !json) {
+        ctl_table_print(&t, stdout);
+    }
+    ctl_table_free(&t);
+    return rc;
+}
+
+static int ctlstats_activities(struct ctl *ctl, int64_t now, cJSON *json)
+{
+    struct ctlactivity_row *rows;
+    size_t n;
+    if (ctlactivity_list(ctl, 0, false, &rows, &n) != CTL_OK)
+        return CTL_FAIL;
+    static const char *const heads[] = { "activity", "name", "coupon", "status", "stock", "sold",
+                                         "left", "live", "returned" };
+    struct ctl_table t;
+    ctl_table_init(&t, 9, heads, "rlrlrrrrr");
+    cJSON *arr = json ? cJSON_AddArrayToObject(json, "activities") : NULL;
+    int rc = CTL_OK;
+    for (size_t i = 0; i < n && rc == CTL_OK; i++) {
+        const struct ctlactivity_row *a = &rows[i];
+        struct ctlactivity_redis rd;
+        if ((rc = ctlactivity_read_redis(ctl, a->id, &rd)) != CTL_OK)
+            break;
+        /* Live: stock taken in Redis whose order is not final yet. */
+        int64_t live = rd.reservations + rd.queued + rd.claimed;
+        const char *status = ctlactivity_status_at(a, now);
+        if (arr) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "id", (double)a->id);
+            cJSON_AddStringToObject(o, "name", a->name);
+            cJSON_AddNumberToObject(o, "couponId", (double)a->coupon_id);
+            cJSON_AddStringToObject(o, "status", status);
+            cJSON_AddNumberToObject(o, "stock", (double)a->stock);
+            cJSON_AddNumberToObject(o, "sold", (double)a->sold_count);
+            cJSON_AddBoolToObject(o, "warmed", rd.warmed);
+            if (rd.has_stock)
+                cJSON_AddNumberToObject(o, "stockLeft", (double)rd.stock_left);
+            else
+                cJSON_AddNullToObject(o, "stockLeft");
+            cJSON_AddNumberToObject(o, "live", (double)live);
+            cJSON_AddNumberToObject(o, "returned", (double)rd.returned);
+            cJSON_AddNumberToObject(o, "holds", (double)ctlactivity_holds(a, now, &rd));
+            cJSON_AddItemToArray(arr, o);
+            continue;
+        }
+        char id[24], name[CTLACTIVITY_NAME_BYTES], coupon[24], stock[24], sold[24], left[24],
+            s_live[24], returned[24];
+        snprintf(id, sizeof(id), "%" PRId64, a->id);
+        ctlstats_name(a->name, name, sizeof(name));
+        snprintf(coupon, sizeof(coupon), "%" PRId64, a->coupon_id);
+        snprintf(stock, sizeof(stock), "%" PRId64, a->stock);
+        snprintf(sold, sizeof(sold), "%" PRId64, a->sold_count);
+        snprintf(left, sizeof(left), "%" PRId64, rd.stock_left);
+        snprintf(s_live, sizeof(s_live), "%" PRId64, live);
+        snprintf(returned, sizeof(returned), "%" PRId64, rd.returned);
+        const char *cells[] = { id, name, coupon, status, stock, sold, rd.has_stock ? left : NULL,
+                                s_live, returned };
+        rc = ctl_table_row(ctl, &t, cells);
+    }
+    free(rows);
+    if (rc == CTL_OK && !json)
+        ctl_table_print(&t, stdout);
+    ctl_table_free(&t);
+    return rc;
+}
+
+int ctlstats_run(struct ctl *ctl, int argc, char **argv)
+{
+    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, NULL, 0, 0, NULL);
+    if (rc != CTL_OK)
+        return rc;
+    if (!ctl_db(ctl) || !ctl_redis(ctl))
+        return CTL_FAIL;
+    int64_t now = ctl_now_ms();
+    cJSON *json = ctl->json ? cJSON_CreateObject() : NULL;
+    if (ctl->json && !json)
+        return ctl_fail(ctl, "out of memory");
+    rc = ctlstats_coupons(ctl, now, json);
+    if (rc == CTL_OK && !json)
+        putchar('\n');
+    if (rc == CTL_OK)
+        rc = ctlstats_activities(ctl, now, json);
+    if (rc != CTL_OK) {
+        cJSON_Delete(json);
+        return rc;
+    }
+    return json ? ctl_print_json(ctl, json) : CTL_OK;
+}

@@ -1,0 +1,501 @@
+#include "ctl/ctlverify.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctlactivity.h"
+#include "store/db.h"
+#include "common/keys.h"
+#include "common/orderno.h"
+#include "common/parse.h"
+
+/* A reservation older than pre-reduce-timeout plus this margin should have been expired
+ * by the reaper (it runs every reaper-interval-ms): it is stuck. */
+#define CTLVERIFY_STUCK_MARGIN_MS 10000
+#define CTLVERIFY_SAMPLES 3
+#define CTLVERIFY_DETAIL 768
+
+/* Examples of what a failing check found, for the operator to look up. */
+struct ctlverify_samples {
+    int n;
+    char s[CTLVERIFY_SAMPLES][ORDERNO_LEN + 32];
+};
+
+static void ctlverify_sample(struct ctlverify_samples *sm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void ctlverify_sample(struct ctlverify_samples *sm, const char *fmt, ...)
+{
+    if (sm->n >= CTLVERIFY_SAMPLES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(sm->s[sm->n++], sizeof(sm->s[0]), fmt, ap);
+    va_end(ap);
+}
+
+struct ctlverify_check {
+    const char *id;
+    const char *name;
+    bool ok;
+    char detail[CTLVERIFY_DETAIL];
+};
+
+static void ctlverify_add(struct ctlverify_check *c, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void ctlverify_add(struct ctlverify_check *c, const char *fmt, ...)
+{
+    size_t used = strlen(c->detail);
+    if (used + 1 >= sizeof(c->detail))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->detail + used, sizeof(c->detail) - used, fmt, ap);
+    va_end(ap);
+}
+
+static void ctlverify_add_samples(struct ctlverify_check *c, const struct ctlverify_samples *sm)
+{
+    for (int i = 0; i < sm->n; i++)
+        ctlverify_add(c, "%s%s", i == 0 ? " (e.g. " : ", ", sm->s[i]);
+    if (sm->n > 0)
+        ctlverify_add(c, ")");
+}
+
+/* ---- the Redis side --------------------------------------------------------------------- */
+
+struct ctlverify_user {
+    int64_t user_id;
+    const char *order_no;   /* points into the HGETALL reply */
+};
+
+struct ctlverify_order {
+    const char *order_no;   /* points into the HGETALL reply */
+    const char *status;
+};
+
+struct ctlverify_redis {
+    redisReply *reply;      /* owns every string below */
+    bool has_stock;
+    int64_t stock_left, reservations, stuck, queued, claimed, success;
+    int64_t returned;       /* unsold stock a cancel took off (activity hash), else 0 */
+    struct ctlverify_user *users;
+    size_t nusers;
+    size_t bad_users;       /* fields that are not user ids */
+    struct ctlverify_order *orders;
+    size_t norders;
+};
+
+static int ctlverify_cmp_user(const void *a, const void *b)
+{
+    int64_t x = ((const struct ctlverify_user *)a)->user_id;
+    int64_t y = ((const struct ctlverify_user *)b)->user_id;
+    return (x > y) - (x < y);
+}
+
+static int ctlverify_cmp_order(const void *a, const void *b)
+{
+    return strcmp(((const struct ctlverify_order *)a)->order_no,
+                  ((const struct ctlverify_order *)b)->order_no);
+}
+
+static int ctlverify_cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void ctlverify_redis_free(struct ctlverify_redis *rd)
+{
+    free(rd->users);
+    free(rd->orders);
+    if (rd->reply)
+        freeReplyObject(rd->reply);
+}
+
+/* One MULTI: the counts of I3 are taken at one instant. HGETALL of the per-user and order
+ * hashes is O(orders) but a single round trip each; everything is compared in memory. */
+static int ctlverify_read_redis(struct ctl *ctl, int64_t id, int64_t now_ms,
+                                struct ctlverify_redis *rd)
+{
+    char stock[KEYS_LEN], resv[KEYS_LEN], queued[KEYS_LEN], claimed[KEYS_LEN], users[KEYS_LEN],
+        orders[KEYS_LEN], activity[KEYS_LEN], cutoff[32];
+    keys_activity(activity, sizeof(activity), &ctl->cfg, KEYS_ACTIVITY, id);
+    keys_activity(stock, sizeof(stock), &ctl->cfg, KEYS_STOCK, id);
+    keys_activity(resv, sizeof(resv), &ctl->cfg, KEYS_RESERVED, id);
+    keys_activity(queued, sizeof(queued), &ctl->cfg, KEYS_QUEUED, id);
+    keys_activity(claimed, sizeof(claimed), &ctl->cfg, KEYS_CLAIMED, id);
+    keys_activity(users, sizeof(users), &ctl->cfg, KEYS_USERS, id);
+    keys_activity(orders, sizeof(orders), &ctl->cfg, KEYS_ORDERS, id);
+    snprintf(cutoff, sizeof(cutoff), "(%" PRId64,
+             now_ms - ctl->cfg.pre_reduce_timeout * 1000 - CTLVERIFY_STUCK_MARGIN_MS);
+    struct ctl_redis_cmd cmds[] = {
+        { 2, { "GET", stock } },
+        { 2, { "ZCARD", resv } },
+        { 4, { "ZCOUNT", resv, "-inf", cutoff } },
+        { 2, { "SCARD", queued } },
+        { 2, { "SCARD", claimed } },
+        { 2, { "HGETALL", users } },
+        { 2, { "HGETALL", orders } },
+        { 3, { "HGET", activity, "returned" } },
+    };
+    memset(rd, 0, sizeof(*rd));
+    rd->reply = ctl_redis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    if (!rd->reply)
+        return CTL_FAIL;
+    redisReply **e = rd->reply->element;
+    for (size_t i = 0; i < rd->reply->elements; i++)
+        if (e[i]->type == REDIS_REPLY_ERROR)
+            return ctl_fail(ctl, "redis %s %s: %s", cmds[i].argv[0], cmds[i].argv[1], e[i]->str);
+    rd->has_stock = ctl_redis_int(e[0], &rd->stock_left) == 0;
+    rd->reservations = e[1]->integer;
+    rd->stuck = e[2]->integer;
+    rd->queued = e[3]->integer;
+    rd->claimed = e[4]->integer;
+    if (ctl_redis_int(e[7], &rd->returned) != 0)
+        rd->returned = 0;
+
+    const redisReply *uh = e[5], *oh = e[6];
+    rd->users = calloc(uh->elements / 2 + 1, sizeof(*rd->users));
+    rd->orders = calloc(oh->elements / 2 + 1, sizeof(*rd->orders));
+    if (!rd->users || !rd->orders)
+        return ctl_fail(ctl, "out of memory");
+    for (size_t i = 0; i + 1 < uh->elements; i += 2) {
+        int64_t user;
+        if (parse_id(uh->element[i]->str, &user) != 0) {
+            rd->bad_users++;
+            continue;
+        }
+        rd->users[rd->nusers].user_id = user;
+        rd->users[rd->nusers++].order_no = uh->element[i + 1]->str;
+    }
+    for (size_t i = 0; i + 1 < oh->elements; i += 2) {
+        rd->orders[rd->norders].order_no = oh->element[i]->str;
+        rd->orders[rd->norders++].status = oh->element[i + 1]->str;
+        if (strcmp(oh->element[i + 1]->str, "SUCCESS") == 0)
+            rd->success++;
+    }
+    qsort(rd->users, rd->nusers, sizeof(*rd->users), ctlverify_cmp_user);
+    qsort(rd->orders, rd->norders, sizeof(*rd->orders), ctlverify_cmp_order);
+    return CTL_OK;
+}
+
+static const char *ctlverify_user_order(const struct ctlverify_redis *rd, int64_t user)
+{
+    struct ctlverify_user key = { user, NULL };
+    const struct ctlverify_user *u =
+        bsearch(&key, rd->users, rd->nusers, sizeof(*rd->users), ctlverify_cmp_user);
+    return u ? u->order_no : NULL;
+}
+
+static const char *ctlverify_order_status(const struct ctlverify_redis *rd, const char *order_no)
+{
+    struct ctlverify_order key = { order_no, NULL };
+    const struct ctlverify_order *o =
+        bsearch(&key, rd->orders, rd->norders, sizeof(*rd->orders), ctlverify_cmp_order);
+    return o ? o->status : NULL;
+}
+
+/* ---- the MySQL side ------------------------------------------------------------------- */
+
+struct ctlverify_mysql {
+    int64_t stock, sold_count;
+    int64_t rows, distinct_orders, distinct_users;
+    int64_t dup_users;          /* users with two or more rows */
+    int64_t uc_dup;             /* orders with two or more user_coupon rows */
+    int64_t streamed;           /* order rows read one by one */
+    int64_t not_success;        /* rows whose Redis status is not SUCCESS */
+    int64_t user_missing;       /* rows whose user has no entry in the users hash */
+    int64_t user_other;         /* rows whose user maps to another order */
+    int64_t uc_missing, uc_mismatch;
+    struct ctlverify_samples s_not_success, s_user, s_uc;
+    char **order_nos;           /* every order_no, sorted, for the Redis -> MySQL direction */
+    size_t norder_nos;
+};
+
+static void ctlverify_mysql_free(struct ctlverify_mysql *my)
+{
+    for (size_t i = 0; i < my->norder_nos; i++)
+        free(my->order_nos[i]);
+    free(my->order_nos);
+}
+
+static int ctlverify_stream_orders(struct ctl *ctl, int64_t id, const struct ctlverify_redis *rd,
+                                   struct ctlverify_mysql *my)
+{
+    char sql[512];
+    snprintf(sql, sizeof(sql),
+             "SELECT o.order_no, o.user_id, o.coupon_id, u.id, u.user_id, u.coupon_id "
+             "FROM seckill_order o LEFT JOIN user_coupon u ON u.source_ref = o.order_no "
+             "WHERE o.activity_id = %" PRId64,
+             id);
+    MYSQL_RES *res = ctl_db_stream(ctl, sql);
+    if (!res)
+        return CTL_FAIL;
+    size_t cap = 0;
+    MYSQL_ROW r;
+    while ((r = mysql_fetch_row(res))) {
+        const char *order_no = r[0] ? r[0] : "";
+        int64_t user = ctl_db_int(r[1]);
+        my->streamed++;
+
+        const char *status = ctlverify_order_status(rd, order_no);
+        if (!status || strcmp(status, "SUCCESS") != 0) {
+            my->not_success++;
+            ctlverify_sample(&my->s_not_success, "%s is %s", order_no, status ? status : "unknown");
+        }
+        const char *mapped = ctlverify_user_order(rd, user);
+        if (!mapped) {
+            my->user_missing++;
+            ctlverify_sample(&my->s_user, "user %" PRId64 " not in users hash", user);
+        } else if (strcmp(mapped, order_no) != 0) {
+            my->user_other++;
+            ctlverify_sample(&my->s_user, "user %" PRId64 " -> %s, row %s", user, mapped, order_no);
+        }
+        if (!r[3]) {
+            my->uc_missing++;
+            ctlverify_sample(&my->s_uc, "%s has none", order_no);
+        } else if (ctl_db_int(r[4]) != user || ctl_db_int(r[5]) != ctl_db_int(r[2])) {
+            my->uc_mismatch++;
+            ctlverify_sample(&my->s_uc, "%s: other user or coupon", order_no);
+        }
+
+        if (my->norder_nos == cap) {
+            size_t ncap = cap ? cap * 2 : 1024;
+            char **grown = realloc(my->order_nos, ncap * sizeof(*grown));
+            if (!grown) {
+                mysql_free_result(res);
+                return ctl_fail(ctl, "out of memory");
+            }
+            my->order_nos = grown;
+            cap = ncap;
+        }
+        char *copy = strdup(order_no);
+        if (!copy) {
+            mysql_free_result(res);
+            return ctl_fail(ctl, "out of memory");
+        }
+        my->order_nos[my->norder_nos++] = copy;
+    }
+    int failed = mysql_errno(ctl->db) != 0;
+    if (failed)
+        ctl_fail(ctl, "mysql: %s", mysql_error(ctl->db));
+    mysql_free_result(res);
+    if (failed)
+        return CTL_FAIL;
+    qsort(my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str);
+    return CTL_OK;
+}
+
+/* All reads in one consistent snapshot, taken after the Redis snapshot. */
+static int ctlverify_read_mysql(struct ctl *ctl, int64_t id, const struct ctlverify_redis *rd,
+                                struct ctlverify_mysql *my)
+{
+    int rc = ctl_db_exec(ctl, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+    if (rc != CTL_OK)
+        return rc;
+    char sql[640];
+    int64_t v[3];
+    snprintf(sql, sizeof(sql), "SELECT stock, sold_count FROM seckill_activity WHERE id = %" PRId64, id);
+    if ((rc = ctl_db_ints(ctl, sql, v, 2)) != CTL_OK)
+        goto out;
+    my->stock = v[0];
+    my->sold_count = v[1];
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*), COUNT(DISTINCT order_no), COUNT(DISTINCT user_id) "
+             "FROM seckill_order WHERE activity_id = %" PRId64,
+             id);
+    if ((rc = ctl_db_ints(ctl, sql, v, 3)) != CTL_OK)
+        goto out;
+    my->rows = v[0];
+    my->distinct_orders = v[1];
+    my->distinct_users = v[2];
+    snprintf(sql, sizeof(sql),
+             "SELECT COUNT(*) FROM (SELECT user_id FROM seckill_order WHERE activity_id = %" PRId64
+             " GROUP BY user_id HAVING COUNT(*) > 1) d",
+             id);
+    if ((rc = ctl_db_ints(ctl, sql, &my->dup_users, 1)) != CTL_OK)
+        goto out;
+    /* No query for two user coupons of one order: UNIQUE(source_ref) makes it impossible,
+     * and the join that would look for it takes seconds on a sale of 200,000. */
+    my->uc_dup = 0;
+    rc = ctlverify_stream_orders(ctl, id, rd, my);
+out:;
+    char err[256];
+    db_exec(ctl->db, "COMMIT", err, sizeof(err));
+    return rc;
+}
+
+/* ---- the checks ----------------------------------------------------------------------- */
+
+static void ctlverify_i1(struct ctlverify_check *c, const struct ctlverify_redis *rd,
+                         const struct ctlverify_mysql *my)
+{
+    bool rows_ok = my->rows <= my->stock;
+    bool success_ok = rd->success <= my->stock;
+    bool stock_ok = rd->has_stock && rd->stock_left >= 0;
+    c->ok = rows_ok && success_ok && stock_ok;
+    ctlverify_add(c, "MySQL orders %" PRId64 " %s stock %" PRId64, my->rows, rows_ok ? "<=" : ">",
+                  my->stock);
+    ctlverify_add(c, ", Redis SUCCESS %" PRId64 " %s stock", rd->success, success_ok ? "<=" : ">");
+    if (rd->has_stock)
+        ctlverify_add(c, ", Redis stock %" PRId64 " %s 0", rd->stock_left, stock_ok ? ">=" : "<");
+    else
+        ctlverify_add(c, ", Redis stock key missing (not warmed?)");
+}
+
+static void ctlverify_i2(struct ctlverify_check *c, const struct ctlverify_redis *rd,
+                         const struct ctlverify_mysql *my)
+{
+    /* A hash holds one order per user by construction; the converse, one user per order,
+     * is worth checking: two users pointing at one order means a corrupted hash. */
+    size_t shared = 0;
+    const char **nos = malloc((rd->nusers + 1) * sizeof(*nos));
+    if (nos) {
+        for (size_t i = 0; i < rd->nusers; i++)
+            nos[i] = rd->users[i].order_no;
+        qsort(nos, rd->nusers, sizeof(*nos), ctlverify_cmp_str);
+        for (size_t i = 1; i < rd->nusers; i++)
+            if (strcmp(nos[i], nos[i - 1]) == 0)
+                shared++;
+        free(nos);
+    }
+    int64_t matched = my->streamed - my->user_missing - my->user_other;
+    c->ok = my->dup_users == 0 && shared == 0 && rd->bad_users == 0 && my->user_missing == 0 &&
+            my->user_other == 0 && nos != NULL;
+    ctlverify_add(c, "users with 2+ MySQL rows %" PRId64 "; users hash %zu entries, orders "
+                  "shared by two users %zu", my->dup_users, rd->nusers + rd->bad_users, shared);
+    if (rd->bad_users)
+        ctlverify_add(c, ", %zu fields not a user id", rd->bad_users);
+    ctlverify_add(c, "; MySQL rows matching the users hash %" PRId64 "/%" PRId64
+                  " (%" PRId64 " missing, %" PRId64 " other order)",
+                  matched, my->streamed, my->user_missing, my->user_other);
+    ctlverify_add_samples(c, &my->s_user);
+}
+
+/* A cancelled sale's unsold stock left the sale as 'returned' (cancel.lua): it counts on
+ * the stock side like the stock key (see ctlactivity.h). */
+static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis *rd,
+                         const struct ctlverify_mysql *my)
+{
+    int64_t sum = rd->stock_left + rd->reservations + rd->queued + rd->claimed + rd->success +
+                  rd->returned;
+    c->ok = rd->has_stock && sum == my->stock;
+    if (!rd->has_stock) {
+        ctlverify_add(c, "Redis stock key missing (not warmed?)");
+        return;
+    }
+    ctlverify_add(c, "stock left %" PRId64 " + reservations %" PRId64 " + queued %" PRId64
+                  " + claimed %" PRId64 " + SUCCESS %" PRId64, rd->stock_left, rd->reservations,
+                  rd->queued, rd->claimed, rd->success);
+    if (rd->returned != 0)
+        ctlverify_add(c, " + returned by cancel %" PRId64, rd->returned);
+    ctlverify_add(c, " = %" PRId64 " %s stock %" PRId64, sum, c->ok ? "==" : "!=", my->stock);
+}
+
+static void ctlverify_i4(struct ctlverify_check *c, const struct ctlverify_redis *rd,
+                         const struct ctlverify_mysql *my, int64_t stuck_after_s)
+{
+    int64_t success_missing = 0;
+    struct ctlverify_samples sm = { 0 };
+    for (size_t i = 0; i < rd->norders; i++) {
+        if (strcmp(rd->orders[i].status, "SUCCESS") != 0)
+            continue;
+        const char *no = rd->orders[i].order_no;
+        if (!bsearch(&no, my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str)) {
+            success_missing++;
+            ctlverify_sample(&sm, "%s", no);
+        }
+    }
+    c->ok = my->not_success == 0 && success_missing == 0 && my->sold_count == my->rows &&
+            rd->stuck == 0;
+    ctlverify_add(c, "MySQL rows not SUCCESS in Redis %" PRId64, my->not_success);
+    ctlverify_add_samples(c, &my->s_not_success);
+    ctlverify_add(c, "; Redis SUCCESS without MySQL row %" PRId64, success_missing);
+    ctlverify_add_samples(c, &sm);
+    ctlverify_add(c, "; sold_count %" PRId64 " %s rows %" PRId64, my->sold_count,
+                  my->sold_count == my->rows ? "==" : "!=", my->rows);
+    ctlverify_add(c, "; reservations stuck past %" PRId64 " s: %" PRId64, stuck_after_s, rd->stuck);
+}
+
+static void ctlverify_i5(struct ctlverify_check *c, const struct ctlverify_mysql *my)
+{
+    bool counts_ok = my->rows == my->distinct_orders && my->rows == my->distinct_users;
+    c->ok = counts_ok && my->uc_missing == 0 && my->uc_dup == 0 && my->uc_mismatch == 0;
+    ctlverify_add(c, "rows %" PRId64 " %s distinct order_no %" PRId64 " %s distinct users %" PRId64,
+                  my->rows, my->rows == my->distinct_orders ? "==" : "!=", my->distinct_orders,
+                  my->distinct_orders == my->distinct_users ? "==" : "!=", my->distinct_users);
+    ctlverify_add(c, "; user_coupon per order: %" PRId64 " missing, %" PRId64 " duplicated, %" PRId64
+                  " with another user or coupon", my->uc_missing, my->uc_dup, my->uc_mismatch);
+    ctlverify_add_samples(c, &my->s_uc);
+}
+
+int ctlverify_run(struct ctl *ctl, int argc, char **argv)
+{
+    int64_t id;
+    int rc = ctl_parse_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTL_OK)
+        return rc;
+    struct ctlactivity_row row;
+    if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
+        return rc;
+
+    struct ctlverify_redis rd;
+    struct ctlverify_mysql my;
+    memset(&my, 0, sizeof(my));
+    int64_t now = ctl_now_ms();
+    rc = ctlverify_read_redis(ctl, id, now, &rd);
+    if (rc == CTL_OK)
+        rc = ctlverify_read_mysql(ctl, id, &rd, &my);
+    if (rc != CTL_OK) {
+        ctlverify_mysql_free(&my);
+        ctlverify_redis_free(&rd);
+        return rc;
+    }
+
+    struct ctlverify_check checks[5] = {
+        { "I1", "no oversell", false, "" },
+        { "I2", "one per user", false, "" },
+        { "I3", "conservation", false, "" },
+        { "I4", "agreement", false, "" },
+        { "I5", "idempotent", false, "" },
+    };
+    ctlverify_i1(&checks[0], &rd, &my);
+    ctlverify_i2(&checks[1], &rd, &my);
+    ctlverify_i3(&checks[2], &rd, &my);
+    ctlverify_i4(&checks[3], &rd, &my,
+                 ctl->cfg.pre_reduce_timeout + CTLVERIFY_STUCK_MARGIN_MS / 1000);
+    ctlverify_i5(&checks[4], &my);
+    ctlverify_mysql_free(&my);
+    ctlverify_redis_free(&rd);
+
+    bool all = true;
+    for (size_t i = 0; i < 5; i++)
+        all = all && checks[i].ok;
+    if (ctl->json) {
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddNumberToObject(obj, "activityId", (double)id);
+        cJSON_AddBoolToObject(obj, "ok", all);
+        cJSON *arr = cJSON_AddArrayToObject(obj, "checks");
+        for (size_t i = 0; i < 5; i++) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddStringToObject(c, "id", checks[i].id);
+            cJSON_AddStringToObject(c, "name", checks[i].name);
+            cJSON_AddBoolToObject(c, "ok", checks[i].ok);
+            cJSON_AddStringToObject(c, "detail", checks[i].detail);
+            cJSON_AddItemToArray(arr, c);
+        }
+        if (ctl_print_json(ctl, obj) != CTL_OK)
+            return CTL_FAIL;
+    } else {
+        for (size_t i = 0; i < 5; i++)
+            printf("%s  %s %s: %s\n", checks[i].ok ? "PASS" : "FAIL", checks[i].id, checks[i].name,
+                   checks[i].detail);
+    }
+    return all ? CTL_OK : CTL_FAIL;
+}

@@ -1,0 +1,309 @@
+#include "gateway/activity.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/keys.h"
+#include "common/log.h"
+#include "common/orderno.h"
+#include "common/parse.h"
+
+/* Activities are few (a shop runs a handful of sales at once): a sorted array gives
+ * binary-search lookups and stable pointers between refreshes. Entries are never removed
+ * while the gateway runs, so pointers held by in-flight requests stay valid. */
+#define ACTIVITY_CACHE_MAX 4096
+
+struct activity_cache {
+    struct event_base *base;
+    const struct config *cfg;
+    struct redisconn *redis;
+    struct event *timer;
+    struct activity *items[ACTIVITY_CACHE_MAX];  /* sorted by id; each owned */
+    size_t count;
+    bool listing;  /* a SMEMBERS is in flight */
+};
+
+/* One HSCAN page of a winners load in flight. Freed by its callback. */
+struct winners_load {
+    struct activity_cache *cache;
+    int64_t id;
+    struct intmap loaded;  /* owned until it replaces the activity's map */
+};
+
+/* One activity.lua call in flight. Freed by its callback. */
+struct activity_fetch {
+    struct activity_cache *cache;
+    int64_t id;
+};
+
+const char *activity_status_name(enum activity_status status)
+{
+    static const char *const names[] = { "PENDING", "ACTIVE", "ENDED", "CANCELLED" };
+    return names[status];
+}
+
+enum activity_status activity_status_at(const struct activity *a, int64_t now_ms)
+{
+    if (a->cancelled)
+        return ACTIVITY_CANCELLED;
+    if (now_ms < a->start_ms)
+        return ACTIVITY_PENDING;
+    if (now_ms >= a->end_ms)
+        return ACTIVITY_ENDED;
+    return ACTIVITY_ACTIVE;
+}
+
+static int reply_int(const redisReply *r, int64_t *out)
+{
+    if (r->type == REDIS_REPLY_INTEGER) {
+        *out = r->integer;
+        return 0;
+    }
+    if (r->type != REDIS_REPLY_STRING)
+        return -1;
+    char *end;
+    long long v = strtoll(r->str, &end, 10);
+    if (end == r->str || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int activity_from_reply(struct activity *a, const redisReply *reply)
+{
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 8)
+        return -1;
+    redisReply **e = reply->element;
+    int64_t coupon, stock, start, end, left, holders;
+    if (reply_int(e[1], &coupon) || reply_int(e[2], &stock) || reply_int(e[3], &start) ||
+        reply_int(e[4], &end) || reply_int(e[6], &left) || reply_int(e[7], &holders))
+        return -1;
+    snprintf(a->name, sizeof(a->name), "%s", e[0]->type == REDIS_REPLY_STRING ? e[0]->str : "");
+    a->coupon_id = coupon;
+    a->stock = stock;
+    a->start_ms = start;
+    a->end_ms = end;
+    a->stock_left = left;
+    a->cancelled = e[5]->type == REDIS_REPLY_STRING && strcmp(e[5]->str, "CANCELLED") == 0;
+    a->holders = holders;
+    a->loaded = true;
+    /* Stock that came back (a rollback or an expired reservation) reopens the sale. */
+    if (left > 0)
+        a->sold_out = false;
+    else
+        a->sold_out = true;
+    if (a->winners.count != (size_t)holders)
+        a->winners_complete = false;
+    return 0;
+}
+
+static size_t lower_bound(const struct activity_cache *cache, int64_t id)
+{
+    size_t lo = 0, hi = cache->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cache->items[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+struct activity *activity_cache_find(struct activity_cache *cache, int64_t id)
+{
+    size_t i = lower_bound(cache, id);
+    return (i < cache->count && cache->items[i]->id == id) ? cache->items[i] : NULL;
+}
+
+static struct activity *cache_insert(struct activity_cache *cache, int64_t id)
+{
+    size_t i = lower_bound(cache, id);
+    if (i < cache->count && cache->items[i]->id == id)
+        return cache->items[i];
+    if (cache->count == ACTIVITY_CACHE_MAX)
+        return NULL;
+    struct activity *a = calloc(1, sizeof(*a));
+    if (!a)
+        return NULL;
+    a->id = id;
+    intmap_init(&a->winners);
+    memmove(&cache->items[i + 1], &cache->items[i], (cache->count - i) * sizeof(cache->items[0]));
+    cache->items[i] = a;
+    cache->count++;
+    return a;
+}
+
+size_t activity_cache_count(const struct activity_cache *cache) { return cache->count; }
+
+struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { return cache->items[i]; }
+
+bool activity_answers_locally(const struct activity *a) { return a->sold_out && a->winners_complete; }
+
+static void load_page(struct winners_load *load, const char *cursor);
+
+static void load_done(struct winners_load *load, bool ok)
+{
+    struct activity *a = activity_cache_find(load->cache, load->id);
+    if (a) {
+        a->winners_loading = false;
+        if (ok) {
+            intmap_free(&a->winners);
+            a->winners = load->loaded;
+            intmap_init(&load->loaded);
+            /* Complete only if nobody bought or left while the pages were read. */
+            a->winners_complete = a->winners.count == (size_t)a->holders;
+        }
+    }
+    intmap_free(&load->loaded);
+    free(load);
+}
+
+static void on_page(redisReply *reply, void *privdata)
+{
+    struct winners_load *load = privdata;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_STRING || reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        load_done(load, false);
+        return;
+    }
+    const redisReply *pairs = reply->element[1];
+    for (size_t i = 0; i + 1 < pairs->elements; i += 2) {
+        int64_t user, activity_id;
+        uint64_t order_id;
+        if (pairs->element[i]->type == REDIS_REPLY_STRING && pairs->element[i + 1]->type == REDIS_REPLY_STRING &&
+            parse_id(pairs->element[i]->str, &user) == 0 &&
+            orderno_parse(pairs->element[i + 1]->str, &order_id, &activity_id) == 0)
+            intmap_put(&load->loaded, user, order_id);
+    }
+    if (strcmp(reply->element[0]->str, "0") == 0)
+        load_done(load, true);
+    else
+        load_page(load, reply->element[0]->str);
+}
+
+/* HSCAN pages of 1000, not HGETALL: a sale of a million leaves Redis responsive. */
+static void load_page(struct winners_load *load, const char *cursor)
+{
+    char users[KEYS_LEN];
+    keys_activity(users, sizeof(users), load->cache->cfg, KEYS_USERS, load->id);
+    const char *argv[] = { "HSCAN", users, cursor, "COUNT", "1000" };
+    if (redisconn_command_argv(load->cache->redis, 5, argv, NULL, on_page, load) != 0)
+        load_done(load, false);
+}
+
+static void load_winners(struct activity_cache *cache, struct activity *a)
+{
+    if (a->winners_loading || a->winners_complete)
+        return;
+    struct winners_load *load = malloc(sizeof(*load));
+    if (!load)
+        return;
+    load->cache = cache;
+    load->id = a->id;
+    intmap_init(&load->loaded);
+    a->winners_loading = true;
+    load_page(load, "0");
+}
+
+void activity_cache_sold_out(struct activity_cache *cache, struct activity *a)
+{
+    a->sold_out = true;
+    a->stock_left = 0;
+    load_winners(cache, a);
+}
+
+static void on_fetched(redisReply *reply, void *privdata)
+{
+    struct activity_fetch *fetch = privdata;
+    struct activity *a = activity_cache_find(fetch->cache, fetch->id);
+    if (a && reply && reply->type == REDIS_REPLY_ARRAY) {
+        if (reply->elements == 0)
+            a->loaded = false;  /* no longer warmed: let the script answer NOT_FOUND */
+        else if (activity_from_reply(a, reply) != 0)
+            LOG_WARN("activity %" PRId64 ": malformed activity hash in Redis", a->id);
+        else if (a->sold_out && activity_status_at(a, clock_wall_ms()) == ACTIVITY_ACTIVE)
+            load_winners(fetch->cache, a);  /* an ended sale answers ENDED: no winners needed */
+    }
+    free(fetch);
+}
+
+static void fetch_activity(struct activity_cache *cache, int64_t id)
+{
+    char activity_key[KEYS_LEN], stock_key[KEYS_LEN], users_key[KEYS_LEN];
+    keys_activity(activity_key, sizeof(activity_key), cache->cfg, KEYS_ACTIVITY, id);
+    keys_activity(stock_key, sizeof(stock_key), cache->cfg, KEYS_STOCK, id);
+    keys_activity(users_key, sizeof(users_key), cache->cfg, KEYS_USERS, id);
+    struct activity_fetch *fetch = malloc(sizeof(*fetch));
+    if (!fetch)
+        return;
+    fetch->cache = cache;
+    fetch->id = id;
+    const char *argv[] = { activity_key, stock_key, users_key };
+    if (redisconn_eval(cache->redis, LUASCRIPT_ACTIVITY, 3, 0, argv, NULL, on_fetched, fetch) != 0)
+        free(fetch);
+}
+
+static void on_listed(redisReply *reply, void *privdata)
+{
+    struct activity_cache *cache = privdata;
+    cache->listing = false;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY)
+        return;
+    for (size_t i = 0; i < reply->elements; i++) {
+        int64_t id;
+        if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
+            continue;
+        if (cache_insert(cache, id))
+            fetch_activity(cache, id);
+        else
+            LOG_WARN("activity cache full (%d): activity %" PRId64 " served by Redis alone",
+                     ACTIVITY_CACHE_MAX, id);
+    }
+}
+
+void activity_cache_refresh(struct activity_cache *cache)
+{
+    if (cache->listing || !redisconn_ready(cache->redis))
+        return;
+    const char *argv[] = { "SMEMBERS", KEYS_ACTIVITIES };
+    if (redisconn_command_argv(cache->redis, 2, argv, NULL, on_listed, cache) == 0)
+        cache->listing = true;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    activity_cache_refresh(arg);
+}
+
+struct activity_cache *activity_cache_new(struct event_base *base, const struct config *cfg,
+                                          struct redisconn *redis)
+{
+    struct activity_cache *cache = calloc(1, sizeof(*cache));
+    if (!cache)
+        return NULL;
+    cache->base = base;
+    cache->cfg = cfg;
+    cache->redis = redis;
+    cache->timer = event_new(base, -1, EV_PERSIST, on_timer, cache);
+    struct timeval tv = clock_timeval_ms(cfg->activity_refresh_ms);
+    event_add(cache->timer, &tv);
+    return cache;
+}
+
+void activity_cache_free(struct activity_cache *cache)
+{
+    if (!cache)
+        return;
+    event_free(cache->timer);
+    for (size_t i = 0; i < cache->count; i++) {
+        intmap_free(&cache->items[i]->winners);
+        free(cache->items[i]);
+    }
+    free(cache);
+}

@@ -1,0 +1,421 @@
+#include "gateway/coupons.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "gateway/auth.h"
+#include "gateway/httpparams.h"
+#include "common/json.h"
+#include "common/log.h"
+#include "gateway/metrics.h"
+#include "common/parse.h"
+#include "gateway/reply.h"
+#include "common/timeparse.h"
+#include "common/ucoupon.h"
+#include "common/useevent.h"
+
+/* One redemption from request to its last callback. Ownership moves like an order's:
+ * the HMGET callback, then the use.lua callback, then the Kafka delivery report; the
+ * last one frees it. `http` is NULL once the reply is sent. */
+struct redeem {
+    struct kafkaprod_ticket ticket;  /* first: the delivery report hands it back */
+    struct gateway *gw;
+    struct evhttp_request *http;
+    char key[64];
+    char id_text[24];
+    struct useevent ev;
+    int64_t order_amount;
+};
+
+/* One listing; freed by its callback. */
+struct listing {
+    struct evhttp_request *http;
+    int64_t user_id;
+};
+
+static void unavailable(struct evhttp_request *req)
+{
+    reply_error(req, REPLY_UNAVAILABLE, "coupon service unavailable, please retry", 1, NULL, NULL);
+}
+
+static void add_money(cJSON *json, const char *name, int64_t cents)
+{
+    char text[32];
+    coupon_format_cents(cents, text, sizeof(text));
+    cJSON_AddStringToObject(json, name, text);
+}
+
+static void add_time(cJSON *json, const char *name, int64_t ms)
+{
+    char text[40];
+    timeparse_format(ms, text, sizeof(text));
+    cJSON_AddStringToObject(json, name, text);
+}
+
+static cJSON *coupon_json(const struct ucoupon *uc, int64_t now_ms)
+{
+    cJSON *j = cJSON_CreateObject();
+    json_add_int(j, "userCouponId", (int64_t)uc->id);
+    json_add_int(j, "couponId", (int64_t)uc->coupon_id);
+    cJSON_AddStringToObject(j, "type", coupon_type_name(uc->terms.type));
+    cJSON_AddStringToObject(j, "status", ucoupon_state_at(uc, now_ms));
+    if (uc->terms.type == COUPON_CASH)
+        add_money(j, "amount", uc->terms.amount);
+    if (uc->terms.type == COUPON_DISCOUNT) {
+        char rate[32];
+        snprintf(rate, sizeof(rate), "%" PRId64 ".%04" PRId64, uc->terms.rate / COUPON_RATE_ONE,
+                 uc->terms.rate % COUPON_RATE_ONE);
+        cJSON_AddStringToObject(j, "rate", rate);
+        add_money(j, "maxDiscount", uc->terms.max_discount);
+    }
+    add_money(j, "minOrder", uc->terms.min_order);
+    add_time(j, "validFrom", uc->start_ms);
+    add_time(j, "validUntil", uc->end_ms);
+    if (strcmp(uc->status, "USED") == 0) {
+        cJSON_AddStringToObject(j, "orderRef", uc->order_ref);
+        add_money(j, "discount", uc->discount);
+        add_money(j, "payable", uc->payable);
+        add_time(j, "usedAt", uc->used_ms);
+    }
+    return j;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    const struct ucoupon *x = a, *y = b;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void on_listed(redisReply *reply, void *privdata)
+{
+    struct listing *l = privdata;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+        unavailable(l->http);
+        free(l);
+        return;
+    }
+    size_t n = 0;
+    struct ucoupon *items = calloc(reply->elements / 2 + 1, sizeof(*items));
+    for (size_t i = 0; items && i + 1 < reply->elements; i += 2) {
+        const redisReply *field = reply->element[i], *value = reply->element[i + 1];
+        if (field->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING || strchr(field->str, ':'))
+            continue;
+        if (ucoupon_decode(value->str, value->len, &items[n]) != 0) {
+            LOG_WARN("user %" PRId64 ": malformed coupon record %s", l->user_id, field->str);
+            continue;
+        }
+        n++;
+    }
+    /* Second pass: the :used fields of the records found. */
+    for (size_t i = 0; items && i + 1 < reply->elements; i += 2) {
+        const redisReply *field = reply->element[i], *value = reply->element[i + 1];
+        const char *colon = field->type == REDIS_REPLY_STRING ? strchr(field->str, ':') : NULL;
+        if (!colon || strcmp(colon, ":used") != 0 || value->type != REDIS_REPLY_STRING)
+            continue;
+        int64_t id = strtoll(field->str, NULL, 10);
+        for (size_t k = 0; k < n; k++)
+            if (items[k].id == id)
+                ucoupon_decode_used(value->str, &items[k]);
+    }
+    if (!items) {
+        unavailable(l->http);
+        free(l);
+        return;
+    }
+    qsort(items, n, sizeof(*items), by_id);
+    int64_t now = clock_wall_ms();
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    json_add_int(json, "userId", (int64_t)l->user_id);
+    cJSON *list = cJSON_AddArrayToObject(json, "coupons");
+    for (size_t k = 0; k < n; k++)
+        cJSON_AddItemToArray(list, coupon_json(&items[k], now));
+    reply_json(l->http, 200, json);
+    free(items);
+    free(l);
+}
+
+void coupons_list(struct gateway *gw, struct evhttp_request *req)
+{
+    struct httpparams params;
+    char err[160];
+    int64_t user_id;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    httpparams_free(&params);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
+        return;
+    }
+    struct listing *l = malloc(sizeof(*l));
+    if (!l) {
+        unavailable(req);
+        return;
+    }
+    l->http = req;
+    l->user_id = user_id;
+    char key[64];
+    ucoupon_key(key, sizeof(key), user_id);
+    const char *argv[] = { "HGETALL", key };
+    if (redisconn_command_argv(gw->redis, 2, argv, NULL, on_listed, l) != 0) {
+        unavailable(req);
+        free(l);
+    }
+}
+
+static void reply_redeemed(struct redeem *r)
+{
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    json_add_int(json, "userCouponId", (int64_t)r->ev.user_coupon_id);
+    cJSON_AddStringToObject(json, "orderRef", r->ev.order_ref);
+    add_money(json, "orderAmount", r->ev.discount + r->ev.payable);
+    add_money(json, "discount", r->ev.discount);
+    add_money(json, "payable", r->ev.payable);
+    reply_json(r->http, 200, json);
+    r->http = NULL;
+}
+
+static void redeem_fail(struct redeem *r, enum reply_status status, const char *message)
+{
+    if (r->http)
+        reply_error(r->http, status, message, status == REPLY_UNAVAILABLE ? 1 : 0, NULL, NULL);
+    r->http = NULL;
+}
+
+static void on_unused(redisReply *reply, void *privdata)
+{
+    char *what = privdata;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER)
+        LOG_ERROR("%s: could not undo the redemption in Redis; the coupon stays used", what);
+    free(what);
+}
+
+static void undo(struct redeem *r)
+{
+    const char *argv[] = { r->key, r->id_text, r->ev.order_ref };
+    char *what = malloc(128);
+    if (what)
+        snprintf(what, 128, "user coupon %s order %s", r->id_text, r->ev.order_ref);
+    if (!what || redisconn_eval(r->gw->redis, LUASCRIPT_UNUSE, 1, 2, argv, NULL, on_unused, what) != 0) {
+        LOG_ERROR("user coupon %s order %s: could not undo the redemption in Redis", r->id_text, r->ev.order_ref);
+        free(what);
+    }
+}
+
+static void on_delivered(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
+{
+    struct redeem *r = (struct redeem *)ticket;
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+        metrics_inc(METRIC_COUPONS_REDEEMED);
+        if (r->http)
+            reply_redeemed(r);
+    } else {
+        LOG_WARN("user coupon %s order %s: kafka delivery failed: %s", r->id_text, r->ev.order_ref,
+                 rd_kafka_err2str(err));
+        undo(r);
+        redeem_fail(r, REPLY_UNAVAILABLE, "redemption could not be recorded, please retry");
+    }
+    r->gw->in_flight--;
+    free(r);
+}
+
+static void publish(struct redeem *r)
+{
+    char payload[320];
+    int len = useevent_encode(&r->ev, payload, sizeof(payload));
+    char key[24];
+    snprintf(key, sizeof(key), "%" PRId64, r->ev.user_id);
+    rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
+                                      : kafkaprod_produce(r->gw->kafka, key, strlen(key), payload, (size_t)len, &r->ticket);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        LOG_WARN("user coupon %s: kafka produce refused: %s", r->id_text, rd_kafka_err2str(err));
+        undo(r);
+        redeem_fail(r, REPLY_UNAVAILABLE, "redemption could not be recorded, please retry");
+        r->gw->in_flight--;
+        free(r);
+        return;
+    }
+    if (!r->gw->cfg->reply_after_ack)
+        reply_redeemed(r);
+}
+
+static void finish(struct redeem *r)
+{
+    r->gw->in_flight--;
+    free(r);
+}
+
+static void answer_used(struct redeem *r, const char *used)
+{
+    struct ucoupon uc;
+    memset(&uc, 0, sizeof(uc));
+    if (used && ucoupon_decode_used(used, &uc) == 0 && strcmp(uc.order_ref, r->ev.order_ref) == 0) {
+        /* The same checkout asking again gets the answer it already got. */
+        r->ev.discount = uc.discount;
+        r->ev.payable = uc.payable;
+        reply_redeemed(r);
+    } else {
+        reply_error(r->http, REPLY_USED, "coupon already used by another order", 0, "usedBy",
+                    used ? uc.order_ref : NULL);
+        r->http = NULL;
+    }
+}
+
+static void on_use(redisReply *reply, void *privdata)
+{
+    struct redeem *r = privdata;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
+        reply->element[0]->type != REDIS_REPLY_STRING) {
+        redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+        finish(r);
+        return;
+    }
+    const char *verdict = reply->element[0]->str;
+    if (strcmp(verdict, "OK") == 0) {
+        publish(r);
+        return;
+    }
+    if (strcmp(verdict, "REPEAT") == 0 && reply->elements == 3) {
+        r->ev.discount = strtoll(reply->element[1]->str, NULL, 10);
+        r->ev.payable = strtoll(reply->element[2]->str, NULL, 10);
+        reply_redeemed(r);
+    } else if (strcmp(verdict, "USED") == 0) {
+        reply_error(r->http, REPLY_USED, "coupon already used by another order", 0, NULL, NULL);
+        r->http = NULL;
+    } else {
+        reply_error(r->http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
+        r->http = NULL;
+    }
+    finish(r);
+}
+
+static void on_record(redisReply *reply, void *privdata)
+{
+    struct redeem *r = privdata;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+        finish(r);
+        return;
+    }
+    const redisReply *terms = reply->element[0], *used = reply->element[1];
+    struct ucoupon uc;
+    if (terms->type != REDIS_REPLY_STRING || ucoupon_decode(terms->str, terms->len, &uc) != 0 ||
+        uc.user_id != r->ev.user_id) {
+        reply_error(r->http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
+        r->http = NULL;
+        finish(r);
+        return;
+    }
+    if (used->type == REDIS_REPLY_STRING) {
+        answer_used(r, used->str);
+        finish(r);
+        return;
+    }
+    int64_t now = clock_wall_ms();
+    enum coupon_verdict verdict = coupon_apply(&uc.terms, r->order_amount, &r->ev.discount, &r->ev.payable);
+    if (now < uc.start_ms) {
+        reply_error(r->http, REPLY_NOT_STARTED, "coupon not valid yet", 0, NULL, NULL);
+    } else if (now >= uc.end_ms) {
+        reply_error(r->http, REPLY_EXPIRED, "coupon expired", 0, NULL, NULL);
+    } else if (verdict == COUPON_BELOW_MIN_ORDER) {
+        char min[32];
+        coupon_format_cents(uc.terms.min_order, min, sizeof(min));
+        reply_error(r->http, REPLY_BELOW_MIN_ORDER, "order amount below the coupon's minimum", 0, "minOrder", min);
+    } else if (verdict != COUPON_APPLIED) {
+        reply_error(r->http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
+    } else {
+        char discount[24], payable[24], used_at[24];
+        r->ev.used_ms = now;
+        snprintf(discount, sizeof(discount), "%" PRId64, r->ev.discount);
+        snprintf(payable, sizeof(payable), "%" PRId64, r->ev.payable);
+        snprintf(used_at, sizeof(used_at), "%" PRId64, now);
+        const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at };
+        if (redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 5, argv, NULL, on_use, r) == 0)
+            return;
+        redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+    }
+    r->http = NULL;
+    finish(r);
+}
+
+static int read_param(struct httpparams *p, const char *name, char *out, size_t outlen, char *err, size_t errlen)
+{
+    int found = httpparams_get(p, name, out, outlen, err, errlen);
+    if (found == 0)
+        snprintf(err, errlen, "%s is required", name);
+    return found == 1 ? 0 : -1;
+}
+
+void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *rest)
+{
+    char id_text[24];
+    const char *slash = strchr(rest, '/');
+    int64_t id;
+    if (!slash || strcmp(slash, "/use") != 0 || (size_t)(slash - rest) >= sizeof(id_text)) {
+        reply_error(req, REPLY_NOT_FOUND, "no such endpoint", 0, NULL, NULL);
+        return;
+    }
+    memcpy(id_text, rest, (size_t)(slash - rest));
+    id_text[slash - rest] = '\0';
+    if (parse_json_id(id_text, &id) != 0) {
+        reply_error(req, REPLY_INVALID, "userCouponId must be a positive integer below 2^53", 0, NULL, NULL);
+        return;
+    }
+    struct httpparams params;
+    char err[160], amount[HTTPPARAMS_VALUE_LEN], ref[HTTPPARAMS_VALUE_LEN];
+    int64_t user_id = 0, cents;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    if (!bad) {
+        status = REPLY_INVALID;
+        bad = read_param(&params, "orderAmount", amount, sizeof(amount), err, sizeof(err)) != 0 ||
+              read_param(&params, "orderRef", ref, sizeof(ref), err, sizeof(err)) != 0;
+    }
+    httpparams_free(&params);
+    if (!bad && parse_cents(amount, &cents) != 0) {
+        snprintf(err, sizeof(err), "orderAmount must be yuan with at most two decimals, like 100.00");
+        bad = 1;
+    }
+    if (!bad && !ucoupon_valid_ref(ref)) {
+        snprintf(err, sizeof(err), "orderRef must be 1-64 characters of A-Z a-z 0-9 _ . : -");
+        bad = 1;
+    }
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
+        return;
+    }
+    if (gw->draining) {
+        reply_error(req, REPLY_UNAVAILABLE, "shutting down", 1, NULL, NULL);
+        return;
+    }
+    struct redeem *r = calloc(1, sizeof(*r));
+    if (!r) {
+        unavailable(req);
+        return;
+    }
+    r->ticket.done = on_delivered;
+    r->gw = gw;
+    r->http = req;
+    r->order_amount = cents;
+    r->ev.user_coupon_id = id;
+    r->ev.user_id = user_id;
+    memcpy(r->ev.order_ref, ref, strlen(ref) + 1);  /* ucoupon_valid_ref bounded its length */
+    snprintf(r->id_text, sizeof(r->id_text), "%" PRId64, id);
+    ucoupon_key(r->key, sizeof(r->key), user_id);
+    char used_field[32];
+    snprintf(used_field, sizeof(used_field), "%s:used", r->id_text);
+    const char *argv[] = { "HMGET", r->key, r->id_text, used_field };
+    gw->in_flight++;
+    if (redisconn_command_argv(gw->redis, 4, argv, NULL, on_record, r) != 0) {
+        unavailable(req);
+        r->http = NULL;
+        finish(r);
+    }
+}

@@ -1,0 +1,192 @@
+#include "gateway/marks.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/keys.h"
+#include "common/log.h"
+
+#define MARKS_PER_CALL 500
+#define MARKS_MAX_ACTIVITIES 256
+
+/* Members waiting for one activity. `members` and each string in it are owned. */
+struct marks_bucket {
+    int64_t activity_id;
+    char **members;
+    size_t count;
+    size_t capacity;
+};
+
+/* One queued.lua call in flight; its members come back to the bucket if it fails. */
+struct marks_call {
+    struct marks *m;
+    int64_t activity_id;
+    char *members[MARKS_PER_CALL];
+    size_t count;
+};
+
+struct marks {
+    const struct config *cfg;
+    struct redisconn *redis;
+    struct event *timer;
+    struct marks_bucket buckets[MARKS_MAX_ACTIVITIES];
+    size_t bucket_count;
+    size_t buffered;
+    size_t sending;
+};
+
+static struct marks_bucket *bucket_for(struct marks *m, int64_t activity_id)
+{
+    for (size_t i = 0; i < m->bucket_count; i++)
+        if (m->buckets[i].activity_id == activity_id)
+            return &m->buckets[i];
+    /* Reuse an empty bucket before growing the list. */
+    for (size_t i = 0; i < m->bucket_count; i++)
+        if (m->buckets[i].count == 0) {
+            m->buckets[i].activity_id = activity_id;
+            return &m->buckets[i];
+        }
+    if (m->bucket_count == MARKS_MAX_ACTIVITIES)
+        return NULL;
+    struct marks_bucket *b = &m->buckets[m->bucket_count++];
+    memset(b, 0, sizeof(*b));
+    b->activity_id = activity_id;
+    return b;
+}
+
+static void schedule(struct marks *m)
+{
+    if (evtimer_pending(m->timer, NULL))
+        return;
+    struct timeval tv = clock_timeval_ms(m->cfg->queued_mark_interval_ms);
+    evtimer_add(m->timer, &tv);
+}
+
+static int bucket_push(struct marks_bucket *b, char *member)
+{
+    if (b->count == b->capacity) {
+        size_t capacity = b->capacity ? b->capacity * 2 : 256;
+        char **grown = realloc(b->members, capacity * sizeof(*grown));
+        if (!grown)
+            return -1;
+        b->members = grown;
+        b->capacity = capacity;
+    }
+    b->members[b->count++] = member;
+    return 0;
+}
+
+static void requeue(struct marks *m, int64_t activity_id, char *member)
+{
+    struct marks_bucket *b = bucket_for(m, activity_id);
+    if (!b || bucket_push(b, member) != 0) {
+        /* Without the mark the reaper may expire an order that is in Kafka; the consumer
+         * then rejects it. Logged so that it can be found. */
+        LOG_ERROR("order %s: queued mark dropped (out of memory)", member);
+        free(member);
+        return;
+    }
+    m->buffered++;
+}
+
+void marks_add(struct marks *m, int64_t activity_id, const char *member)
+{
+    char *copy = strdup(member);
+    if (!copy) {
+        LOG_ERROR("order %s: queued mark dropped (out of memory)", member);
+        return;
+    }
+    requeue(m, activity_id, copy);
+    schedule(m);
+}
+
+static void on_marked(redisReply *reply, void *privdata)
+{
+    struct marks_call *call = privdata;
+    struct marks *m = call->m;
+    m->sending -= call->count;
+    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+        for (size_t i = 0; i < call->count; i++)
+            free(call->members[i]);
+    } else {
+        LOG_WARN("activity %" PRId64 ": %zu queued marks not written (%s), retrying", call->activity_id,
+                 call->count, reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "redis unavailable");
+        for (size_t i = 0; i < call->count; i++)
+            requeue(m, call->activity_id, call->members[i]);
+        schedule(m);
+    }
+    free(call);
+}
+
+static void send_bucket(struct marks *m, struct marks_bucket *b)
+{
+    while (b->count > 0) {
+        struct marks_call *call = malloc(sizeof(*call));
+        if (!call)
+            return;
+        call->m = m;
+        call->activity_id = b->activity_id;
+        call->count = b->count < MARKS_PER_CALL ? b->count : MARKS_PER_CALL;
+        const char *argv[2 + MARKS_PER_CALL];
+        char resv_key[KEYS_LEN], queued_key[KEYS_LEN];
+        keys_activity(resv_key, sizeof(resv_key), m->cfg, KEYS_RESERVED, b->activity_id);
+        keys_activity(queued_key, sizeof(queued_key), m->cfg, KEYS_QUEUED, b->activity_id);
+        argv[0] = resv_key;
+        argv[1] = queued_key;
+        for (size_t i = 0; i < call->count; i++) {
+            call->members[i] = b->members[b->count - call->count + i];
+            argv[2 + i] = call->members[i];
+        }
+        if (redisconn_eval(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL, on_marked, call) != 0) {
+            free(call);
+            schedule(m);  /* Redis is down: keep them and try again */
+            return;
+        }
+        b->count -= call->count;
+        m->buffered -= call->count;
+        m->sending += call->count;
+    }
+}
+
+void marks_flush(struct marks *m)
+{
+    for (size_t i = 0; i < m->bucket_count; i++)
+        send_bucket(m, &m->buckets[i]);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    marks_flush(arg);
+}
+
+struct marks *marks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis)
+{
+    struct marks *m = calloc(1, sizeof(*m));
+    if (!m)
+        return NULL;
+    m->cfg = cfg;
+    m->redis = redis;
+    m->timer = evtimer_new(base, on_timer, m);
+    return m;
+}
+
+void marks_free(struct marks *m)
+{
+    if (!m)
+        return;
+    if (m->buffered)
+        LOG_WARN("%zu queued marks never reached Redis", m->buffered);
+    for (size_t i = 0; i < m->bucket_count; i++) {
+        for (size_t j = 0; j < m->buckets[i].count; j++)
+            free(m->buckets[i].members[j]);
+        free(m->buckets[i].members);
+    }
+    event_free(m->timer);
+    free(m);
+}
+
+size_t marks_pending(const struct marks *m) { return m->buffered + m->sending; }

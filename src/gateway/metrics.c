@@ -1,0 +1,142 @@
+#include "gateway/metrics.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/textbuf.h"
+
+#define METRICS_MAX_ROUTES 32
+#define METRICS_MAX_STATUSES 32
+
+/* Upper bounds in microseconds: 0.1 ms to 5 s. */
+static const int64_t bucket_us[] = { 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000,
+                                     100000, 250000, 500000, 1000000, 2500000, 5000000 };
+#define BUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
+
+struct histogram {
+    uint64_t buckets[BUCKETS];  /* not cumulative; summed when rendered */
+    uint64_t count;
+    int64_t sum_us;
+};
+
+#define METRICS_NAME(id, name, help) name,
+#define METRICS_HELP(id, name, help) help,
+static const char *const counter_names[] = { METRICS_COUNTERS(METRICS_NAME) };
+static const char *const counter_help[] = { METRICS_COUNTERS(METRICS_HELP) };
+static const char *const histogram_names[] = { METRICS_HISTOGRAMS(METRICS_NAME) };
+static const char *const histogram_help[] = { METRICS_HISTOGRAMS(METRICS_HELP) };
+#undef METRICS_NAME
+#undef METRICS_HELP
+
+/* The one process-wide instance: metrics are written from everywhere and read only by
+ * metrics_render, on the same thread. */
+static struct {
+    uint64_t counters[METRICS_COUNTER_COUNT];
+    struct histogram histograms[METRICS_HISTOGRAM_COUNT];
+    const char *route_names[METRICS_MAX_ROUTES];
+    uint64_t route_requests[METRICS_MAX_ROUTES];
+    size_t route_count;
+    struct {
+        const char *status;  /* static strings from reply.c */
+        int code;
+        uint64_t count;
+    } responses[METRICS_MAX_STATUSES];
+    size_t response_count;
+} metrics;
+
+void metrics_inc(enum metrics_counter counter) { metrics.counters[counter]++; }
+
+void metrics_add(enum metrics_counter counter, uint64_t n) { metrics.counters[counter] += n; }
+
+void metrics_observe_us(enum metrics_histogram histogram, int64_t microseconds)
+{
+    struct histogram *h = &metrics.histograms[histogram];
+    size_t i = 0;
+    while (i < BUCKETS && microseconds > bucket_us[i])
+        i++;
+    if (i < BUCKETS)
+        h->buckets[i]++;
+    h->count++;
+    h->sum_us += microseconds;
+}
+
+void metrics_set_routes(const char *const *names, size_t count)
+{
+    if (count > METRICS_MAX_ROUTES)
+        count = METRICS_MAX_ROUTES;
+    for (size_t i = 0; i < count; i++)
+        metrics.route_names[i] = names[i];
+    metrics.route_count = count;
+}
+
+void metrics_request(size_t route)
+{
+    if (route < metrics.route_count)
+        metrics.route_requests[route]++;
+}
+
+void metrics_response(int code, const char *status)
+{
+    for (size_t i = 0; i < metrics.response_count; i++) {
+        if (metrics.responses[i].code == code && strcmp(metrics.responses[i].status, status) == 0) {
+            metrics.responses[i].count++;
+            return;
+        }
+    }
+    if (metrics.response_count < METRICS_MAX_STATUSES) {
+        metrics.responses[metrics.response_count].status = status;
+        metrics.responses[metrics.response_count].code = code;
+        metrics.responses[metrics.response_count].count = 1;
+        metrics.response_count++;
+    }
+}
+
+static void gauge(struct textbuf *t, const char *name, const char *help, uint64_t value)
+{
+    textbuf_printf(t, "# HELP %s %s\n# TYPE %s gauge\n%s %" PRIu64 "\n", name, help, name, name, value);
+}
+
+char *metrics_render(const struct metrics_gauges *g)
+{
+    struct textbuf t;
+    textbuf_init(&t);
+    textbuf_printf(&t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE seckill_http_requests_total counter\n");
+    for (size_t i = 0; i < metrics.route_count; i++)
+        textbuf_printf(&t, "seckill_http_requests_total{route=\"%s\"} %" PRIu64 "\n", metrics.route_names[i],
+             metrics.route_requests[i]);
+    textbuf_printf(&t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE seckill_http_responses_total counter\n");
+    for (size_t i = 0; i < metrics.response_count; i++)
+        textbuf_printf(&t, "seckill_http_responses_total{status=\"%s\",code=\"%d\"} %" PRIu64 "\n",
+             metrics.responses[i].status, metrics.responses[i].code, metrics.responses[i].count);
+    for (size_t i = 0; i < METRICS_COUNTER_COUNT; i++)
+        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i], counter_help[i],
+             counter_names[i], counter_names[i], metrics.counters[i]);
+    for (size_t i = 0; i < METRICS_HISTOGRAM_COUNT; i++) {
+        const struct histogram *h = &metrics.histograms[i];
+        const char *name = histogram_names[i];
+        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s histogram\n", name, histogram_help[i], name);
+        uint64_t cumulative = 0;
+        for (size_t b = 0; b < BUCKETS; b++) {
+            cumulative += h->buckets[b];
+            textbuf_printf(&t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)bucket_us[b] / 1e6, cumulative);
+        }
+        textbuf_printf(&t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count, name,
+             (double)h->sum_us / 1e6, name, h->count);
+    }
+    gauge(&t, "seckill_in_flight_requests", "Requests waiting on Redis writes or Kafka", g->in_flight);
+    gauge(&t, "seckill_http_open_connections", "Open client connections", g->open_connections);
+    gauge(&t, "seckill_queued_marks_pending", "Kafka-acknowledged orders not yet marked queued in Redis",
+          g->marks_pending);
+    gauge(&t, "seckill_redis_pending_commands", "Redis commands awaiting an answer", g->redis_pending);
+    textbuf_printf(&t, "# HELP seckill_redis_reconnects_total Redis connections lost and re-established\n"
+             "# TYPE seckill_redis_reconnects_total counter\nseckill_redis_reconnects_total %" PRIu64 "\n",
+         g->redis_reconnects);
+    gauge(&t, "seckill_kafka_queue_messages", "Messages in the Kafka producer's queue (unacknowledged)",
+          g->kafka_queue);
+    gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
+    gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
+    return textbuf_take(&t);
+}

@@ -1,0 +1,251 @@
+#include "gateway/queries.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "gateway/auth.h"
+#include "gateway/httpparams.h"
+#include "common/json.h"
+#include "common/keys.h"
+#include "common/parse.h"
+#include "gateway/reply.h"
+#include "common/timeparse.h"
+
+enum query_kind { QUERY_STOCK, QUERY_RESULT, QUERY_ORDER, QUERY_ACTIVITY };
+
+/* One read request waiting on Redis; freed by its callback, which sends the reply. */
+struct query {
+    struct gateway *gw;
+    struct evhttp_request *http;
+    enum query_kind kind;
+    int64_t activity_id;
+    int64_t user_id;
+    char order_no[ORDERNO_LEN];
+};
+
+static void unavailable(struct evhttp_request *req)
+{
+    reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
+}
+
+static void reply_stock(struct query *q, const redisReply *reply)
+{
+    if (reply->type == REDIS_REPLY_NIL) {
+        reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        return;
+    }
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
+    json_add_int(json, "stock", reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0);
+    reply_json(q->http, 200, json);
+}
+
+static void reply_result(struct query *q, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+        reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL);
+        return;
+    }
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    json_add_int(json, "userId", (int64_t)q->user_id);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
+    cJSON_AddStringToObject(json, "orderNo", reply->element[0]->str);
+    cJSON_AddStringToObject(json, "status", reply->element[1]->str);
+    reply_json(q->http, 200, json);
+}
+
+static void reply_order(struct query *q, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_STRING) {
+        reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
+        return;
+    }
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    cJSON_AddStringToObject(json, "orderNo", q->order_no);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
+    cJSON_AddStringToObject(json, "status", reply->str);
+    reply_json(q->http, 200, json);
+}
+
+static void add_time(cJSON *json, const char *name, int64_t ms)
+{
+    char iso[40];
+    timeparse_format(ms, iso, sizeof(iso));
+    cJSON_AddStringToObject(json, name, iso);
+}
+
+static void reply_activity(struct query *q, const redisReply *reply)
+{
+    struct activity a;
+    memset(&a, 0, sizeof(a));
+    if (activity_from_reply(&a, reply) != 0) {
+        reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        return;
+    }
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    json_add_int(json, "activityId", (int64_t)q->activity_id);
+    cJSON_AddStringToObject(json, "name", a.name);
+    json_add_int(json, "couponId", (int64_t)a.coupon_id);
+    json_add_int(json, "stock", (int64_t)a.stock);
+    json_add_int(json, "stockLeft", (int64_t)a.stock_left);
+    add_time(json, "startTime", a.start_ms);
+    add_time(json, "endTime", a.end_ms);
+    cJSON_AddStringToObject(json, "status", activity_status_name(activity_status_at(&a, clock_wall_ms())));
+    reply_json(q->http, 200, json);
+}
+
+static void on_query(redisReply *reply, void *privdata)
+{
+    struct query *q = privdata;
+    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+        unavailable(q->http);
+    } else {
+        switch (q->kind) {
+        case QUERY_STOCK: reply_stock(q, reply); break;
+        case QUERY_RESULT: reply_result(q, reply); break;
+        case QUERY_ORDER: reply_order(q, reply); break;
+        case QUERY_ACTIVITY: reply_activity(q, reply); break;
+        }
+    }
+    free(q);
+}
+
+static struct query *query_new(struct gateway *gw, struct evhttp_request *req, enum query_kind kind)
+{
+    struct query *q = calloc(1, sizeof(*q));
+    if (!q) {
+        unavailable(req);
+        return NULL;
+    }
+    q->gw = gw;
+    q->http = req;
+    q->kind = kind;
+    return q;
+}
+
+static void query_send(struct query *q, enum luascript_id script, int nkeys, int nargs, const char *const *argv)
+{
+    int rc = script == LUASCRIPT_COUNT
+                 ? redisconn_command_argv(q->gw->redis, nkeys + nargs, argv, NULL, on_query, q)
+                 : redisconn_eval(q->gw->redis, script, nkeys, nargs, argv, NULL, on_query, q);
+    if (rc != 0) {
+        unavailable(q->http);
+        free(q);
+    }
+}
+
+static bool path_id(struct evhttp_request *req, const char *text, int64_t *id)
+{
+    if (parse_json_id(text, id) != 0) {
+        reply_error(req, REPLY_INVALID, "the id must be a positive integer below 2^53", 0, NULL, NULL);
+        return false;
+    }
+    return true;
+}
+
+void queries_stock(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
+{
+    int64_t id;
+    if (!path_id(req, activity_id, &id))
+        return;
+    struct query *q = query_new(gw, req, QUERY_STOCK);
+    if (!q)
+        return;
+    q->activity_id = id;
+    char key[KEYS_LEN];
+    keys_activity(key, sizeof(key), gw->cfg, KEYS_STOCK, id);
+    const char *argv[] = { "GET", key };
+    query_send(q, LUASCRIPT_COUNT, 2, 0, argv);
+}
+
+void queries_result(struct gateway *gw, struct evhttp_request *req)
+{
+    struct httpparams params;
+    char err[160], activity[HTTPPARAMS_VALUE_LEN];
+    int64_t user_id, activity_id;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    if (!bad && (httpparams_get(&params, "activityId", activity, sizeof(activity), err, sizeof(err)) != 1 ||
+                 parse_json_id(activity, &activity_id) != 0)) {
+        snprintf(err, sizeof(err), "activityId must be a positive integer below 2^53");
+        bad = 1;
+    }
+    httpparams_free(&params);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
+        return;
+    }
+    struct query *q = query_new(gw, req, QUERY_RESULT);
+    if (!q)
+        return;
+    q->user_id = user_id;
+    q->activity_id = activity_id;
+    char users[KEYS_LEN], orders[KEYS_LEN], uid[24];
+    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, activity_id);
+    keys_activity(orders, sizeof(orders), gw->cfg, KEYS_ORDERS, activity_id);
+    snprintf(uid, sizeof(uid), "%" PRId64, user_id);
+    const char *argv[] = { users, orders, uid };
+    query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
+}
+
+void queries_order(struct gateway *gw, struct evhttp_request *req, const char *order_no)
+{
+    uint64_t id;
+    int64_t activity_id;
+    if (strlen(order_no) >= ORDERNO_LEN || orderno_parse(order_no, &id, &activity_id) != 0) {
+        reply_error(req, REPLY_INVALID, "not an order number", 0, NULL, NULL);
+        return;
+    }
+    struct query *q = query_new(gw, req, QUERY_ORDER);
+    if (!q)
+        return;
+    q->activity_id = activity_id;
+    snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
+    char orders[KEYS_LEN];
+    keys_activity(orders, sizeof(orders), gw->cfg, KEYS_ORDERS, activity_id);
+    const char *argv[] = { "HGET", orders, q->order_no };
+    query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
+}
+
+void queries_activity(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
+{
+    int64_t id;
+    if (!path_id(req, activity_id, &id))
+        return;
+    struct query *q = query_new(gw, req, QUERY_ACTIVITY);
+    if (!q)
+        return;
+    q->activity_id = id;
+    char activity[KEYS_LEN], stock[KEYS_LEN], users[KEYS_LEN];
+    keys_activity(activity, sizeof(activity), gw->cfg, KEYS_ACTIVITY, id);
+    keys_activity(stock, sizeof(stock), gw->cfg, KEYS_STOCK, id);
+    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, id);
+    const char *argv[] = { activity, stock, users };
+    query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
+}
+
+void queries_health(struct gateway *gw, struct evhttp_request *req)
+{
+    bool redis_up = redisconn_ready(gw->redis);
+    bool kafka_up = kafkaprod_healthy(gw->kafka);
+    bool ok = redis_up && kafka_up && !gw->draining;
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", ok);
+    if (!ok) {
+        cJSON_AddStringToObject(json, "status", "UNAVAILABLE");
+        cJSON_AddStringToObject(json, "message", gw->draining ? "shutting down" : "a backend is unreachable");
+    }
+    cJSON_AddStringToObject(json, "redis", redis_up ? "up" : "down");
+    cJSON_AddStringToObject(json, "kafka", kafka_up ? "up" : "down");
+    json_add_int(json, "inFlight", (int64_t)gw->in_flight);
+    reply_json(req, ok ? 200 : 503, json);
+}

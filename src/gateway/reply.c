@@ -1,0 +1,163 @@
+#include "gateway/reply.h"
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/json.h"
+#include "gateway/metrics.h"
+
+static const struct {
+    const char *name;
+    int code;
+} reply_statuses[REPLY_STATUS_COUNT] = {
+    [REPLY_OUT_OF_STOCK] = { "OUT_OF_STOCK", 409 },
+    [REPLY_DUPLICATE] = { "DUPLICATE", 409 },
+    [REPLY_NOT_STARTED] = { "NOT_STARTED", 409 },
+    [REPLY_ENDED] = { "ENDED", 409 },
+    [REPLY_CANCELLED] = { "CANCELLED", 409 },
+    [REPLY_USED] = { "USED", 409 },
+    [REPLY_EXPIRED] = { "EXPIRED", 409 },
+    [REPLY_BELOW_MIN_ORDER] = { "BELOW_MIN_ORDER", 409 },
+    [REPLY_RATE_LIMITED] = { "RATE_LIMITED", 429 },
+    [REPLY_BLOCKED] = { "BLOCKED", 429 },
+    [REPLY_INVALID] = { "INVALID", 400 },
+    [REPLY_UNAUTHORIZED] = { "UNAUTHORIZED", 401 },
+    [REPLY_FORBIDDEN] = { "FORBIDDEN", 403 },
+    [REPLY_NOT_FOUND] = { "NOT_FOUND", 404 },
+    [REPLY_METHOD_NOT_ALLOWED] = { "METHOD_NOT_ALLOWED", 405 },
+    [REPLY_TOO_LARGE] = { "TOO_LARGE", 413 },
+    [REPLY_UNAVAILABLE] = { "UNAVAILABLE", 503 },
+};
+
+const char *reply_status_name(enum reply_status status) { return reply_statuses[status].name; }
+
+int reply_status_code(enum reply_status status) { return reply_statuses[status].code; }
+
+static const char *reason_phrase(int code)
+{
+    switch (code) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 429: return "Too Many Requests";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body, size_t len)
+{
+    metrics_response(code, status);
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", "application/json");
+    struct evbuffer *buf = evbuffer_new();
+    if (buf)
+        evbuffer_add(buf, body, len);
+    evhttp_send_reply(req, code, reason_phrase(code), buf);
+    if (buf)
+        evbuffer_free(buf);
+}
+
+/* The API status a bare code stands for, when the body was built elsewhere. */
+static const char *status_of(int code)
+{
+    if (code == 200)
+        return "OK";
+    for (int i = 0; i < REPLY_STATUS_COUNT; i++)
+        if (reply_statuses[i].code == code)
+            return reply_statuses[i].name;
+    return "ERROR";
+}
+
+void reply_send(struct evhttp_request *req, int code, const char *body, size_t len)
+{
+    send_counted(req, code, status_of(code), body, len);
+}
+
+static void json_counted(struct evhttp_request *req, int code, const char *status, cJSON *json)
+{
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    if (!text) {
+        static const char oom[] = "{\"success\":false,\"status\":\"UNAVAILABLE\",\"message\":\"out of memory\"}";
+        send_counted(req, 503, "UNAVAILABLE", oom, sizeof(oom) - 1);
+        return;
+    }
+    send_counted(req, code, status, text, strlen(text));
+    cJSON_free(text);
+}
+
+void reply_json(struct evhttp_request *req, int code, cJSON *json)
+{
+    json_counted(req, code, status_of(code), json);
+}
+
+/* Appends `text` as the inside of a JSON string. Returns the new length, or -1 when the
+ * buffer is full. */
+static int append_escaped(char *buf, size_t cap, size_t len, const char *text)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        char esc[7];
+        size_t n = 0;
+        if (*p == '"' || *p == '\\') {
+            esc[n++] = '\\';
+            esc[n++] = (char)*p;
+        } else if (*p < 0x20) {
+            memcpy(esc, "\\u00", 4);
+            esc[4] = hex[*p >> 4];
+            esc[5] = hex[*p & 15];
+            n = 6;
+        } else {
+            esc[n++] = (char)*p;
+        }
+        if (len + n >= cap)
+            return -1;
+        memcpy(buf + len, esc, n);
+        len += n;
+    }
+    return (int)len;
+}
+
+/* Rendered by hand, not with cJSON: errors are most of the answers in a storm (sold out,
+ * not started, rate limited), and four allocations per answer showed in the profile. */
+void reply_error(struct evhttp_request *req, enum reply_status status, const char *message,
+                 int64_t retry_after, const char *extra_key, const char *extra_value)
+{
+    char body[1024];
+    int len = snprintf(body, sizeof(body), "{\"success\":false,\"status\":\"%s\",\"message\":\"",
+                       reply_status_name(status));
+    len = append_escaped(body, sizeof(body), (size_t)len, message);
+    if (len >= 0 && extra_key && extra_value) {
+        int n = snprintf(body + len, sizeof(body) - (size_t)len, "\",\"%s\":\"", extra_key);
+        len = n < 0 || (size_t)(len + n) >= sizeof(body) ? -1 : len + n;
+        if (len >= 0)
+            len = append_escaped(body, sizeof(body), (size_t)len, extra_value);
+    }
+    if (len >= 0) {
+        int n = retry_after > 0
+                    ? snprintf(body + len, sizeof(body) - (size_t)len, "\",\"retryAfter\":%" PRId64 "}", retry_after)
+                    : snprintf(body + len, sizeof(body) - (size_t)len, "\"}");
+        len = n < 0 || (size_t)(len + n) >= sizeof(body) ? -1 : len + n;
+    }
+    if (len < 0) {
+        len = snprintf(body, sizeof(body), "{\"success\":false,\"status\":\"%s\",\"message\":\"error\"}",
+                       reply_status_name(status));
+    }
+    if (retry_after > 0) {
+        char value[24];
+        snprintf(value, sizeof(value), "%" PRId64, retry_after);
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", value);
+    }
+    send_counted(req, reply_status_code(status), reply_status_name(status), body, (size_t)len);
+}
