@@ -5,7 +5,7 @@
 #include <stdint.h>
 
 #include "common/orderevent.h"
-#include "common/useevent.h"
+#include "common/redeemevent.h"
 
 /* One batch of the order consumer: what it read from Kafka between two offset commits.
  * Filled while polling, sealed (sorted by activity, duplicates dropped), then claimed,
@@ -68,7 +68,7 @@ struct batch {
     unsigned char *in_db;            /* parallel to accepted: the row is in MySQL */
     size_t accepted_count;
 
-    struct useevent *uses;           /* coupon.used events, in arrival order */
+    struct redeemevent *uses;           /* coupon.used events, in arrival order */
     struct batch_use_msg *use_msgs;  /* parallel to uses */
     size_t use_count;
     size_t use_cap;
@@ -94,7 +94,7 @@ int batch_add_order(struct batch *b, const struct orderevent *ev);
 int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, const void *key,
                    size_t key_len, int32_t partition, int64_t offset, const char *error);
 /* Copies payload and key too. */
-int batch_add_use(struct batch *b, const struct useevent *ev, const void *payload,
+int batch_add_use(struct batch *b, const struct redeemevent *ev, const void *payload,
                   size_t payload_len, const void *key, size_t key_len, int32_t partition,
                   int64_t offset);
 /* Turns uses[i] into a dead letter carrying error (its message, copied again). */

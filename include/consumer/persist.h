@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "common/orderevent.h"
-#include "common/useevent.h"
+#include "common/redeemevent.h"
 
 /* The MySQL side of the order consumer: one batch of claimed orders and coupon.used
  * events, one transaction. Idempotent: replaying a batch adds no row, changes no row and
@@ -70,7 +70,7 @@ struct persist_stats {
  * array of use_count entries). Otherwise err is set and nothing was written. */
 enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, size_t count,
                                   unsigned char *in_db, struct persist_coupon *coupons,
-                                  const struct useevent *uses, size_t use_count,
+                                  const struct redeemevent *uses, size_t use_count,
                                   struct persist_use_result *use_results,
                                   struct persist_stats *stats, char *err, size_t errlen);
 

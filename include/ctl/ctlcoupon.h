@@ -11,7 +11,7 @@
 /* VARCHAR(128) of utf8mb4: at most 4 bytes a character. */
 #define CTLCOUPON_NAME_BYTES (128 * 4 + 1)
 
-/* The counting part of one coupon row (the terms are couponstore_load's). */
+/* The counting part of one coupon row (the terms are couponsync_load's). */
 struct ctlcoupon_row {
     int64_t id;
     char name[CTLCOUPON_NAME_BYTES];

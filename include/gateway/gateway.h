@@ -10,7 +10,7 @@
 #include "common/config.h"
 #include "gateway/kafkaprod.h"
 #include "common/luascript.h"
-#include "gateway/marks.h"
+#include "gateway/queuedmarks.h"
 #include "common/orderno.h"
 #include "gateway/redisconn.h"
 #include "gateway/tokenbucket.h"
@@ -23,7 +23,7 @@ struct gateway {
     struct redisconn *redis;
     struct kafkaprod *kafka;
     struct activity_cache *activities;
-    struct marks *marks;
+    struct queuedmarks *marks;
     struct tokenbucket bucket;
     struct orderno_gen orderno;
     bool node_ready;          /* order numbers need a node id from Redis first */

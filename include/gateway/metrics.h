@@ -41,7 +41,7 @@ void metrics_response(int code, const char *status);
 struct metrics_gauges {
     uint64_t in_flight;
     uint64_t open_connections;
-    uint64_t marks_pending;
+    uint64_t queuedmarks_pending;
     uint64_t redis_pending;
     uint64_t redis_reconnects;
     uint64_t kafka_queue;

@@ -139,13 +139,13 @@ int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, con
     return 0;
 }
 
-int batch_add_use(struct batch *b, const struct useevent *ev, const void *payload,
+int batch_add_use(struct batch *b, const struct redeemevent *ev, const void *payload,
                   size_t payload_len, const void *key, size_t key_len, int32_t partition,
                   int64_t offset)
 {
     if (b->use_count == b->use_cap) {
         size_t n = grown_cap(b->use_cap, b->use_count + 1);
-        struct useevent *uses = realloc(b->uses, n * sizeof(*uses));
+        struct redeemevent *uses = realloc(b->uses, n * sizeof(*uses));
         if (!uses)
             return -1;
         b->uses = uses;

@@ -18,14 +18,14 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "consumer/consumermetrics.h"
-#include "store/couponstore.h"
+#include "store/couponsync.h"
 #include "store/db.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/luascript.h"
 #include "common/orderevent.h"
 #include "consumer/persist.h"
-#include "common/useevent.h"
+#include "common/redeemevent.h"
 
 extern char **environ;
 
@@ -54,11 +54,11 @@ struct consumer_stats {
     uint64_t uses;        /* coupon.used events applied or found applied already */
 };
 
-/* The terms of one coupon, as couponstore_load read them: they never change after the
+/* The terms of one coupon, as couponsync_load read them: they never change after the
  * coupon is created, so they are read once per coupon and kept. */
 struct terms_entry {
     int64_t coupon_id;
-    struct ucoupon tmpl;
+    struct usercoupon tmpl;
 };
 
 /* Milliseconds spent in each part of the current batch, for the DEBUG line. */
@@ -87,7 +87,7 @@ struct consumer {
     size_t coupons_cap;
     struct persist_use_result *use_results;  /* parallel to batch.uses */
     size_t use_results_cap;
-    struct ucoupon *records;         /* the user coupon records step_publish writes */
+    struct usercoupon *records;         /* the user coupon records step_publish writes */
     size_t records_cap;
     struct terms_entry terms[TERMS_CACHE];
     size_t terms_count;
@@ -505,9 +505,9 @@ static int consumer_take(struct consumer *c, const rd_kafka_message_t *msg)
         }
         snprintf(error, sizeof(error), "kafka: %s", rd_kafka_message_errstr(msg));
         rc = consumer_dead_letter(c, msg, error);
-    } else if (msg->payload && useevent_is(msg->payload, msg->len)) {
-        struct useevent ev;
-        if (useevent_decode(msg->payload, msg->len, &ev, error, sizeof(error)) != 0)
+    } else if (msg->payload && redeemevent_is(msg->payload, msg->len)) {
+        struct redeemevent ev;
+        if (redeemevent_decode(msg->payload, msg->len, &ev, error, sizeof(error)) != 0)
             rc = consumer_dead_letter(c, msg, error);
         else
             rc = batch_add_use(&c->batch, &ev, msg->payload, msg->len, msg->key, msg->key_len,
@@ -818,7 +818,7 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
 /* The terms of one coupon: from the cache, else from MySQL (and then kept). Returns the
  * template, or NULL: with *failed set when MySQL failed (retry), else when the coupon row
  * is missing or malformed, which no retry mends. */
-static const struct ucoupon *coupon_terms(struct consumer *c, int64_t coupon_id, int *failed,
+static const struct usercoupon *coupon_terms(struct consumer *c, int64_t coupon_id, int *failed,
                                           char *err, size_t errlen)
 {
     *failed = 0;
@@ -829,9 +829,9 @@ static const struct ucoupon *coupon_terms(struct consumer *c, int64_t coupon_id,
         *failed = 1;
         return NULL;
     }
-    struct ucoupon tmpl;
+    struct usercoupon tmpl;
     char why[256];
-    int rc = couponstore_load(c->db, coupon_id, &tmpl, why, sizeof(why));
+    int rc = couponsync_load(c->db, coupon_id, &tmpl, why, sizeof(why));
     if (rc == 0) {
         size_t slot = c->terms_count < TERMS_CACHE ? c->terms_count++ : c->terms_next;
         if (c->terms_count == TERMS_CACHE)
@@ -863,7 +863,7 @@ static int step_publish(struct consumer *c, char *err, size_t errlen)
     if (redis_ensure(c, err, errlen) != 0)
         return -1;
     if (b->accepted_count > c->records_cap) {
-        struct ucoupon *grown = grow_array(c->records, b->accepted_count, sizeof(*grown));
+        struct usercoupon *grown = grow_array(c->records, b->accepted_count, sizeof(*grown));
         if (!grown) {
             snprintf(err, errlen, "out of memory");
             return -1;
@@ -872,7 +872,7 @@ static int step_publish(struct consumer *c, char *err, size_t errlen)
         c->records_cap = b->accepted_count;
     }
     size_t n = 0;
-    const struct ucoupon *tmpl = NULL;
+    const struct usercoupon *tmpl = NULL;
     int64_t looked_up = 0;
     for (size_t i = 0; i < b->accepted_count; i++) {
         const struct persist_coupon *pc = &c->coupons[i];
@@ -887,13 +887,13 @@ static int step_publish(struct consumer *c, char *err, size_t errlen)
         }
         if (!tmpl)
             continue;
-        struct ucoupon *uc = &c->records[n++];
+        struct usercoupon *uc = &c->records[n++];
         *uc = *tmpl;
         uc->id = pc->id;
         uc->user_id = b->accepted[i].user_id;
     }
     char why[256];
-    if (n > 0 && couponstore_publish_many(c->redis, c->records, n, why, sizeof(why)) < 0) {
+    if (n > 0 && couponsync_publish_many(c->redis, c->records, n, why, sizeof(why)) < 0) {
         snprintf(err, errlen, "%s", why);
         if (c->redis->err)
             redis_drop(c);
@@ -1025,7 +1025,7 @@ static int consumer_dead_uses(struct consumer *c)
         const struct persist_use_result *r = &c->use_results[i];
         if (r->verdict != PERSIST_USE_INCONSISTENT)
             continue;
-        const struct useevent *ev = &b->uses[i];
+        const struct redeemevent *ev = &b->uses[i];
         LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
                   "(partition %" PRId32 " offset %" PRId64 ") is inconsistent with MySQL: %s",
                   ev->user_coupon_id, ev->user_id, ev->order_ref, b->use_msgs[i].partition,

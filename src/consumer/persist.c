@@ -453,8 +453,8 @@ struct ucrow {
     int64_t id;
     int64_t user_id;
     int64_t coupon_id;
-    char status[UCOUPON_STATUS_LEN];
-    char order_ref[UCOUPON_REF_LEN];   /* "" when NULL */
+    char status[USERCOUPON_STATUS_LEN];
+    char order_ref[USERCOUPON_REF_LEN];   /* "" when NULL */
 };
 
 static int ucrow_cmp(const void *pa, const void *pb)
@@ -477,7 +477,7 @@ static int id_cmp(const void *pa, const void *pb)
 
 /* Reads and locks the user coupons the uses name, in id order (as InnoDB walks the
  * primary key), into rows (sorted by id). Ids that have no row are simply absent. */
-static int lock_user_coupons(struct tx *tx, const struct useevent *uses, size_t count,
+static int lock_user_coupons(struct tx *tx, const struct redeemevent *uses, size_t count,
                              struct ucrow *rows, size_t *row_count)
 {
     *row_count = 0;
@@ -532,7 +532,7 @@ static int lock_user_coupons(struct tx *tx, const struct useevent *uses, size_t 
 
 /* Decides, without writing, what one use means for the row as it stands now. Returns
  * PERSIST_USE_APPLIED when it is to be written. */
-static enum persist_use_verdict use_judge(const struct useevent *ev, const struct ucrow *u,
+static enum persist_use_verdict use_judge(const struct redeemevent *ev, const struct ucrow *u,
                                           char *reason, size_t len)
 {
     if (ev->discount > PERSIST_MAX_CENTS || ev->payable > PERSIST_MAX_CENTS) {
@@ -568,7 +568,7 @@ static enum persist_use_verdict use_judge(const struct useevent *ev, const struc
 }
 
 /* One use: the row goes UNUSED -> USED with its order reference, discount and time. */
-static int use_write_one(struct tx *tx, const struct useevent *ev)
+static int use_write_one(struct tx *tx, const struct redeemevent *ev)
 {
     sql_reset(&tx->sql);
     sql_printf(&tx->sql, "UPDATE user_coupon SET status='USED', order_ref=");
@@ -586,12 +586,12 @@ static int use_write_one(struct tx *tx, const struct useevent *ev)
 
 /* The same for many uses of distinct user coupons in one statement: the rows to change
  * joined with a derived table of their new values (portable: no VALUES constructor). */
-static int use_write_many(struct tx *tx, const struct useevent *const *uses, size_t count)
+static int use_write_many(struct tx *tx, const struct redeemevent *const *uses, size_t count)
 {
     sql_reset(&tx->sql);
     sql_printf(&tx->sql, "UPDATE user_coupon uc JOIN (");
     for (size_t i = 0; i < count; i++) {
-        const struct useevent *ev = uses[i];
+        const struct redeemevent *ev = uses[i];
         sql_printf(&tx->sql, "%sSELECT %" PRId64 " AS id, %" PRId64 " AS user_id, ",
                    i ? " UNION ALL " : "", ev->user_coupon_id, ev->user_id);
         sql_quoted(&tx->sql, tx->db, ev->order_ref);
@@ -616,7 +616,7 @@ static int use_write_many(struct tx *tx, const struct useevent *const *uses, siz
 /* Writes the uses judged APPLIED, in statements of PERSIST_USES_PER_STATEMENT. Each row
  * is locked by this transaction and was seen UNUSED, so each must change: anything else
  * is an error (and a rollback), never a silent miss. */
-static int use_write(struct tx *tx, const struct useevent *const *uses, size_t count)
+static int use_write(struct tx *tx, const struct redeemevent *const *uses, size_t count)
 {
     for (size_t start = 0; start < count; start += PERSIST_USES_PER_STATEMENT) {
         size_t n = count - start < PERSIST_USES_PER_STATEMENT ? count - start
@@ -637,13 +637,13 @@ static int use_write(struct tx *tx, const struct useevent *const *uses, size_t c
 /* After the orders of the batch, so that a coupon issued earlier in it exists. Judged
  * one by one in arrival order against the locked rows (a repeat later in the batch sees
  * the row USED), then written together. */
-static int persist_uses(struct tx *tx, const struct useevent *uses, size_t count,
+static int persist_uses(struct tx *tx, const struct redeemevent *uses, size_t count,
                         struct persist_use_result *results, struct persist_stats *stats)
 {
     if (count == 0)
         return 0;
     struct ucrow *rows = malloc(count * sizeof(*rows));
-    const struct useevent **apply = malloc(count * sizeof(*apply));
+    const struct redeemevent **apply = malloc(count * sizeof(*apply));
     if (!rows || !apply) {
         free(rows);
         free(apply);
@@ -653,7 +653,7 @@ static int persist_uses(struct tx *tx, const struct useevent *uses, size_t count
     size_t row_count, applied = 0;
     int rc = lock_user_coupons(tx, uses, count, rows, &row_count);
     for (size_t i = 0; i < count && rc == 0; i++) {
-        const struct useevent *ev = &uses[i];
+        const struct redeemevent *ev = &uses[i];
         struct ucrow *u = ucrow_find(rows, row_count, ev->user_coupon_id);
         struct persist_use_result *res = &results[i];
         res->reason[0] = '\0';
@@ -710,7 +710,7 @@ static int resolve_coupon(struct tx *tx, int64_t activity_id, int64_t *coupon_id
 static int persist_all(struct tx *tx, const struct orderevent *base,
                        const struct orderevent *const *sorted, size_t count,
                        unsigned char *in_db, struct persist_coupon *coupons,
-                       const struct useevent *uses, size_t use_count,
+                       const struct redeemevent *uses, size_t use_count,
                        struct persist_use_result *use_results, struct persist_stats *stats)
 {
     if (tx_simple(tx, "START TRANSACTION") != 0)
@@ -753,7 +753,7 @@ int persist_connection_lost(unsigned int code)
 
 enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, size_t count,
                                   unsigned char *in_db, struct persist_coupon *coupons,
-                                  const struct useevent *uses, size_t use_count,
+                                  const struct redeemevent *uses, size_t use_count,
                                   struct persist_use_result *use_results,
                                   struct persist_stats *stats, char *err, size_t errlen)
 {

@@ -10,12 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store/couponstore.h"
+#include "store/couponsync.h"
 #include "ctl/ctlactivity.h"
 #include "store/db.h"
 #include "common/parse.h"
 #include "common/timeparse.h"
-#include "common/ucoupon.h"
+#include "common/usercoupon.h"
 
 /* DECIMAL(15,2) holds at most 13 digits of yuan. */
 #define CTLCOUPON_MAX_CENTS 999999999999999LL
@@ -256,12 +256,12 @@ struct ctlcoupon_published {
  * (schema/mysql.sql as of now) no payable amount; when a `payable` column exists it is
  * used, else 0 is written: the record must say USED (use.lua then refuses any other
  * orderRef), and only the repeat of the same orderRef reads the payable back. */
-static void ctlcoupon_used_fields(MYSQL_ROW r, bool has_payable, struct ucoupon *uc,
+static void ctlcoupon_used_fields(MYSQL_ROW r, bool has_payable, struct usercoupon *uc,
                                   struct ctlcoupon_published *out, bool *payable_unknown)
 {
     strcpy(uc->status, "USED");
     out->used++;
-    if (r[3] && ucoupon_valid_ref(r[3]))
+    if (r[3] && usercoupon_valid_ref(r[3]))
         snprintf(uc->order_ref, sizeof(uc->order_ref), "%s", r[3]);
     else
         strcpy(uc->order_ref, "unknown");   /* still USED: never usable again */
@@ -274,9 +274,9 @@ static void ctlcoupon_used_fields(MYSQL_ROW r, bool has_payable, struct ucoupon 
     }
 }
 
-/* Publishes the user coupons of one coupon (template: its terms, couponstore_load) that
+/* Publishes the user coupons of one coupon (template: its terms, couponsync_load) that
  * match where ("id = 7", "coupon_id = 3"). Streams the rows: a coupon may have millions. */
-static int ctlcoupon_publish_rows(struct ctl *ctl, const struct ucoupon *tmpl, const char *where,
+static int ctlcoupon_publish_rows(struct ctl *ctl, const struct usercoupon *tmpl, const char *where,
                                   struct ctlcoupon_published *out)
 {
     memset(out, 0, sizeof(*out));
@@ -303,14 +303,14 @@ static int ctlcoupon_publish_rows(struct ctl *ctl, const struct ucoupon *tmpl, c
     int rc = CTL_OK;
     MYSQL_ROW r;
     while ((r = mysql_fetch_row(res))) {
-        struct ucoupon uc = *tmpl;
+        struct usercoupon uc = *tmpl;
         uc.id = ctl_db_int(r[0]);
         uc.user_id = ctl_db_int(r[1]);
         bool payable_unknown = false;
         if (r[2] && strcmp(r[2], "USED") == 0)
             ctlcoupon_used_fields(r, has_payable, &uc, out, &payable_unknown);
         char err[256];
-        int written = couponstore_publish(redis, &uc, err, sizeof(err));
+        int written = couponsync_publish(redis, &uc, err, sizeof(err));
         if (written < 0) {
             rc = ctl_fail(ctl, "user coupon %" PRId64 ": %s", uc.id, err);
             break;
@@ -489,7 +489,7 @@ int ctlcoupon_grant(struct ctl *ctl, int argc, char **argv)
         (rc = ctl_parse_id(ctl, "--user", opts[USER].value, &g.user_id)) != CTL_OK)
         return rc;
     /* Refs share the order-reference alphabet: they travel into Redis and JSON unescaped. */
-    if (opts[REF].value && (!ucoupon_valid_ref(opts[REF].value) ||
+    if (opts[REF].value && (!usercoupon_valid_ref(opts[REF].value) ||
                             strlen(opts[REF].value) > (size_t)CTLCOUPON_REF_MAX))
         return ctl_usage_error(ctl, "--ref '%s': 1 to %d characters of A-Z a-z 0-9 _ . : -",
                                opts[REF].value, CTLCOUPON_REF_MAX);
@@ -498,9 +498,9 @@ int ctlcoupon_grant(struct ctl *ctl, int argc, char **argv)
     /* Redis is needed for the allotment and the record: better refused before MySQL. */
     if (!ctl_redis(ctl) || !ctl_db(ctl))
         return CTL_FAIL;
-    struct ucoupon tmpl;
+    struct usercoupon tmpl;
     char err[512];
-    int lrc = couponstore_load(ctl->db, g.coupon_id, &tmpl, err, sizeof(err));
+    int lrc = couponsync_load(ctl->db, g.coupon_id, &tmpl, err, sizeof(err));
     if (lrc != 0)
         return ctl_fail(ctl, "%s", err);
 
@@ -566,9 +566,9 @@ int ctlcoupon_warmup(struct ctl *ctl, int argc, char **argv)
         return rc;
     if (!ctl_db(ctl) || !ctl_redis(ctl))
         return CTL_FAIL;
-    struct ucoupon tmpl;
+    struct usercoupon tmpl;
     char err[512];
-    if (couponstore_load(ctl->db, id, &tmpl, err, sizeof(err)) != 0)
+    if (couponsync_load(ctl->db, id, &tmpl, err, sizeof(err)) != 0)
         return ctl_fail(ctl, "%s", err);
     struct ctlcoupon_published pub;
     rc = ctlcoupon_publish_rows(ctl, &tmpl, "1 = 1", &pub);
@@ -602,9 +602,9 @@ static void ctlcoupon_rate_text(int64_t rate, char *buf, size_t len)
 static void ctlcoupon_terms_text(const struct coupon_terms *t, char *buf, size_t len)
 {
     char amount[32], min[32], cap[32], rate[48];
-    coupon_format_cents(t->amount, amount, sizeof(amount));
-    coupon_format_cents(t->min_order, min, sizeof(min));
-    coupon_format_cents(t->max_discount, cap, sizeof(cap));
+    couponterms_format_cents(t->amount, amount, sizeof(amount));
+    couponterms_format_cents(t->min_order, min, sizeof(min));
+    couponterms_format_cents(t->max_discount, cap, sizeof(cap));
     ctlcoupon_rate_text(t->rate, rate, sizeof(rate));
     char from[48] = "";
     if (t->min_order > 0)
@@ -631,9 +631,9 @@ int ctlcoupon_show(struct ctl *ctl, int argc, char **argv)
         return rc;
     if (!ctl_db(ctl))
         return CTL_FAIL;
-    struct ucoupon tmpl;
+    struct usercoupon tmpl;
     char err[512];
-    if (couponstore_load(ctl->db, id, &tmpl, err, sizeof(err)) != 0)
+    if (couponsync_load(ctl->db, id, &tmpl, err, sizeof(err)) != 0)
         return ctl_fail(ctl, "%s", err);
     int64_t now = ctl_now_ms(), allotted, remaining;
     struct ctlcoupon_row cp;
@@ -661,9 +661,9 @@ int ctlcoupon_show(struct ctl *ctl, int argc, char **argv)
     }
 
     char amount[32], min[32], cap[32], rate[48], start[40], end[40], terms[160];
-    coupon_format_cents(tmpl.terms.amount, amount, sizeof(amount));
-    coupon_format_cents(tmpl.terms.min_order, min, sizeof(min));
-    coupon_format_cents(tmpl.terms.max_discount, cap, sizeof(cap));
+    couponterms_format_cents(tmpl.terms.amount, amount, sizeof(amount));
+    couponterms_format_cents(tmpl.terms.min_order, min, sizeof(min));
+    couponterms_format_cents(tmpl.terms.max_discount, cap, sizeof(cap));
     ctlcoupon_rate_text(tmpl.terms.rate, rate, sizeof(rate));
     timeparse_format(cp.start_ms, start, sizeof(start));
     timeparse_format(cp.end_ms, end, sizeof(end));

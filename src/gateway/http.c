@@ -14,11 +14,11 @@
 #include <sys/socket.h>
 
 #include "common/clock.h"
-#include "gateway/coupons.h"
+#include "gateway/couponapi.h"
 #include "gateway/intmap.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
-#include "gateway/queries.h"
+#include "gateway/readapi.h"
 #include "gateway/reply.h"
 
 /* evhttp 2.1 has no connection cap, so the gateway counts connections itself. It makes
@@ -68,32 +68,32 @@ static void route_token(struct gateway *gw, struct evhttp_request *req, const ch
 static void route_result(struct gateway *gw, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    queries_result(gw, req);
+    readapi_result(gw, req);
 }
 
 static void route_health(struct gateway *gw, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    queries_health(gw, req);
+    readapi_health(gw, req);
 }
 
 static void route_coupons(struct gateway *gw, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    coupons_list(gw, req);
+    couponapi_list(gw, req);
 }
 
 static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest);
 
 static const struct route routes[] = {
     { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
-    { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_stock },
+    { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_stock },
     { "/seckill/result", ROUTE_EXACT, EVHTTP_REQ_GET, route_result },
     { "/seckill/token", ROUTE_EXACT, EVHTTP_REQ_GET, route_token },
-    { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_order },
-    { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, queries_activity },
+    { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_order },
+    { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_activity },
     { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
-    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, coupons_use },
+    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, couponapi_use },
     { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
     { "/metrics", ROUTE_EXACT, EVHTTP_REQ_GET, route_metrics },
 };
@@ -169,7 +169,7 @@ static void route_metrics(struct gateway *gw, struct evhttp_request *req, const 
     struct metrics_gauges g = {
         .in_flight = gw->in_flight,
         .open_connections = metrics_http ? http_open_connections(metrics_http) : 0,
-        .marks_pending = marks_pending(gw->marks),
+        .queuedmarks_pending = queuedmarks_pending(gw->marks),
         .redis_pending = redisconn_pending(gw->redis),
         .redis_reconnects = redisconn_reconnects(gw->redis),
         .kafka_queue = (uint64_t)kafkaprod_in_flight(gw->kafka),

@@ -129,7 +129,7 @@ char *metrics_render(const struct metrics_gauges *g)
     gauge(&t, "seckill_in_flight_requests", "Requests waiting on Redis writes or Kafka", g->in_flight);
     gauge(&t, "seckill_http_open_connections", "Open client connections", g->open_connections);
     gauge(&t, "seckill_queued_marks_pending", "Kafka-acknowledged orders not yet marked queued in Redis",
-          g->marks_pending);
+          g->queuedmarks_pending);
     gauge(&t, "seckill_redis_pending_commands", "Redis commands awaiting an answer", g->redis_pending);
     textbuf_printf(&t, "# HELP seckill_redis_reconnects_total Redis connections lost and re-established\n"
              "# TYPE seckill_redis_reconnects_total counter\nseckill_redis_reconnects_total %" PRIu64 "\n",

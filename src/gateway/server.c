@@ -14,7 +14,7 @@
 #include "gateway/http.h"
 #include "gateway/kafkaprod.h"
 #include "common/log.h"
-#include "gateway/marks.h"
+#include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
 #include "gateway/redisconn.h"
 
@@ -35,13 +35,13 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct server_drain *d = arg;
     struct gateway *gw = d->gw;
-    if (marks_pending(gw->marks) > 0)
-        marks_flush(gw->marks);
-    bool idle = gw->in_flight == 0 && marks_pending(gw->marks) == 0 && redisconn_pending(gw->redis) == 0;
+    if (queuedmarks_pending(gw->marks) > 0)
+        queuedmarks_flush(gw->marks);
+    bool idle = gw->in_flight == 0 && queuedmarks_pending(gw->marks) == 0 && redisconn_pending(gw->redis) == 0;
     if (idle || clock_mono_us() > d->deadline_us) {
         if (!idle)
             LOG_WARN("drain deadline passed with %lu requests and %zu marks outstanding", gw->in_flight,
-                     marks_pending(gw->marks));
+                     queuedmarks_pending(gw->marks));
         event_base_loopbreak(gw->base);
     }
 }
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     }
     gw.redis = redisconn_new(gw.base, &cfg, &gw.scripts);
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
-    gw.marks = marks_new(gw.base, &cfg, gw.redis);
+    gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis);
     redisconn_on_connect(gw.redis, gateway_on_redis_connect, &gw);
     struct reaper *reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities);
     struct http *http = http_new(&gw, err, sizeof(err));
@@ -128,7 +128,7 @@ int main(int argc, char **argv)
     LOG_INFO("stopped");
 out:
     redisconn_free(gw.redis);  /* pending callbacks still see the cache and marks */
-    marks_free(gw.marks);
+    queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
     kafkaprod_free(gw.kafka);
     event_base_free(gw.base);

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the JSON that crosses a trust boundary: HTTP bodies
- * (json_parse_object), the Kafka messages the consumer decodes (orderevent, useevent)
- * and the user coupon records read back from Redis (ucoupon, and its ":used" field).
+ * (json_parse_object), the Kafka messages the consumer decodes (orderevent, redeemevent)
+ * and the user coupon records read back from Redis (usercoupon, and its ":used" field).
  * Beyond crashes and leaks it checks the codecs' round trip: whatever decodes must
  * encode, and decode again to the same struct, or a consumer restart would read back
  * something other than what was sent. */
@@ -13,8 +13,8 @@
 
 #include "common/json.h"
 #include "common/orderevent.h"
-#include "common/ucoupon.h"
-#include "common/useevent.h"
+#include "common/usercoupon.h"
+#include "common/redeemevent.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,29 +36,29 @@ static void check_orderevent(const char *text, size_t size)
     CHECK(ev.user_id == back.user_id && ev.activity_id == back.activity_id &&
           ev.coupon_id == back.coupon_id && ev.created_ms == back.created_ms);
     /* An order event must never be taken for a coupon.used event. */
-    CHECK(!useevent_is(buf, (size_t)n));
+    CHECK(!redeemevent_is(buf, (size_t)n));
 }
 
 static void check_useevent(const char *text, size_t size)
 {
-    struct useevent ev, back;
+    struct redeemevent ev, back;
     char err[128], buf[512];
-    (void)useevent_is(text, size);
-    if (useevent_decode(text, size, &ev, err, sizeof(err)) != 0) {
+    (void)redeemevent_is(text, size);
+    if (redeemevent_decode(text, size, &ev, err, sizeof(err)) != 0) {
         CHECK(err[0] != '\0');
         return;
     }
-    int n = useevent_encode(&ev, buf, sizeof(buf));
+    int n = redeemevent_encode(&ev, buf, sizeof(buf));
     CHECK(n > 0);
-    /* The consumer routes on useevent_is before decoding. */
-    CHECK(useevent_is(buf, (size_t)n));
-    CHECK(useevent_decode(buf, (size_t)n, &back, err, sizeof(err)) == 0);
+    /* The consumer routes on redeemevent_is before decoding. */
+    CHECK(redeemevent_is(buf, (size_t)n));
+    CHECK(redeemevent_decode(buf, (size_t)n, &back, err, sizeof(err)) == 0);
     CHECK(strcmp(ev.order_ref, back.order_ref) == 0);
     CHECK(ev.user_coupon_id == back.user_coupon_id && ev.user_id == back.user_id &&
           ev.discount == back.discount && ev.payable == back.payable && ev.used_ms == back.used_ms);
 }
 
-static void check_same_terms(const struct ucoupon *a, const struct ucoupon *b)
+static void check_same_terms(const struct usercoupon *a, const struct usercoupon *b)
 {
     CHECK(a->id == b->id && a->user_id == b->user_id && a->coupon_id == b->coupon_id);
     CHECK(a->terms.type == b->terms.type && a->terms.amount == b->terms.amount &&
@@ -70,12 +70,12 @@ static void check_same_terms(const struct ucoupon *a, const struct ucoupon *b)
 
 static void check_ucoupon(const char *text, size_t size)
 {
-    struct ucoupon uc, back;
-    if (ucoupon_decode(text, size, &uc) == 0) {
+    struct usercoupon uc, back;
+    if (usercoupon_decode(text, size, &uc) == 0) {
         CHECK(strcmp(uc.status, "UNUSED") == 0);
-        char *json = ucoupon_encode(&uc);
+        char *json = usercoupon_encode(&uc);
         CHECK(json != NULL);
-        CHECK(ucoupon_decode(json, strlen(json), &back) == 0);
+        CHECK(usercoupon_decode(json, strlen(json), &back) == 0);
         check_same_terms(&uc, &back);
         free(json);
     }
@@ -87,18 +87,18 @@ static void check_ucoupon(const char *text, size_t size)
     memcpy(field, text, size);
     field[size] = '\0';
     memset(&uc, 0, sizeof(uc));
-    if (ucoupon_decode_used(field, &uc) == 0) {
-        CHECK(strcmp(uc.status, "USED") == 0 && ucoupon_valid_ref(uc.order_ref));
+    if (usercoupon_decode_used(field, &uc) == 0) {
+        CHECK(strcmp(uc.status, "USED") == 0 && usercoupon_valid_ref(uc.order_ref));
         CHECK(uc.discount >= 0 && uc.payable >= 0 && uc.used_ms >= 0);
         /* use.lua writes the field the same way. */
         char again[160];
         snprintf(again, sizeof(again), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, uc.order_ref, uc.discount,
                  uc.payable, uc.used_ms);
         memset(&back, 0, sizeof(back));
-        CHECK(ucoupon_decode_used(again, &back) == 0);
+        CHECK(usercoupon_decode_used(again, &back) == 0);
         CHECK(strcmp(uc.order_ref, back.order_ref) == 0 && uc.discount == back.discount &&
               uc.payable == back.payable && uc.used_ms == back.used_ms);
-        CHECK(strcmp(ucoupon_state_at(&uc, 0), "USED") == 0);
+        CHECK(strcmp(usercoupon_state_at(&uc, 0), "USED") == 0);
     }
     free(field);
 }

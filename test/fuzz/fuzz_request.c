@@ -29,7 +29,7 @@
 #include "gateway/jwt.h"
 #include "common/parse.h"
 #include "gateway/purchasetoken.h"
-#include "common/ucoupon.h"
+#include "common/usercoupon.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -97,9 +97,9 @@ static void check_value(const char *v)
         CHECK(parse_cents(v, &cents) == 0 && cents == id * 100);
     }
 
-    if (ucoupon_valid_ref(v)) {
+    if (usercoupon_valid_ref(v)) {
         size_t n = strlen(v);
-        CHECK(n >= 1 && n <= UCOUPON_REF_LEN - 1);
+        CHECK(n >= 1 && n <= USERCOUPON_REF_LEN - 1);
         CHECK(strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-") == n);
     }
 }

@@ -1,4 +1,4 @@
-#include "store/couponstore.h"
+#include "store/couponsync.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -9,11 +9,11 @@
 #include "common/parse.h"
 
 /* DATETIME(3) as epoch ms: calendar arithmetic, no 2038 limit (see CTL_SQL_MS in ctl.h). */
-#define COUPONSTORE_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
+#define COUPONSYNC_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
 
 /* A DECIMAL(5,4) rate as MySQL prints it ("0.8500", "1.0000") into basis points, exactly:
  * 0.1 + 0.2 in a double is how a 0.3 coupon would come out one basis point short. */
-static int couponstore_rate(const char *s, int64_t *out)
+static int couponsync_rate(const char *s, int64_t *out)
 {
     if (!s || *s < '0' || *s > '9')
         return -1;
@@ -42,7 +42,7 @@ static int couponstore_rate(const char *s, int64_t *out)
     return 0;
 }
 
-static int couponstore_ms(const char *s, int64_t *out)
+static int couponsync_ms(const char *s, int64_t *out)
 {
     if (!s)
         return -1;
@@ -54,13 +54,13 @@ static int couponstore_ms(const char *s, int64_t *out)
     return 0;
 }
 
-int couponstore_load(MYSQL *db, int64_t coupon_id, struct ucoupon *template_out, char *err,
+int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_out, char *err,
                      size_t errlen)
 {
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "SELECT type, amount, rate, min_order, max_discount, " COUPONSTORE_SQL_MS("start_time")
-             ", " COUPONSTORE_SQL_MS("end_time") " FROM coupon WHERE id = %" PRId64,
+             "SELECT type, amount, rate, min_order, max_discount, " COUPONSYNC_SQL_MS("start_time")
+             ", " COUPONSYNC_SQL_MS("end_time") " FROM coupon WHERE id = %" PRId64,
              coupon_id);
     if (mysql_query(db, sql) != 0) {
         snprintf(err, errlen, "select coupon %" PRId64 ": %s", coupon_id, mysql_error(db));
@@ -76,9 +76,9 @@ int couponstore_load(MYSQL *db, int64_t coupon_id, struct ucoupon *template_out,
     if (!r) {
         mysql_free_result(res);
         snprintf(err, errlen, "coupon %" PRId64 " does not exist", coupon_id);
-        return COUPONSTORE_NOT_FOUND;
+        return COUPONSYNC_NOT_FOUND;
     }
-    struct ucoupon uc;
+    struct usercoupon uc;
     memset(&uc, 0, sizeof(uc));
     uc.coupon_id = coupon_id;
     strcpy(uc.status, "UNUSED");
@@ -86,19 +86,19 @@ int couponstore_load(MYSQL *db, int64_t coupon_id, struct ucoupon *template_out,
     static const char *const names[] = { "type", "amount", "rate", "min_order", "max_discount",
                                          "start_time", "end_time" };
     int bad = -1;
-    if (!r[0] || coupon_type_parse(r[0], &uc.terms.type) != 0)
+    if (!r[0] || couponterms_type_parse(r[0], &uc.terms.type) != 0)
         bad = 0;
     else if (parse_cents(r[1], &uc.terms.amount) != 0)
         bad = 1;
-    else if (couponstore_rate(r[2], &uc.terms.rate) != 0)
+    else if (couponsync_rate(r[2], &uc.terms.rate) != 0)
         bad = 2;
     else if (parse_cents(r[3], &uc.terms.min_order) != 0)
         bad = 3;
     else if (parse_cents(r[4], &uc.terms.max_discount) != 0)
         bad = 4;
-    else if (couponstore_ms(r[5], &uc.start_ms) != 0)
+    else if (couponsync_ms(r[5], &uc.start_ms) != 0)
         bad = 5;
-    else if (couponstore_ms(r[6], &uc.end_ms) != 0)
+    else if (couponsync_ms(r[6], &uc.end_ms) != 0)
         bad = 6;
     if (bad >= 0)
         snprintf(err, errlen, "coupon %" PRId64 ": %s '%s' is not a valid term", coupon_id,
@@ -110,7 +110,7 @@ int couponstore_load(MYSQL *db, int64_t coupon_id, struct ucoupon *template_out,
     return 0;
 }
 
-int couponstore_publish(redisContext *redis, const struct ucoupon *uc, char *err, size_t errlen)
+int couponsync_publish(redisContext *redis, const struct usercoupon *uc, char *err, size_t errlen)
 {
     bool used = strcmp(uc->status, "USED") == 0;
     if (uc->id <= 0 || uc->user_id <= 0 || uc->coupon_id <= 0) {
@@ -118,18 +118,18 @@ int couponstore_publish(redisContext *redis, const struct ucoupon *uc, char *err
         return -1;
     }
     /* '|' in a reference would shift the fields use.lua splits the value into. */
-    if (used && !ucoupon_valid_ref(uc->order_ref)) {
+    if (used && !usercoupon_valid_ref(uc->order_ref)) {
         snprintf(err, errlen, "user coupon %" PRId64 ": order reference '%s' is malformed", uc->id,
                  uc->order_ref);
         return -1;
     }
-    char key[64], field[32], used_field[40], used_value[UCOUPON_REF_LEN + 80];
-    ucoupon_key(key, sizeof(key), uc->user_id);
+    char key[64], field[32], used_field[40], used_value[USERCOUPON_REF_LEN + 80];
+    usercoupon_key(key, sizeof(key), uc->user_id);
     snprintf(field, sizeof(field), "%" PRId64, uc->id);
     snprintf(used_field, sizeof(used_field), "%" PRId64 ":used", uc->id);
     snprintf(used_value, sizeof(used_value), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, uc->order_ref,
              uc->discount, uc->payable, uc->used_ms);
-    char *terms = ucoupon_encode(uc);
+    char *terms = usercoupon_encode(uc);
     if (!terms) {
         snprintf(err, errlen, "user coupon %" PRId64 ": out of memory encoding", uc->id);
         return -1;
@@ -183,17 +183,17 @@ int couponstore_publish(redisContext *redis, const struct ucoupon *uc, char *err
     return written;
 }
 
-/* The fields of one record as couponstore_publish writes them; terms is malloc'ed. */
-struct couponstore_fields {
+/* The fields of one record as couponsync_publish writes them; terms is malloc'ed. */
+struct couponsync_fields {
     char key[64];
     char field[32];
     char used_field[40];
-    char used_value[UCOUPON_REF_LEN + 80];
+    char used_value[USERCOUPON_REF_LEN + 80];
     char *terms;
     bool used;
 };
 
-static int couponstore_fields_make(const struct ucoupon *uc, struct couponstore_fields *f,
+static int couponsync_fields_make(const struct usercoupon *uc, struct couponsync_fields *f,
                                    char *err, size_t errlen)
 {
     f->terms = NULL;
@@ -202,17 +202,17 @@ static int couponstore_fields_make(const struct ucoupon *uc, struct couponstore_
         snprintf(err, errlen, "user coupon %" PRId64 ": missing id, user or coupon", uc->id);
         return -1;
     }
-    if (f->used && !ucoupon_valid_ref(uc->order_ref)) {
+    if (f->used && !usercoupon_valid_ref(uc->order_ref)) {
         snprintf(err, errlen, "user coupon %" PRId64 ": order reference '%s' is malformed", uc->id,
                  uc->order_ref);
         return -1;
     }
-    ucoupon_key(f->key, sizeof(f->key), uc->user_id);
+    usercoupon_key(f->key, sizeof(f->key), uc->user_id);
     snprintf(f->field, sizeof(f->field), "%" PRId64, uc->id);
     snprintf(f->used_field, sizeof(f->used_field), "%" PRId64 ":used", uc->id);
     snprintf(f->used_value, sizeof(f->used_value), "%s|%" PRId64 "|%" PRId64 "|%" PRId64,
              uc->order_ref, uc->discount, uc->payable, uc->used_ms);
-    f->terms = ucoupon_encode(uc);
+    f->terms = usercoupon_encode(uc);
     if (!f->terms) {
         snprintf(err, errlen, "user coupon %" PRId64 ": out of memory encoding", uc->id);
         return -1;
@@ -221,7 +221,7 @@ static int couponstore_fields_make(const struct ucoupon *uc, struct couponstore_
 }
 
 /* Sums an HSETNX reply (or an EXEC array of them) into *written; notes the first problem. */
-static void couponstore_count(const redisReply *r, int *written, char *problem, size_t len)
+static void couponsync_count(const redisReply *r, int *written, char *problem, size_t len)
 {
     if (r->type == REDIS_REPLY_INTEGER) {
         *written += (int)r->integer;
@@ -229,14 +229,14 @@ static void couponstore_count(const redisReply *r, int *written, char *problem, 
     }
     if (r->type == REDIS_REPLY_ARRAY) {
         for (size_t k = 0; k < r->elements; k++)
-            couponstore_count(r->element[k], written, problem, len);
+            couponsync_count(r->element[k], written, problem, len);
         return;
     }
     if (!problem[0])
         snprintf(problem, len, "%s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 }
 
-int couponstore_publish_many(redisContext *redis, const struct ucoupon *ucs, size_t n, char *err,
+int couponsync_publish_many(redisContext *redis, const struct usercoupon *ucs, size_t n, char *err,
                              size_t errlen)
 {
     int written = 0;
@@ -245,10 +245,10 @@ int couponstore_publish_many(redisContext *redis, const struct ucoupon *ucs, siz
         /* Append a slice: a record is 1 command, or 4 (MULTI, 2 x HSETNX, EXEC) when USED. */
         size_t replies = 0, commands = 0, i = start;
         int appended = 1;
-        for (; i < n && commands < COUPONSTORE_PIPELINE; i++) {
-            struct couponstore_fields f;
+        for (; i < n && commands < COUPONSYNC_PIPELINE; i++) {
+            struct couponsync_fields f;
             char why[160];
-            if (couponstore_fields_make(&ucs[i], &f, why, sizeof(why)) != 0) {
+            if (couponsync_fields_make(&ucs[i], &f, why, sizeof(why)) != 0) {
                 if (!problem[0])
                     snprintf(problem, sizeof(problem), "%s", why);
                 continue;
@@ -288,7 +288,7 @@ int couponstore_publish_many(redisContext *redis, const struct ucoupon *ucs, siz
                 if (!problem[0])
                     snprintf(problem, sizeof(problem), "transaction failed");
             } else {
-                couponstore_count(r, &written, problem, sizeof(problem));
+                couponsync_count(r, &written, problem, sizeof(problem));
             }
             freeReplyObject(r);
         }

@@ -1,4 +1,4 @@
-#include "gateway/marks.h"
+#include "gateway/queuedmarks.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #define MARKS_MAX_ACTIVITIES 256
 
 /* Members waiting for one activity. `members` and each string in it are owned. */
-struct marks_bucket {
+struct queuedmarks_bucket {
     int64_t activity_id;
     char **members;
     size_t count;
@@ -20,24 +20,24 @@ struct marks_bucket {
 };
 
 /* One queued.lua call in flight; its members come back to the bucket if it fails. */
-struct marks_call {
-    struct marks *m;
+struct queuedmarks_call {
+    struct queuedmarks *m;
     int64_t activity_id;
     char *members[MARKS_PER_CALL];
     size_t count;
 };
 
-struct marks {
+struct queuedmarks {
     const struct config *cfg;
     struct redisconn *redis;
     struct event *timer;
-    struct marks_bucket buckets[MARKS_MAX_ACTIVITIES];
+    struct queuedmarks_bucket buckets[MARKS_MAX_ACTIVITIES];
     size_t bucket_count;
     size_t buffered;
     size_t sending;
 };
 
-static struct marks_bucket *bucket_for(struct marks *m, int64_t activity_id)
+static struct queuedmarks_bucket *bucket_for(struct queuedmarks *m, int64_t activity_id)
 {
     for (size_t i = 0; i < m->bucket_count; i++)
         if (m->buckets[i].activity_id == activity_id)
@@ -50,13 +50,13 @@ static struct marks_bucket *bucket_for(struct marks *m, int64_t activity_id)
         }
     if (m->bucket_count == MARKS_MAX_ACTIVITIES)
         return NULL;
-    struct marks_bucket *b = &m->buckets[m->bucket_count++];
+    struct queuedmarks_bucket *b = &m->buckets[m->bucket_count++];
     memset(b, 0, sizeof(*b));
     b->activity_id = activity_id;
     return b;
 }
 
-static void schedule(struct marks *m)
+static void schedule(struct queuedmarks *m)
 {
     if (evtimer_pending(m->timer, NULL))
         return;
@@ -64,7 +64,7 @@ static void schedule(struct marks *m)
     evtimer_add(m->timer, &tv);
 }
 
-static int bucket_push(struct marks_bucket *b, char *member)
+static int bucket_push(struct queuedmarks_bucket *b, char *member)
 {
     if (b->count == b->capacity) {
         size_t capacity = b->capacity ? b->capacity * 2 : 256;
@@ -78,9 +78,9 @@ static int bucket_push(struct marks_bucket *b, char *member)
     return 0;
 }
 
-static void requeue(struct marks *m, int64_t activity_id, char *member)
+static void requeue(struct queuedmarks *m, int64_t activity_id, char *member)
 {
-    struct marks_bucket *b = bucket_for(m, activity_id);
+    struct queuedmarks_bucket *b = bucket_for(m, activity_id);
     if (!b || bucket_push(b, member) != 0) {
         /* Without the mark the reaper may expire an order that is in Kafka; the consumer
          * then rejects it. Logged so that it can be found. */
@@ -91,7 +91,7 @@ static void requeue(struct marks *m, int64_t activity_id, char *member)
     m->buffered++;
 }
 
-void marks_add(struct marks *m, int64_t activity_id, const char *member)
+void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, const char *member)
 {
     char *copy = strdup(member);
     if (!copy) {
@@ -104,8 +104,8 @@ void marks_add(struct marks *m, int64_t activity_id, const char *member)
 
 static void on_marked(redisReply *reply, void *privdata)
 {
-    struct marks_call *call = privdata;
-    struct marks *m = call->m;
+    struct queuedmarks_call *call = privdata;
+    struct queuedmarks *m = call->m;
     m->sending -= call->count;
     if (reply && reply->type == REDIS_REPLY_INTEGER) {
         for (size_t i = 0; i < call->count; i++)
@@ -120,10 +120,10 @@ static void on_marked(redisReply *reply, void *privdata)
     free(call);
 }
 
-static void send_bucket(struct marks *m, struct marks_bucket *b)
+static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
 {
     while (b->count > 0) {
-        struct marks_call *call = malloc(sizeof(*call));
+        struct queuedmarks_call *call = malloc(sizeof(*call));
         if (!call)
             return;
         call->m = m;
@@ -150,7 +150,7 @@ static void send_bucket(struct marks *m, struct marks_bucket *b)
     }
 }
 
-void marks_flush(struct marks *m)
+void queuedmarks_flush(struct queuedmarks *m)
 {
     for (size_t i = 0; i < m->bucket_count; i++)
         send_bucket(m, &m->buckets[i]);
@@ -160,12 +160,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    marks_flush(arg);
+    queuedmarks_flush(arg);
 }
 
-struct marks *marks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis)
+struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis)
 {
-    struct marks *m = calloc(1, sizeof(*m));
+    struct queuedmarks *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
     m->cfg = cfg;
@@ -174,7 +174,7 @@ struct marks *marks_new(struct event_base *base, const struct config *cfg, struc
     return m;
 }
 
-void marks_free(struct marks *m)
+void queuedmarks_free(struct queuedmarks *m)
 {
     if (!m)
         return;
@@ -189,4 +189,4 @@ void marks_free(struct marks *m)
     free(m);
 }
 
-size_t marks_pending(const struct marks *m) { return m->buffered + m->sending; }
+size_t queuedmarks_pending(const struct queuedmarks *m) { return m->buffered + m->sending; }

@@ -1,4 +1,4 @@
-#include "common/useevent.h"
+#include "common/redeemevent.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -10,7 +10,7 @@
 
 #define USEEVENT_TYPE "coupon.used"
 
-int useevent_encode(const struct useevent *ev, char *buf, size_t len)
+int redeemevent_encode(const struct redeemevent *ev, char *buf, size_t len)
 {
     /* The order reference is limited to [A-Za-z0-9_.:-]: nothing to escape. */
     int n = snprintf(buf, len,
@@ -20,7 +20,7 @@ int useevent_encode(const struct useevent *ev, char *buf, size_t len)
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
-bool useevent_is(const char *data, size_t len)
+bool redeemevent_is(const char *data, size_t len)
 {
     static const char marker[] = "\"type\":\"" USEEVENT_TYPE "\"";
     size_t m = sizeof(marker) - 1;
@@ -30,7 +30,7 @@ bool useevent_is(const char *data, size_t len)
     return false;
 }
 
-int useevent_decode(const char *data, size_t len, struct useevent *ev, char *err, size_t errlen)
+int redeemevent_decode(const char *data, size_t len, struct redeemevent *ev, char *err, size_t errlen)
 {
     memset(ev, 0, sizeof(*ev));
     cJSON *j = json_parse_object(data, len, err, errlen);
@@ -43,7 +43,7 @@ int useevent_decode(const char *data, size_t len, struct useevent *ev, char *err
         snprintf(err, errlen, "type: not %s", USEEVENT_TYPE);
         goto out;
     }
-    if (!cJSON_IsString(ref) || !ucoupon_valid_ref(ref->valuestring)) {
+    if (!cJSON_IsString(ref) || !usercoupon_valid_ref(ref->valuestring)) {
         snprintf(err, errlen, "orderRef: missing or malformed");
         goto out;
     }

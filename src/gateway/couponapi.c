@@ -1,4 +1,4 @@
-#include "gateway/coupons.h"
+#include "gateway/couponapi.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -15,8 +15,8 @@
 #include "common/parse.h"
 #include "gateway/reply.h"
 #include "common/timeparse.h"
-#include "common/ucoupon.h"
-#include "common/useevent.h"
+#include "common/usercoupon.h"
+#include "common/redeemevent.h"
 
 /* One redemption from request to its last callback. Ownership moves like an order's:
  * the HMGET callback, then the use.lua callback, then the Kafka delivery report; the
@@ -27,7 +27,7 @@ struct redeem {
     struct evhttp_request *http;
     char key[64];
     char id_text[24];
-    struct useevent ev;
+    struct redeemevent ev;
     int64_t order_amount;
 };
 
@@ -45,7 +45,7 @@ static void unavailable(struct evhttp_request *req)
 static void add_money(cJSON *json, const char *name, int64_t cents)
 {
     char text[32];
-    coupon_format_cents(cents, text, sizeof(text));
+    couponterms_format_cents(cents, text, sizeof(text));
     cJSON_AddStringToObject(json, name, text);
 }
 
@@ -56,13 +56,13 @@ static void add_time(cJSON *json, const char *name, int64_t ms)
     cJSON_AddStringToObject(json, name, text);
 }
 
-static cJSON *coupon_json(const struct ucoupon *uc, int64_t now_ms)
+static cJSON *coupon_json(const struct usercoupon *uc, int64_t now_ms)
 {
     cJSON *j = cJSON_CreateObject();
     json_add_int(j, "userCouponId", (int64_t)uc->id);
     json_add_int(j, "couponId", (int64_t)uc->coupon_id);
-    cJSON_AddStringToObject(j, "type", coupon_type_name(uc->terms.type));
-    cJSON_AddStringToObject(j, "status", ucoupon_state_at(uc, now_ms));
+    cJSON_AddStringToObject(j, "type", couponterms_type_name(uc->terms.type));
+    cJSON_AddStringToObject(j, "status", usercoupon_state_at(uc, now_ms));
     if (uc->terms.type == COUPON_CASH)
         add_money(j, "amount", uc->terms.amount);
     if (uc->terms.type == COUPON_DISCOUNT) {
@@ -86,7 +86,7 @@ static cJSON *coupon_json(const struct ucoupon *uc, int64_t now_ms)
 
 static int by_id(const void *a, const void *b)
 {
-    const struct ucoupon *x = a, *y = b;
+    const struct usercoupon *x = a, *y = b;
     return (x->id > y->id) - (x->id < y->id);
 }
 
@@ -99,12 +99,12 @@ static void on_listed(redisReply *reply, void *privdata)
         return;
     }
     size_t n = 0;
-    struct ucoupon *items = calloc(reply->elements / 2 + 1, sizeof(*items));
+    struct usercoupon *items = calloc(reply->elements / 2 + 1, sizeof(*items));
     for (size_t i = 0; items && i + 1 < reply->elements; i += 2) {
         const redisReply *field = reply->element[i], *value = reply->element[i + 1];
         if (field->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING || strchr(field->str, ':'))
             continue;
-        if (ucoupon_decode(value->str, value->len, &items[n]) != 0) {
+        if (usercoupon_decode(value->str, value->len, &items[n]) != 0) {
             LOG_WARN("user %" PRId64 ": malformed coupon record %s", l->user_id, field->str);
             continue;
         }
@@ -119,7 +119,7 @@ static void on_listed(redisReply *reply, void *privdata)
         int64_t id = strtoll(field->str, NULL, 10);
         for (size_t k = 0; k < n; k++)
             if (items[k].id == id)
-                ucoupon_decode_used(value->str, &items[k]);
+                usercoupon_decode_used(value->str, &items[k]);
     }
     if (!items) {
         unavailable(l->http);
@@ -139,7 +139,7 @@ static void on_listed(redisReply *reply, void *privdata)
     free(l);
 }
 
-void coupons_list(struct gateway *gw, struct evhttp_request *req)
+void couponapi_list(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
     char err[160];
@@ -160,7 +160,7 @@ void coupons_list(struct gateway *gw, struct evhttp_request *req)
     l->http = req;
     l->user_id = user_id;
     char key[64];
-    ucoupon_key(key, sizeof(key), user_id);
+    usercoupon_key(key, sizeof(key), user_id);
     const char *argv[] = { "HGETALL", key };
     if (redisconn_command_argv(gw->redis, 2, argv, NULL, on_listed, l) != 0) {
         unavailable(req);
@@ -228,7 +228,7 @@ static void on_delivered(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t er
 static void publish(struct redeem *r)
 {
     char payload[320];
-    int len = useevent_encode(&r->ev, payload, sizeof(payload));
+    int len = redeemevent_encode(&r->ev, payload, sizeof(payload));
     char key[24];
     snprintf(key, sizeof(key), "%" PRId64, r->ev.user_id);
     rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
@@ -253,9 +253,9 @@ static void finish(struct redeem *r)
 
 static void answer_used(struct redeem *r, const char *used)
 {
-    struct ucoupon uc;
+    struct usercoupon uc;
     memset(&uc, 0, sizeof(uc));
-    if (used && ucoupon_decode_used(used, &uc) == 0 && strcmp(uc.order_ref, r->ev.order_ref) == 0) {
+    if (used && usercoupon_decode_used(used, &uc) == 0 && strcmp(uc.order_ref, r->ev.order_ref) == 0) {
         /* The same checkout asking again gets the answer it already got. */
         r->ev.discount = uc.discount;
         r->ev.payable = uc.payable;
@@ -304,8 +304,8 @@ static void on_record(redisReply *reply, void *privdata)
         return;
     }
     const redisReply *terms = reply->element[0], *used = reply->element[1];
-    struct ucoupon uc;
-    if (terms->type != REDIS_REPLY_STRING || ucoupon_decode(terms->str, terms->len, &uc) != 0 ||
+    struct usercoupon uc;
+    if (terms->type != REDIS_REPLY_STRING || usercoupon_decode(terms->str, terms->len, &uc) != 0 ||
         uc.user_id != r->ev.user_id) {
         reply_error(r->http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
         r->http = NULL;
@@ -318,14 +318,14 @@ static void on_record(redisReply *reply, void *privdata)
         return;
     }
     int64_t now = clock_wall_ms();
-    enum coupon_verdict verdict = coupon_apply(&uc.terms, r->order_amount, &r->ev.discount, &r->ev.payable);
+    enum coupon_verdict verdict = couponterms_apply(&uc.terms, r->order_amount, &r->ev.discount, &r->ev.payable);
     if (now < uc.start_ms) {
         reply_error(r->http, REPLY_NOT_STARTED, "coupon not valid yet", 0, NULL, NULL);
     } else if (now >= uc.end_ms) {
         reply_error(r->http, REPLY_EXPIRED, "coupon expired", 0, NULL, NULL);
     } else if (verdict == COUPON_BELOW_MIN_ORDER) {
         char min[32];
-        coupon_format_cents(uc.terms.min_order, min, sizeof(min));
+        couponterms_format_cents(uc.terms.min_order, min, sizeof(min));
         reply_error(r->http, REPLY_BELOW_MIN_ORDER, "order amount below the coupon's minimum", 0, "minOrder", min);
     } else if (verdict != COUPON_APPLIED) {
         reply_error(r->http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
@@ -352,7 +352,7 @@ static int read_param(struct httpparams *p, const char *name, char *out, size_t 
     return found == 1 ? 0 : -1;
 }
 
-void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *rest)
+void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *rest)
 {
     char id_text[24];
     const char *slash = strchr(rest, '/');
@@ -383,7 +383,7 @@ void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *res
         snprintf(err, sizeof(err), "orderAmount must be yuan with at most two decimals, like 100.00");
         bad = 1;
     }
-    if (!bad && !ucoupon_valid_ref(ref)) {
+    if (!bad && !usercoupon_valid_ref(ref)) {
         snprintf(err, sizeof(err), "orderRef must be 1-64 characters of A-Z a-z 0-9 _ . : -");
         bad = 1;
     }
@@ -406,9 +406,9 @@ void coupons_use(struct gateway *gw, struct evhttp_request *req, const char *res
     r->order_amount = cents;
     r->ev.user_coupon_id = id;
     r->ev.user_id = user_id;
-    memcpy(r->ev.order_ref, ref, strlen(ref) + 1);  /* ucoupon_valid_ref bounded its length */
+    memcpy(r->ev.order_ref, ref, strlen(ref) + 1);  /* usercoupon_valid_ref bounded its length */
     snprintf(r->id_text, sizeof(r->id_text), "%" PRId64, id);
-    ucoupon_key(r->key, sizeof(r->key), user_id);
+    usercoupon_key(r->key, sizeof(r->key), user_id);
     char used_field[32];
     snprintf(used_field, sizeof(used_field), "%s:used", r->id_text);
     const char *argv[] = { "HMGET", r->key, r->id_text, used_field };

@@ -1,4 +1,4 @@
-#include "gateway/queries.h"
+#include "gateway/readapi.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -151,7 +151,7 @@ static bool path_id(struct evhttp_request *req, const char *text, int64_t *id)
     return true;
 }
 
-void queries_stock(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
+void readapi_stock(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
     int64_t id;
     if (!path_id(req, activity_id, &id))
@@ -166,7 +166,7 @@ void queries_stock(struct gateway *gw, struct evhttp_request *req, const char *a
     query_send(q, LUASCRIPT_COUNT, 2, 0, argv);
 }
 
-void queries_result(struct gateway *gw, struct evhttp_request *req)
+void readapi_result(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
     char err[160], activity[HTTPPARAMS_VALUE_LEN];
@@ -197,7 +197,7 @@ void queries_result(struct gateway *gw, struct evhttp_request *req)
     query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
 }
 
-void queries_order(struct gateway *gw, struct evhttp_request *req, const char *order_no)
+void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *order_no)
 {
     uint64_t id;
     int64_t activity_id;
@@ -216,7 +216,7 @@ void queries_order(struct gateway *gw, struct evhttp_request *req, const char *o
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }
 
-void queries_activity(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
+void readapi_activity(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
     int64_t id;
     if (!path_id(req, activity_id, &id))
@@ -233,7 +233,7 @@ void queries_activity(struct gateway *gw, struct evhttp_request *req, const char
     query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
 }
 
-void queries_health(struct gateway *gw, struct evhttp_request *req)
+void readapi_health(struct gateway *gw, struct evhttp_request *req)
 {
     bool redis_up = redisconn_ready(gw->redis);
     bool kafka_up = kafkaprod_healthy(gw->kafka);

@@ -1,4 +1,4 @@
-#include "common/coupon.h"
+#include "common/couponterms.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@ static int64_t scale_half_up(int64_t order, int64_t rate)
     return high * rate + (low * rate + COUPON_RATE_ONE / 2) / COUPON_RATE_ONE;
 }
 
-enum coupon_verdict coupon_apply(const struct coupon_terms *terms, int64_t order,
+enum coupon_verdict couponterms_apply(const struct coupon_terms *terms, int64_t order,
                                  int64_t *discount, int64_t *payable)
 {
     if (order < 0 || terms->min_order < 0)
@@ -47,12 +47,12 @@ enum coupon_verdict coupon_apply(const struct coupon_terms *terms, int64_t order
 
 static const char *const type_names[] = { "CASH", "DISCOUNT", "GIFT" };
 
-const char *coupon_type_name(enum coupon_type type)
+const char *couponterms_type_name(enum coupon_type type)
 {
     return (unsigned)type < sizeof(type_names) / sizeof(type_names[0]) ? type_names[type] : "UNKNOWN";
 }
 
-int coupon_type_parse(const char *name, enum coupon_type *out)
+int couponterms_type_parse(const char *name, enum coupon_type *out)
 {
     for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++) {
         if (strcmp(name, type_names[i]) == 0) {
@@ -63,7 +63,7 @@ int coupon_type_parse(const char *name, enum coupon_type *out)
     return -1;
 }
 
-int coupon_format_cents(int64_t cents, char *buf, size_t len)
+int couponterms_format_cents(int64_t cents, char *buf, size_t len)
 {
     const char *sign = cents < 0 ? "-" : "";
     uint64_t magnitude = cents < 0 ? (uint64_t)0 - (uint64_t)cents : (uint64_t)cents;

@@ -1,5 +1,5 @@
-#ifndef SK_MARKS_H
-#define SK_MARKS_H
+#ifndef SK_QUEUEDMARKS_H
+#define SK_QUEUEDMARKS_H
 
 #include <event2/event.h>
 #include <stddef.h>
@@ -13,14 +13,14 @@
  * leaves the reaper's view, so consumer lag can never expire an order Kafka holds.
  * Marks that fail to reach Redis stay buffered and are retried. */
 
-struct marks;
+struct queuedmarks;
 
-struct marks *marks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis);
-void marks_free(struct marks *m);
+struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis);
+void queuedmarks_free(struct queuedmarks *m);
 /* member is "orderNo|userId" */
-void marks_add(struct marks *m, int64_t activity_id, const char *member);
-void marks_flush(struct marks *m);
+void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, const char *member);
+void queuedmarks_flush(struct queuedmarks *m);
 /* Marks buffered or on their way to Redis. */
-size_t marks_pending(const struct marks *m);
+size_t queuedmarks_pending(const struct queuedmarks *m);
 
 #endif

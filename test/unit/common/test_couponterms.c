@@ -1,6 +1,6 @@
-/* Coupons: the discount function coupon_apply (every type, boundaries, the rounding rule,
+/* Coupons: the discount function couponterms_apply (every type, boundaries, the rounding rule,
  * amounts near INT64_MAX), cents formatting and type names, the user coupon record of
- * Redis (ucoupon) and the coupon.used Kafka message (useevent). */
+ * Redis (usercoupon) and the coupon.used Kafka message (redeemevent). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/coupon.h"
+#include "common/couponterms.h"
 #include "common/parse.h"
-#include "common/ucoupon.h"
-#include "common/useevent.h"
+#include "common/usercoupon.h"
+#include "common/redeemevent.h"
 
 #define SENTINEL ((int64_t)-777)
 
-/* ---- coupon_apply ------------------------------------------------------------------- */
+/* ---- couponterms_apply ------------------------------------------------------------------- */
 
 struct apply_case {
     const char *what;
@@ -116,7 +116,7 @@ static void test_apply_table(void **state)
     for (size_t i = 0; i < sizeof(apply_cases) / sizeof(apply_cases[0]); i++) {
         const struct apply_case *c = &apply_cases[i];
         int64_t discount = SENTINEL, payable = SENTINEL;
-        enum coupon_verdict v = coupon_apply(&c->terms, c->order, &discount, &payable);
+        enum coupon_verdict v = couponterms_apply(&c->terms, c->order, &discount, &payable);
         if (v != c->verdict)
             fail_msg("%s: verdict %d, want %d", c->what, (int)v, (int)c->verdict);
         if (v != COUPON_APPLIED)
@@ -150,7 +150,7 @@ static void test_apply_against_reference(void **state)
                 for (size_t c = 0; c < sizeof(caps) / sizeof(caps[0]); c++) {
                     struct coupon_terms t = DISC(rates[r], 0, caps[c]);
                     int64_t discount = SENTINEL, payable = SENTINEL;
-                    assert_int_equal(coupon_apply(&t, order, &discount, &payable), COUPON_APPLIED);
+                    assert_int_equal(couponterms_apply(&t, order, &discount, &payable), COUPON_APPLIED);
                     int64_t want_off = order - reference_payable(order, rates[r]);
                     if (caps[c] > 0 && want_off > caps[c])
                         want_off = caps[c];
@@ -167,7 +167,7 @@ static void test_apply_against_reference(void **state)
     for (int64_t k = 0; k < 1000; k++) {
         struct coupon_terms t = CASH(INT64_MAX - k, 0);
         int64_t order = INT64_MAX - 500, discount, payable;
-        assert_int_equal(coupon_apply(&t, order, &discount, &payable), COUPON_APPLIED);
+        assert_int_equal(couponterms_apply(&t, order, &discount, &payable), COUPON_APPLIED);
         assert_true(payable >= 0 && discount >= 0);
         assert_true(payable == order - discount);
     }
@@ -182,7 +182,7 @@ static void test_apply_refusals_write_nothing(void **state)
         if (c->verdict == COUPON_APPLIED)
             continue;
         int64_t discount = SENTINEL, payable = SENTINEL;
-        coupon_apply(&c->terms, c->order, &discount, &payable);
+        couponterms_apply(&c->terms, c->order, &discount, &payable);
         if (discount != SENTINEL || payable != SENTINEL)
             fail_msg("%s: wrote an answer on refusal", c->what);
     }
@@ -207,15 +207,15 @@ static void test_format_cents(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char buf[32];
-        int n = coupon_format_cents(cases[i].cents, buf, sizeof(buf));
+        int n = couponterms_format_cents(cases[i].cents, buf, sizeof(buf));
         assert_int_equal(n, (int)strlen(cases[i].want));
         assert_string_equal(buf, cases[i].want);
     }
     /* Too small a buffer is an error, not a silently cut amount. */
     char small[5];
-    assert_int_equal(coupon_format_cents(1234, small, sizeof(small)), -1);
+    assert_int_equal(couponterms_format_cents(1234, small, sizeof(small)), -1);
     char exact[6];
-    assert_int_equal(coupon_format_cents(1234, exact, sizeof(exact)), 5);
+    assert_int_equal(couponterms_format_cents(1234, exact, sizeof(exact)), 5);
     assert_string_equal(exact, "12.34");
 }
 
@@ -227,7 +227,7 @@ static void test_format_parse_round_trip(void **state)
                                       INT64_MAX - 1, INT64_MAX };
     for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
         char buf[32];
-        assert_true(coupon_format_cents(values[i], buf, sizeof(buf)) > 0);
+        assert_true(couponterms_format_cents(values[i], buf, sizeof(buf)) > 0);
         int64_t back = SENTINEL;
         if (parse_cents(buf, &back) != 0)
             fail_msg("parse_cents refused \"%s\"", buf);
@@ -241,28 +241,28 @@ static void test_type_names(void **state)
     static const enum coupon_type types[] = { COUPON_CASH, COUPON_DISCOUNT, COUPON_GIFT };
     static const char *const names[] = { "CASH", "DISCOUNT", "GIFT" };
     for (size_t i = 0; i < 3; i++) {
-        assert_string_equal(coupon_type_name(types[i]), names[i]);
+        assert_string_equal(couponterms_type_name(types[i]), names[i]);
         enum coupon_type back = (enum coupon_type)99;
-        assert_int_equal(coupon_type_parse(coupon_type_name(types[i]), &back), 0);
+        assert_int_equal(couponterms_type_parse(couponterms_type_name(types[i]), &back), 0);
         assert_int_equal(back, types[i]);
     }
-    assert_string_equal(coupon_type_name((enum coupon_type)3), "UNKNOWN");
-    assert_string_equal(coupon_type_name((enum coupon_type)-1), "UNKNOWN");
+    assert_string_equal(couponterms_type_name((enum coupon_type)3), "UNKNOWN");
+    assert_string_equal(couponterms_type_name((enum coupon_type)-1), "UNKNOWN");
     static const char *const bad[] = { "", "cash", "Cash", "CASH ", " CASH", "CASHX", "DISC", "UNKNOWN" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         enum coupon_type back = (enum coupon_type)99;
-        if (coupon_type_parse(bad[i], &back) == 0)
-            fail_msg("coupon_type_parse accepted \"%s\"", bad[i]);
+        if (couponterms_type_parse(bad[i], &back) == 0)
+            fail_msg("couponterms_type_parse accepted \"%s\"", bad[i]);
         assert_int_equal(back, 99);
     }
 }
 
-/* ---- ucoupon: the Redis record of a user coupon ------------------------------------- */
+/* ---- usercoupon: the Redis record of a user coupon ------------------------------------- */
 
-static struct ucoupon make_ucoupon(int64_t id, int64_t user, int64_t coupon, struct coupon_terms t,
+static struct usercoupon make_ucoupon(int64_t id, int64_t user, int64_t coupon, struct coupon_terms t,
                                    int64_t start, int64_t end)
 {
-    struct ucoupon uc;
+    struct usercoupon uc;
     memset(&uc, 0, sizeof(uc));
     uc.id = id;
     uc.user_id = user;
@@ -275,22 +275,22 @@ static struct ucoupon make_ucoupon(int64_t id, int64_t user, int64_t coupon, str
 }
 
 /* The terms JSON without a terminating NUL after it, so ASan sees any over-read. */
-static int decode_exact(const char *json, struct ucoupon *uc)
+static int decode_exact(const char *json, struct usercoupon *uc)
 {
     size_t len = strlen(json);
     char *copy = malloc(len ? len : 1);
     assert_non_null(copy);
     memcpy(copy, json, len);
-    int rc = ucoupon_decode(copy, len, uc);
+    int rc = usercoupon_decode(copy, len, uc);
     free(copy);
     return rc;
 }
 
-static void check_ucoupon_round_trip(const struct ucoupon *want)
+static void check_ucoupon_round_trip(const struct usercoupon *want)
 {
-    char *json = ucoupon_encode(want);
+    char *json = usercoupon_encode(want);
     assert_non_null(json);
-    struct ucoupon back;
+    struct usercoupon back;
     bool ok = decode_exact(json, &back) == 0 && back.id == want->id &&
               back.user_id == want->user_id && back.coupon_id == want->coupon_id &&
               back.terms.type == want->terms.type && back.terms.amount == want->terms.amount &&
@@ -310,7 +310,7 @@ static void check_ucoupon_round_trip(const struct ucoupon *want)
 static void test_ucoupon_round_trip(void **state)
 {
     (void)state;
-    const struct ucoupon cases[] = {
+    const struct usercoupon cases[] = {
         make_ucoupon(1, 1, 1, (struct coupon_terms)CASH(1000, 10000), 0, 1),
         make_ucoupon(7, 1001, 3, (struct coupon_terms)DISC(8500, 0, 5000), 1733000000000LL, 1796126400123LL),
         make_ucoupon(42, 5, 9, (struct coupon_terms)GIFT(3000), 1733000000000LL, 1733000000001LL),
@@ -330,7 +330,7 @@ static void test_ucoupon_large_ids_exact(void **state)
 {
     (void)state;
     const int64_t max_exact = 9007199254740991LL; /* 2^53 - 1 */
-    const struct ucoupon cases[] = {
+    const struct usercoupon cases[] = {
         make_ucoupon(1, 1000000000000001LL, 1, (struct coupon_terms)GIFT(0), 0, 1),
         make_ucoupon(max_exact, max_exact, max_exact,
                      (struct coupon_terms)DISC(1, max_exact, max_exact), max_exact - 1, max_exact),
@@ -376,38 +376,38 @@ static void test_ucoupon_decode_rejects(void **state)
         "{\"id\":1,\"userId\":2,\"couponId\":3,\"type\":\"CASH\",\"amount\":1,\"rate\":10000,",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct ucoupon uc;
+        struct usercoupon uc;
         if (decode_exact(bad[i], &uc) == 0)
-            fail_msg("ucoupon_decode accepted %s", bad[i]);
+            fail_msg("usercoupon_decode accepted %s", bad[i]);
     }
 }
 
 static void test_ucoupon_used(void **state)
 {
     (void)state;
-    struct ucoupon uc = make_ucoupon(7, 1001, 3, (struct coupon_terms)CASH(1000, 0), 0, 10);
-    assert_int_equal(ucoupon_decode_used("CHK-1|1000|9000|1733000000000", &uc), 0);
+    struct usercoupon uc = make_ucoupon(7, 1001, 3, (struct coupon_terms)CASH(1000, 0), 0, 10);
+    assert_int_equal(usercoupon_decode_used("CHK-1|1000|9000|1733000000000", &uc), 0);
     assert_string_equal(uc.status, "USED");
     assert_string_equal(uc.order_ref, "CHK-1");
     assert_true(uc.discount == 1000 && uc.payable == 9000 && uc.used_ms == 1733000000000LL);
-    assert_string_equal(ucoupon_state_at(&uc, 5), "USED");
-    assert_string_equal(ucoupon_state_at(&uc, 100), "USED");   /* used stays used */
+    assert_string_equal(usercoupon_state_at(&uc, 5), "USED");
+    assert_string_equal(usercoupon_state_at(&uc, 100), "USED");   /* used stays used */
 
-    /* What couponstore_publish writes (ref|discount|payable|usedAtMs) reads back. */
-    char ref64[UCOUPON_REF_LEN];
-    memset(ref64, 'r', UCOUPON_REF_LEN - 1);
-    ref64[UCOUPON_REF_LEN - 1] = '\0';
+    /* What couponsync_publish writes (ref|discount|payable|usedAtMs) reads back. */
+    char ref64[USERCOUPON_REF_LEN];
+    memset(ref64, 'r', USERCOUPON_REF_LEN - 1);
+    ref64[USERCOUPON_REF_LEN - 1] = '\0';
     char value[256];
     snprintf(value, sizeof(value), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, ref64, (int64_t)0,
              INT64_MAX, (int64_t)1796126400123LL);
-    struct ucoupon big = make_ucoupon(1, 1, 1, (struct coupon_terms)GIFT(0), 0, 10);
-    assert_int_equal(ucoupon_decode_used(value, &big), 0);
+    struct usercoupon big = make_ucoupon(1, 1, 1, (struct coupon_terms)GIFT(0), 0, 10);
+    assert_int_equal(usercoupon_decode_used(value, &big), 0);
     assert_string_equal(big.order_ref, ref64);
     assert_true(big.payable == INT64_MAX);
 
-    char ref65[UCOUPON_REF_LEN + 1];
-    memset(ref65, 'r', UCOUPON_REF_LEN);
-    ref65[UCOUPON_REF_LEN] = '\0';
+    char ref65[USERCOUPON_REF_LEN + 1];
+    memset(ref65, 'r', USERCOUPON_REF_LEN);
+    ref65[USERCOUPON_REF_LEN] = '\0';
     char too_long[256];
     snprintf(too_long, sizeof(too_long), "%s|1|2|3", ref65);
     static const char *const bad[] = {
@@ -415,64 +415,64 @@ static void test_ucoupon_used(void **state)
         "CHK-1|x|9000|1", "CHK-1|1000|9000|1|", "CHK-1|1000|9000|1 ", "CHK-1|1000|9000|1x",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct ucoupon u = make_ucoupon(1, 1, 1, (struct coupon_terms)GIFT(0), 0, 10);
-        if (ucoupon_decode_used(bad[i], &u) == 0)
-            fail_msg("ucoupon_decode_used accepted \"%s\"", bad[i]);
+        struct usercoupon u = make_ucoupon(1, 1, 1, (struct coupon_terms)GIFT(0), 0, 10);
+        if (usercoupon_decode_used(bad[i], &u) == 0)
+            fail_msg("usercoupon_decode_used accepted \"%s\"", bad[i]);
         assert_string_equal(u.status, "UNUSED");   /* nothing applied on failure */
     }
-    struct ucoupon u = make_ucoupon(1, 1, 1, (struct coupon_terms)GIFT(0), 0, 10);
-    assert_int_equal(ucoupon_decode_used(too_long, &u), -1);
+    struct usercoupon u = make_ucoupon(1, 1, 1, (struct coupon_terms)GIFT(0), 0, 10);
+    assert_int_equal(usercoupon_decode_used(too_long, &u), -1);
     assert_string_equal(u.status, "UNUSED");
 }
 
 static void test_ucoupon_state_and_refs(void **state)
 {
     (void)state;
-    struct ucoupon uc = make_ucoupon(1, 1, 1, (struct coupon_terms)CASH(100, 0), 1000, 2000);
-    assert_string_equal(ucoupon_state_at(&uc, 1999), "UNUSED");
-    assert_string_equal(ucoupon_state_at(&uc, 2000), "EXPIRED");   /* the end is exclusive */
-    assert_string_equal(ucoupon_state_at(&uc, 5000), "EXPIRED");
+    struct usercoupon uc = make_ucoupon(1, 1, 1, (struct coupon_terms)CASH(100, 0), 1000, 2000);
+    assert_string_equal(usercoupon_state_at(&uc, 1999), "UNUSED");
+    assert_string_equal(usercoupon_state_at(&uc, 2000), "EXPIRED");   /* the end is exclusive */
+    assert_string_equal(usercoupon_state_at(&uc, 5000), "EXPIRED");
 
     char key[64];
-    assert_true(ucoupon_key(key, sizeof(key), 1001) > 0);
+    assert_true(usercoupon_key(key, sizeof(key), 1001) > 0);
     assert_string_equal(key, "seckill:ucoupon:{u1001}");
     char small[10];
-    assert_int_equal(ucoupon_key(small, sizeof(small), 1001), -1);
+    assert_int_equal(usercoupon_key(small, sizeof(small), 1001), -1);
 
-    char ref64[UCOUPON_REF_LEN], ref65[UCOUPON_REF_LEN + 1];
+    char ref64[USERCOUPON_REF_LEN], ref65[USERCOUPON_REF_LEN + 1];
     memset(ref64, 'a', sizeof(ref64) - 1);
     ref64[sizeof(ref64) - 1] = '\0';
     memset(ref65, 'a', sizeof(ref65) - 1);
     ref65[sizeof(ref65) - 1] = '\0';
     static const char *const ok[] = { "a", "CHK-1", "order_2026.12.01:7", "0", "A-Z_a-z.0-9:" };
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
-        if (!ucoupon_valid_ref(ok[i]))
-            fail_msg("ucoupon_valid_ref refused \"%s\"", ok[i]);
-    assert_true(ucoupon_valid_ref(ref64));
+        if (!usercoupon_valid_ref(ok[i]))
+            fail_msg("usercoupon_valid_ref refused \"%s\"", ok[i]);
+    assert_true(usercoupon_valid_ref(ref64));
     static const char *const bad[] = { "", "a|b", "a b", "a\"b", "a\\b", "a/b", "a\nb", "\xc3\xa9" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        if (ucoupon_valid_ref(bad[i]))
-            fail_msg("ucoupon_valid_ref accepted \"%s\"", bad[i]);
-    assert_false(ucoupon_valid_ref(ref65));
+        if (usercoupon_valid_ref(bad[i]))
+            fail_msg("usercoupon_valid_ref accepted \"%s\"", bad[i]);
+    assert_false(usercoupon_valid_ref(ref65));
 }
 
-/* ---- useevent: the coupon.used message ---------------------------------------------- */
+/* ---- redeemevent: the coupon.used message ---------------------------------------------- */
 
-static int use_decode_exact(const char *msg, struct useevent *ev, char *err, size_t errlen)
+static int use_decode_exact(const char *msg, struct redeemevent *ev, char *err, size_t errlen)
 {
     size_t len = strlen(msg);
     char *copy = malloc(len ? len : 1);
     assert_non_null(copy);
     memcpy(copy, msg, len);
-    int rc = useevent_decode(copy, len, ev, err, errlen);
+    int rc = redeemevent_decode(copy, len, ev, err, errlen);
     free(copy);
     return rc;
 }
 
-static struct useevent make_use(int64_t ucid, int64_t user, const char *ref, int64_t discount,
+static struct redeemevent make_use(int64_t ucid, int64_t user, const char *ref, int64_t discount,
                                 int64_t payable, int64_t used)
 {
-    struct useevent ev;
+    struct redeemevent ev;
     memset(&ev, 0, sizeof(ev));
     ev.user_coupon_id = ucid;
     ev.user_id = user;
@@ -487,10 +487,10 @@ static void test_useevent_round_trip(void **state)
 {
     (void)state;
     const int64_t max_exact = 9007199254740991LL;
-    char ref64[UCOUPON_REF_LEN];
+    char ref64[USERCOUPON_REF_LEN];
     memset(ref64, 'z', sizeof(ref64) - 1);
     ref64[sizeof(ref64) - 1] = '\0';
-    const struct useevent cases[] = {
+    const struct redeemevent cases[] = {
         make_use(7, 1001, "CHK-1", 1000, 9000, 1733000000000LL),
         make_use(1, 1, "a", 0, 0, 0),
         make_use(max_exact, max_exact, ref64, max_exact, max_exact, max_exact),
@@ -498,11 +498,11 @@ static void test_useevent_round_trip(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char buf[512];
-        int n = useevent_encode(&cases[i], buf, sizeof(buf));
+        int n = redeemevent_encode(&cases[i], buf, sizeof(buf));
         assert_true(n > 0);
         assert_int_equal((size_t)n, strlen(buf));
-        assert_true(useevent_is(buf, (size_t)n));
-        struct useevent back;
+        assert_true(redeemevent_is(buf, (size_t)n));
+        struct redeemevent back;
         char err[128] = "";
         if (use_decode_exact(buf, &back, err, sizeof(err)) != 0)
             fail_msg("decode of %s failed: %s", buf, err);
@@ -514,7 +514,7 @@ static void test_useevent_round_trip(void **state)
         assert_true(back.used_ms == cases[i].used_ms);
     }
     char small[16];
-    assert_int_equal(useevent_encode(&cases[0], small, sizeof(small)), -1);
+    assert_int_equal(redeemevent_encode(&cases[0], small, sizeof(small)), -1);
 }
 
 static void test_useevent_rejects(void **state)
@@ -547,17 +547,17 @@ static void test_useevent_rejects(void **state)
     };
 #undef USE_FIELDS
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct useevent ev;
+        struct redeemevent ev;
         char err[128] = "";
         if (use_decode_exact(bad[i], &ev, err, sizeof(err)) == 0)
-            fail_msg("useevent_decode accepted %s", bad[i]);
+            fail_msg("redeemevent_decode accepted %s", bad[i]);
         assert_true(err[0] != '\0');   /* always says why */
     }
     /* An order event is not a coupon.used event. */
     static const char order[] = "{\"orderNo\":\"1-2\",\"userId\":1,\"activityId\":2,\"couponId\":3,"
                                 "\"createdAt\":1}";
-    assert_false(useevent_is(order, sizeof(order) - 1));
-    assert_false(useevent_is("", 0));
+    assert_false(redeemevent_is(order, sizeof(order) - 1));
+    assert_false(redeemevent_is("", 0));
 }
 
 int main(void)

@@ -183,7 +183,7 @@ static void on_delivery(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err
         metrics_inc(METRIC_ORDERS_ACCEPTED);
         char member[ORDERNO_LEN + 24];
         snprintf(member, sizeof(member), "%s|%s", r->order_no, r->user);
-        marks_add(r->gw->marks, r->activity_id, member);
+        queuedmarks_add(r->gw->marks, r->activity_id, member);
         if (r->http)
             reply_accepted(r);
     } else {

@@ -1,4 +1,4 @@
-#include "common/ucoupon.h"
+#include "common/usercoupon.h"
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
@@ -9,13 +9,13 @@
 
 #include "common/json.h"
 
-int ucoupon_key(char *buf, size_t len, int64_t user_id)
+int usercoupon_key(char *buf, size_t len, int64_t user_id)
 {
     int n = snprintf(buf, len, "seckill:ucoupon:{u%" PRId64 "}", user_id);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
-char *ucoupon_encode(const struct ucoupon *uc)
+char *usercoupon_encode(const struct usercoupon *uc)
 {
     /* Printed by hand: cJSON prints numbers with 15 significant digits whenever its
      * tolerant comparison calls that close enough, which changes integers above ~2^52.
@@ -26,7 +26,7 @@ char *ucoupon_encode(const struct ucoupon *uc)
                      ",\"type\":\"%s\",\"amount\":%" PRId64 ",\"rate\":%" PRId64
                      ",\"minOrder\":%" PRId64 ",\"maxDiscount\":%" PRId64 ",\"start\":%" PRId64
                      ",\"end\":%" PRId64 "}",
-                     uc->id, uc->user_id, uc->coupon_id, coupon_type_name(uc->terms.type),
+                     uc->id, uc->user_id, uc->coupon_id, couponterms_type_name(uc->terms.type),
                      uc->terms.amount, uc->terms.rate, uc->terms.min_order, uc->terms.max_discount,
                      uc->start_ms, uc->end_ms);
     if (n < 0 || (size_t)n >= sizeof(buf))
@@ -55,7 +55,7 @@ static int get_string(const cJSON *j, const char *name, char *out, size_t outlen
     return 0;
 }
 
-int ucoupon_decode(const char *data, size_t len, struct ucoupon *uc)
+int usercoupon_decode(const char *data, size_t len, struct usercoupon *uc)
 {
     memset(uc, 0, sizeof(*uc));
     char err[64];
@@ -73,14 +73,14 @@ int ucoupon_decode(const char *data, size_t len, struct ucoupon *uc)
     uc->terms.max_discount = get_number(j, "maxDiscount", &ok);
     uc->start_ms = get_number(j, "start", &ok);
     uc->end_ms = get_number(j, "end", &ok);
-    if (get_string(j, "type", type, sizeof(type)) != 0 || coupon_type_parse(type, &uc->terms.type) != 0)
+    if (get_string(j, "type", type, sizeof(type)) != 0 || couponterms_type_parse(type, &uc->terms.type) != 0)
         ok = 0;
     strcpy(uc->status, "UNUSED");
     cJSON_Delete(j);
     return ok ? 0 : -1;
 }
 
-int ucoupon_decode_used(const char *data, struct ucoupon *uc)
+int usercoupon_decode_used(const char *data, struct usercoupon *uc)
 {
     const char *bar = strchr(data, '|');
     if (!bar || (size_t)(bar - data) >= sizeof(uc->order_ref))
@@ -92,7 +92,7 @@ int ucoupon_decode_used(const char *data, struct ucoupon *uc)
         return -1;
     memcpy(uc->order_ref, data, (size_t)(bar - data));
     uc->order_ref[bar - data] = '\0';
-    if (!ucoupon_valid_ref(uc->order_ref))
+    if (!usercoupon_valid_ref(uc->order_ref))
         return -1;
     uc->discount = discount;
     uc->payable = payable;
@@ -101,21 +101,21 @@ int ucoupon_decode_used(const char *data, struct ucoupon *uc)
     return 0;
 }
 
-const char *ucoupon_state_at(const struct ucoupon *uc, int64_t now_ms)
+const char *usercoupon_state_at(const struct usercoupon *uc, int64_t now_ms)
 {
     if (strcmp(uc->status, "USED") == 0)
         return "USED";
     return now_ms >= uc->end_ms ? "EXPIRED" : "UNUSED";
 }
 
-bool ucoupon_valid_ref(const char *ref)
+bool usercoupon_valid_ref(const char *ref)
 {
     size_t n = 0;
     for (const char *p = ref; *p; p++, n++) {
         char c = *p;
         bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                        c == '_' || c == '.' || c == ':' || c == '-';
-        if (!allowed || n >= UCOUPON_REF_LEN - 1)
+        if (!allowed || n >= USERCOUPON_REF_LEN - 1)
             return false;
     }
     return n > 0;

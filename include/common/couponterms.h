@@ -1,5 +1,5 @@
-#ifndef SK_COUPON_H
-#define SK_COUPON_H
+#ifndef SK_COUPONTERMS_H
+#define SK_COUPONTERMS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,12 +27,12 @@ struct coupon_terms {
 enum coupon_verdict { COUPON_APPLIED, COUPON_BELOW_MIN_ORDER, COUPON_BAD_INPUT };
 
 /* Pure. order >= 0 cents; writes the discount and the payable amount (order - discount). */
-enum coupon_verdict coupon_apply(const struct coupon_terms *terms, int64_t order,
+enum coupon_verdict couponterms_apply(const struct coupon_terms *terms, int64_t order,
                                  int64_t *discount, int64_t *payable);
 
-const char *coupon_type_name(enum coupon_type type);
-int coupon_type_parse(const char *name, enum coupon_type *out);
+const char *couponterms_type_name(enum coupon_type type);
+int couponterms_type_parse(const char *name, enum coupon_type *out);
 /* Cents as yuan with two decimals: 1234 -> "12.34". */
-int coupon_format_cents(int64_t cents, char *buf, size_t len);
+int couponterms_format_cents(int64_t cents, char *buf, size_t len);
 
 #endif
