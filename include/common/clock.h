@@ -10,6 +10,7 @@
 
 int64_t clock_wall_ms(void);
 int64_t clock_mono_us(void);
+int64_t clock_mono_ms(void);
 /* A libevent timer interval of `ms` milliseconds. */
 struct timeval clock_timeval_ms(int64_t ms);
 

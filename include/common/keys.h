@@ -34,6 +34,7 @@ enum keys_kind {
     KEYS_RESERVED,
     KEYS_QUEUED,
     KEYS_CLAIMED,
+    KEYS_KIND_COUNT
 };
 
 enum keys_subject_kind {
@@ -46,6 +47,16 @@ enum keys_subject_kind {
 
 int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,
                   int64_t activity_id);
+/* Every key of one activity, built once: the gateway keeps one in each cached activity,
+ * the consumer and seckillctl build one per activity they touch. name[kind] is the key. */
+struct keys_set {
+    int64_t activity_id;
+    char name[KEYS_KIND_COUNT][KEYS_LEN];
+};
+
+/* Returns 0, or -1 when a configured prefix makes a key longer than KEYS_LEN. */
+int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id);
+
 int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
                  const char *subject);
 

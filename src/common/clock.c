@@ -21,3 +21,5 @@ struct timeval clock_timeval_ms(int64_t ms)
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
     return tv;
 }
+
+int64_t clock_mono_ms(void) { return clock_mono_us() / 1000; }

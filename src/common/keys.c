@@ -15,9 +15,19 @@ int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kin
     case KEYS_RESERVED: prefix = "seckill:resv"; break;
     case KEYS_QUEUED: prefix = "seckill:queued"; break;
     case KEYS_CLAIMED: prefix = "seckill:claimed"; break;
+    case KEYS_KIND_COUNT: return -1;
     }
     int n = snprintf(buf, len, "%s:{%" PRId64 "}", prefix, activity_id);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
+int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id)
+{
+    set->activity_id = activity_id;
+    for (int kind = 0; kind < KEYS_KIND_COUNT; kind++)
+        if (keys_activity(set->name[kind], sizeof(set->name[kind]), cfg, (enum keys_kind)kind, activity_id) < 0)
+            return -1;
+    return 0;
 }
 
 int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,

@@ -20,6 +20,7 @@
 #include "consumer/consumermetrics.h"
 #include "store/couponsync.h"
 #include "store/db.h"
+#include "common/kafkaconf.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/luascript.h"
@@ -99,26 +100,13 @@ struct consumer {
     int64_t reported_ms;
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static struct timeval ms_to_timeval(int64_t ms)
-{
-    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
-    return tv;
-}
-
 /* ---- backends ------------------------------------------------------------------- */
 
 static int redis_ensure(struct consumer *c, char *err, size_t errlen)
 {
     if (c->redis)
         return 0;
-    struct timeval tv = ms_to_timeval(c->cfg.redis_timeout_ms);
+    struct timeval tv = clock_timeval_ms(c->cfg.redis_timeout_ms);
     redisContext *r = redisConnectWithTimeout(c->cfg.redis_host, (int)c->cfg.redis_port, tv);
     if (!r || r->err || redisSetTimeout(r, tv) != REDIS_OK) {
         snprintf(err, errlen, "redis %s:%" PRId64 ": %s", c->cfg.redis_host, c->cfg.redis_port,
@@ -159,31 +147,6 @@ static void db_drop(struct consumer *c)
 
 /* ---- Kafka set-up ----------------------------------------------------------------- */
 
-/* label names the setting in our config, so a bad value points at the right line. */
-static int kconf_set(rd_kafka_conf_t *conf, const char *label, const char *key,
-                     const char *value, char *err, size_t errlen)
-{
-    char kerr[256];
-    if (rd_kafka_conf_set(conf, key, value, kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errlen, "%s: %s", label, kerr);
-        return -1;
-    }
-    return 0;
-}
-
-static int kconf_passthrough(rd_kafka_conf_t *conf, const char *prefix,
-                             const struct config_pair *pairs, size_t count, char *err,
-                             size_t errlen)
-{
-    for (size_t i = 0; i < count; i++) {
-        char label[256];
-        snprintf(label, sizeof(label), "%s%s", prefix, pairs[i].key);
-        if (kconf_set(conf, label, pairs[i].key, pairs[i].value, err, errlen) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
     (void)opaque;
@@ -199,19 +162,6 @@ static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *op
     else
         LOG_WARN("kafka %s: %s: %s", rd_kafka_name(rk),
                  rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
-}
-
-/* librdkafka's own log lines, from its threads: log_write keeps each line whole. Its
- * "errors" (a broker unreachable) are transient and retried by itself: warnings here. */
-static void on_kafka_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    if (level <= 4)
-        LOG_WARN("kafka %s: %s", fac, buf);
-    else if (level <= 6)
-        LOG_INFO("kafka %s: %s", fac, buf);
-    else
-        LOG_DEBUG("kafka %s: %s", fac, buf);
 }
 
 static void format_partitions(const rd_kafka_topic_partition_list_t *parts, char *buf,
@@ -286,15 +236,15 @@ static rd_kafka_t *consumer_kafka_new(struct consumer *c, char *err, size_t errl
 {
     const struct config *cfg = &c->cfg;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (kconf_set(conf, "kafka.brokers", "bootstrap.servers", cfg->kafka_brokers, err,
+    if (kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", cfg->kafka_brokers, err,
                   errlen) != 0 ||
-        kconf_set(conf, "consumer.group-id", "group.id", cfg->consumer_group_id, err,
+        kafkaconf_set(conf, "consumer.group-id", "group.id", cfg->consumer_group_id, err,
                   errlen) != 0 ||
-        kconf_set(conf, "order-consumer", "client.id", "order-consumer", err, errlen) != 0 ||
-        kconf_set(conf, "order-consumer", "enable.auto.commit", "false", err, errlen) != 0 ||
-        kconf_set(conf, "order-consumer", "enable.auto.offset.store", "false", err, errlen) != 0 ||
-        kconf_set(conf, "order-consumer", "auto.offset.reset", "earliest", err, errlen) != 0 ||
-        kconf_passthrough(conf, "kafka.consumer.", cfg->kafka_consumer,
+        kafkaconf_set(conf, "order-consumer", "client.id", "order-consumer", err, errlen) != 0 ||
+        kafkaconf_set(conf, "order-consumer", "enable.auto.commit", "false", err, errlen) != 0 ||
+        kafkaconf_set(conf, "order-consumer", "enable.auto.offset.store", "false", err, errlen) != 0 ||
+        kafkaconf_set(conf, "order-consumer", "auto.offset.reset", "earliest", err, errlen) != 0 ||
+        kafkaconf_set_pairs(conf, "kafka.consumer.", cfg->kafka_consumer,
                           cfg->kafka_consumer_count, err, errlen) != 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
@@ -303,7 +253,7 @@ static rd_kafka_t *consumer_kafka_new(struct consumer *c, char *err, size_t errl
     rd_kafka_conf_set_rebalance_cb(conf, on_rebalance);
     rd_kafka_conf_set_offset_commit_cb(conf, on_commit);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
-    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
+    rd_kafka_conf_set_log_cb(conf, kafkaconf_log);
     char kerr[256];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, kerr, sizeof(kerr));
     if (!rk) {
@@ -335,11 +285,11 @@ static rd_kafka_t *consumer_dlq_new(struct consumer *c, char *err, size_t errlen
 {
     const struct config *cfg = &c->cfg;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (kconf_set(conf, "kafka.brokers", "bootstrap.servers", cfg->kafka_brokers, err,
+    if (kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", cfg->kafka_brokers, err,
                   errlen) != 0 ||
-        kconf_set(conf, "order-consumer", "client.id", "order-consumer-dlq", err, errlen) != 0 ||
-        kconf_set(conf, "order-consumer", "enable.idempotence", "true", err, errlen) != 0 ||
-        kconf_passthrough(conf, "kafka.producer.", cfg->kafka_producer,
+        kafkaconf_set(conf, "order-consumer", "client.id", "order-consumer-dlq", err, errlen) != 0 ||
+        kafkaconf_set(conf, "order-consumer", "enable.idempotence", "true", err, errlen) != 0 ||
+        kafkaconf_set_pairs(conf, "kafka.producer.", cfg->kafka_producer,
                           cfg->kafka_producer_count, err, errlen) != 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
@@ -347,7 +297,7 @@ static rd_kafka_t *consumer_dlq_new(struct consumer *c, char *err, size_t errlen
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_dr_msg_cb(conf, on_dlq_delivery);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
-    rd_kafka_conf_set_log_cb(conf, on_kafka_log);
+    rd_kafka_conf_set_log_cb(conf, kafkaconf_log);
     char kerr[256];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, kerr, sizeof(kerr));
     if (!rk) {
@@ -422,9 +372,9 @@ static void consumer_update_lag(struct consumer *c)
 /* Sleeps ms in slices, serving the group (heartbeats, rebalances) and noticing SIGTERM. */
 static void consumer_wait(struct consumer *c, int64_t ms)
 {
-    int64_t deadline = now_ms() + ms;
+    int64_t deadline = clock_mono_ms() + ms;
     for (;;) {
-        int64_t left = deadline - now_ms();
+        int64_t left = deadline - clock_mono_ms();
         if (left <= 0 || stop_requested)
             return;
         rd_kafka_message_t *msg =
@@ -547,12 +497,12 @@ static void consumer_fill(struct consumer *c)
     }
     c->stash_count = 0;
     if (b->messages > 0)
-        first_ms = now_ms();
+        first_ms = clock_mono_ms();
     memset(&c->times, 0, sizeof(c->times));
     while (!stop_requested && b->messages < limit) {
         int64_t wait = SLICE_MS;
         if (b->messages > 0) {
-            int64_t left = first_ms + c->cfg.consumer_batch_timeout_ms - now_ms();
+            int64_t left = first_ms + c->cfg.consumer_batch_timeout_ms - clock_mono_ms();
             if (left <= 0)
                 break;
             if (left < wait)
@@ -565,11 +515,11 @@ static void consumer_fill(struct consumer *c)
             continue;
         }
         if (consumer_take(c, msg) && b->messages == 1)
-            first_ms = now_ms();
+            first_ms = clock_mono_ms();
         rd_kafka_message_destroy(msg);
     }
     if (b->messages > 0)
-        c->times.fill = now_ms() - first_ms;
+        c->times.fill = clock_mono_ms() - first_ms;
 }
 
 /* ---- the steps of a batch --------------------------------------------------------- */
@@ -628,12 +578,12 @@ static int step_dead_letters(struct consumer *c, char *err, size_t errlen)
         d->state = BATCH_DEAD_INFLIGHT;
     }
     /* Sliced so that delivery reports are served as they come. */
-    int64_t deadline = now_ms() + DLQ_FLUSH_MS;
-    while (rd_kafka_outq_len(c->dlq) > 0 && now_ms() < deadline) {
+    int64_t deadline = clock_mono_ms() + DLQ_FLUSH_MS;
+    while (rd_kafka_outq_len(c->dlq) > 0 && clock_mono_ms() < deadline) {
         rd_kafka_flush(c->dlq, SLICE_MS);
         /* Stopping: a healthy broker acknowledges within a second, a sick one never. */
-        if (stop_requested && deadline > now_ms() + 1000)
-            deadline = now_ms() + 1000;
+        if (stop_requested && deadline > clock_mono_ms() + 1000)
+            deadline = clock_mono_ms() + 1000;
     }
     size_t undelivered = 0;
     for (size_t i = 0; i < b->dead_count; i++)
@@ -1009,9 +959,9 @@ static void log_rejections(const struct batch *b)
 static int timed_retry(struct consumer *c, const char *what, consumer_step step,
                        enum consumermetrics_id metric, int64_t *ms)
 {
-    int64_t t0 = now_ms();
+    int64_t t0 = clock_mono_ms();
     int rc = consumer_retry(c, what, step, metric);
-    *ms += now_ms() - t0;
+    *ms += clock_mono_ms() - t0;
     return rc;
 }
 
@@ -1049,7 +999,7 @@ static int consumer_process(struct consumer *c)
 {
     struct batch *b = &c->batch;
     struct batch_times *t = &c->times;
-    int64_t started = now_ms();
+    int64_t started = clock_mono_ms();
     int64_t started_us = clock_mono_us();
     batch_seal(b);
     memset(&c->persisted, 0, sizeof(c->persisted));
@@ -1073,9 +1023,9 @@ static int consumer_process(struct consumer *c)
                     &t->dead) != 0)
         return -1;
     consumer_set_paused(c, 0);
-    int64_t t0 = now_ms();
+    int64_t t0 = clock_mono_ms();
     consumer_commit(c);
-    t->commit = now_ms() - t0;
+    t->commit = clock_mono_ms() - t0;
 
     size_t rejected = b->count - b->accepted_count;
     size_t persisted = b->accepted_count - c->persisted.conflicts;
@@ -1099,14 +1049,14 @@ static int consumer_process(struct consumer *c)
               "fill %" PRId64 " ms, dead %" PRId64 " ms, claim %" PRId64 " ms, persist %" PRId64
               " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, commit %" PRId64 " ms",
               b->messages, persisted, c->persisted.orders_added, rejected, uses,
-              c->persisted.uses_applied, b->dead_count, b->duplicates, now_ms() - started,
+              c->persisted.uses_applied, b->dead_count, b->duplicates, clock_mono_ms() - started,
               t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->commit);
     return 0;
 }
 
 static void consumer_summary(struct consumer *c)
 {
-    int64_t now = now_ms();
+    int64_t now = clock_mono_ms();
     if (now - c->reported_ms < SUMMARY_INTERVAL_MS)
         return;
     const struct consumer_stats *t = &c->total, *r = &c->reported;
@@ -1249,7 +1199,7 @@ int main(int argc, char **argv)
     LOG_INFO("ready (group %s, topic %s, batches of %" PRId64 " or %" PRId64 " ms)",
              c.cfg.consumer_group_id, c.cfg.kafka_topic, c.cfg.consumer_batch_size,
              c.cfg.consumer_batch_timeout_ms);
-    c.reported_ms = now_ms();
+    c.reported_ms = clock_mono_ms();
 
     int unfinished = 0;
     while (!stop_requested) {

@@ -16,17 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/histogram.h"
 #include "common/textbuf.h"
 
 enum consumermetrics_kind { COUNTER, GAUGE, SECONDS, COUNT };
-
-/* Upper bounds: microseconds (0.1 ms to 30 s) for SECONDS, orders for COUNT. */
-static const int64_t seconds_bounds[] = { 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
-                                          50000, 100000, 250000, 500000, 1000000, 2500000,
-                                          5000000, 10000000, 30000000 };
-static const int64_t count_bounds[] = { 1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000,
-                                        10000, 100000 };
-#define MAX_BOUNDS 17
 
 struct metric_def {
     enum consumermetrics_kind kind;
@@ -37,29 +30,14 @@ struct metric_def {
 static const struct metric_def defs[] = { CONSUMERMETRICS_LIST(CONSUMERMETRICS_DEF) };
 #undef CONSUMERMETRICS_DEF
 
-/* A histogram's buckets are not cumulative (summed when rendered); the last one is +Inf.
- * Its count is the sum of its buckets, so that _count always equals the +Inf bucket. */
-struct histogram {
-    atomic_uint_least64_t buckets[MAX_BOUNDS + 1];
-    atomic_int_least64_t sum;
-};
-
 /* The values: written by the consumer thread, read by the server thread. Static storage,
  * so zero-initialised before either thread runs. Histogram slots of counters and gauges
  * stay unused: a few KB for one list indexed by one enum. */
 static atomic_uint_least64_t values[CONSUMERMETRICS_COUNT];
-static struct histogram histograms[CONSUMERMETRICS_COUNT];
-
-static void bounds_of(enum consumermetrics_kind kind, const int64_t **bounds, size_t *n)
-{
-    if (kind == SECONDS) {
-        *bounds = seconds_bounds;
-        *n = sizeof(seconds_bounds) / sizeof(seconds_bounds[0]);
-    } else {
-        *bounds = count_bounds;
-        *n = sizeof(count_bounds) / sizeof(count_bounds[0]);
-    }
-}
+#define CONSUMERMETRICS_UNIT(id, kind, name, labels, help) \
+    [CONSUMERMETRICS_##id] = { .unit = (kind) == COUNT ? HISTOGRAM_COUNT : HISTOGRAM_SECONDS },
+static struct histogram histograms[CONSUMERMETRICS_COUNT] = { CONSUMERMETRICS_LIST(CONSUMERMETRICS_UNIT) };
+#undef CONSUMERMETRICS_UNIT
 
 void consumermetrics_add(enum consumermetrics_id id, uint64_t n)
 {
@@ -73,57 +51,10 @@ void consumermetrics_set(enum consumermetrics_id id, uint64_t value)
 
 void consumermetrics_observe(enum consumermetrics_id id, int64_t value)
 {
-    const int64_t *bounds;
-    size_t n;
-    bounds_of(defs[id].kind, &bounds, &n);
-    size_t i = 0;
-    while (i < n && value > bounds[i])
-        i++;
-    atomic_fetch_add_explicit(&histograms[id].buckets[i], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&histograms[id].sum, value, memory_order_relaxed);
+    histogram_observe(&histograms[id], value);
 }
 
 /* ---- rendering -------------------------------------------------------------------- */
-
-/* name{labels} or name{labels,extra} or name: the series of one sample. */
-static void series(struct textbuf *t, const char *name, const char *suffix, const char *labels,
-                   const char *extra)
-{
-    const char *sep = labels[0] && extra[0] ? "," : "";
-    if (labels[0] || extra[0])
-        textbuf_printf(t, "%s%s{%s%s%s} ", name, suffix, labels, sep, extra);
-    else
-        textbuf_printf(t, "%s%s ", name, suffix);
-}
-
-static void render_histogram(struct textbuf *t, enum consumermetrics_id id)
-{
-    const struct metric_def *d = &defs[id];
-    const int64_t *bounds;
-    size_t n;
-    bounds_of(d->kind, &bounds, &n);
-    uint64_t cumulative = 0;
-    char le[48];
-    for (size_t i = 0; i <= n; i++) {
-        cumulative += atomic_load_explicit(&histograms[id].buckets[i], memory_order_relaxed);
-        if (i == n)
-            snprintf(le, sizeof(le), "le=\"+Inf\"");
-        else if (d->kind == SECONDS)
-            snprintf(le, sizeof(le), "le=\"%g\"", (double)bounds[i] / 1e6);
-        else
-            snprintf(le, sizeof(le), "le=\"%" PRId64 "\"", bounds[i]);
-        series(t, d->name, "_bucket", d->labels, le);
-        textbuf_printf(t, "%" PRIu64 "\n", cumulative);
-    }
-    int64_t sum = atomic_load_explicit(&histograms[id].sum, memory_order_relaxed);
-    series(t, d->name, "_sum", d->labels, "");
-    if (d->kind == SECONDS)
-        textbuf_printf(t, "%.6f\n", (double)sum / 1e6);
-    else
-        textbuf_printf(t, "%" PRId64 "\n", sum);
-    series(t, d->name, "_count", d->labels, "");
-    textbuf_printf(t, "%" PRIu64 "\n", cumulative);
-}
 
 char *consumermetrics_render(void)
 {
@@ -137,11 +68,14 @@ char *consumermetrics_render(void)
         if (i == 0 || strcmp(d->name, defs[i - 1].name) != 0)
             textbuf_printf(&t, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, types[d->kind]);
         if (d->kind == SECONDS || d->kind == COUNT) {
-            render_histogram(&t, (enum consumermetrics_id)i);
+            histogram_render(&histograms[i], &t, defs[i].name, defs[i].labels);
             continue;
         }
-        series(&t, d->name, "", d->labels, "");
-        textbuf_printf(&t, "%" PRIu64 "\n", (uint64_t)atomic_load_explicit(&values[i], memory_order_relaxed));
+        uint64_t value = atomic_load_explicit(&values[i], memory_order_relaxed);
+        if (d->labels[0])
+            textbuf_printf(&t, "%s{%s} %" PRIu64 "\n", d->name, d->labels, value);
+        else
+            textbuf_printf(&t, "%s %" PRIu64 "\n", d->name, value);
     }
     return textbuf_take(&t);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/kafkaconf.h"
 #include "common/log.h"
 
 struct kafkaprod {
@@ -87,18 +88,6 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
     return 0;  /* librdkafka frees the JSON */
 }
 
-static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
-{
-    (void)rk;
-    /* syslog levels: 0-3 errors, 4 warnings, the rest information */
-    if (level <= 3)
-        LOG_ERROR("kafka %s: %s", fac, buf);
-    else if (level == 4)
-        LOG_WARN("kafka %s: %s", fac, buf);
-    else
-        LOG_INFO("kafka %s: %s", fac, buf);
-}
-
 static void serve_queue(struct kafkaprod *kp)
 {
     if (kp->rk)
@@ -121,32 +110,23 @@ static void on_poll_timer(evutil_socket_t fd, short what, void *arg)
     serve_queue(arg);
 }
 
-static int set_conf(rd_kafka_conf_t *conf, const char *key, const char *value, char *err, size_t errlen)
-{
-    char why[256];
-    if (rd_kafka_conf_set(conf, key, value, why, sizeof(why)) != RD_KAFKA_CONF_OK) {
-        snprintf(err, errlen, "kafka.producer.%s: %s", key, why);
-        return -1;
-    }
-    return 0;
-}
-
 static int producer_create(struct kafkaprod *kp, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (set_conf(conf, "bootstrap.servers", kp->cfg->kafka_brokers, err, errlen) != 0)
+    if (kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", kp->cfg->kafka_brokers, err, errlen) != 0)
         goto fail;
     for (size_t i = 0; i < sizeof(producer_defaults) / sizeof(producer_defaults[0]); i++)
-        if (set_conf(conf, producer_defaults[i][0], producer_defaults[i][1], err, errlen) != 0)
+        if (kafkaconf_set(conf, producer_defaults[i][0], producer_defaults[i][0], producer_defaults[i][1], err,
+                          errlen) != 0)
             goto fail;
-    for (size_t i = 0; i < kp->cfg->kafka_producer_count; i++)
-        if (set_conf(conf, kp->cfg->kafka_producer[i].key, kp->cfg->kafka_producer[i].value, err, errlen) != 0)
-            goto fail;
+    if (kafkaconf_set_pairs(conf, "kafka.producer.", kp->cfg->kafka_producer, kp->cfg->kafka_producer_count, err,
+                            errlen) != 0)
+        goto fail;
     rd_kafka_conf_set_opaque(conf, kp);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_error);
     rd_kafka_conf_set_stats_cb(conf, on_stats);
-    rd_kafka_conf_set_log_cb(conf, on_log);
+    rd_kafka_conf_set_log_cb(conf, kafkaconf_log);
     char why[512];
     kp->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof(why));
     if (!kp->rk) {

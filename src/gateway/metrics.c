@@ -6,21 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/histogram.h"
 #include "common/textbuf.h"
 
 #define METRICS_MAX_ROUTES 32
 #define METRICS_MAX_STATUSES 32
-
-/* Upper bounds in microseconds: 0.1 ms to 5 s. */
-static const int64_t bucket_us[] = { 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000,
-                                     100000, 250000, 500000, 1000000, 2500000, 5000000 };
-#define BUCKETS (sizeof(bucket_us) / sizeof(bucket_us[0]))
-
-struct histogram {
-    uint64_t buckets[BUCKETS];  /* not cumulative; summed when rendered */
-    uint64_t count;
-    int64_t sum_us;
-};
 
 #define METRICS_NAME(id, name, help) name,
 #define METRICS_HELP(id, name, help) help,
@@ -35,7 +25,7 @@ static const char *const histogram_help[] = { METRICS_HISTOGRAMS(METRICS_HELP) }
  * metrics_render, on the same thread. */
 static struct {
     uint64_t counters[METRICS_COUNTER_COUNT];
-    struct histogram histograms[METRICS_HISTOGRAM_COUNT];
+    struct histogram histograms[METRICS_HISTOGRAM_COUNT];  /* durations: unit 0, SECONDS */
     const char *route_names[METRICS_MAX_ROUTES];
     uint64_t route_requests[METRICS_MAX_ROUTES];
     size_t route_count;
@@ -53,14 +43,7 @@ void metrics_add(enum metrics_counter counter, uint64_t n) { metrics.counters[co
 
 void metrics_observe_us(enum metrics_histogram histogram, int64_t microseconds)
 {
-    struct histogram *h = &metrics.histograms[histogram];
-    size_t i = 0;
-    while (i < BUCKETS && microseconds > bucket_us[i])
-        i++;
-    if (i < BUCKETS)
-        h->buckets[i]++;
-    h->count++;
-    h->sum_us += microseconds;
+    histogram_observe(&metrics.histograms[histogram], microseconds);
 }
 
 void metrics_set_routes(const char *const *names, size_t count)
@@ -115,16 +98,9 @@ char *metrics_render(const struct metrics_gauges *g)
         textbuf_printf(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i], counter_help[i],
              counter_names[i], counter_names[i], metrics.counters[i]);
     for (size_t i = 0; i < METRICS_HISTOGRAM_COUNT; i++) {
-        const struct histogram *h = &metrics.histograms[i];
-        const char *name = histogram_names[i];
-        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s histogram\n", name, histogram_help[i], name);
-        uint64_t cumulative = 0;
-        for (size_t b = 0; b < BUCKETS; b++) {
-            cumulative += h->buckets[b];
-            textbuf_printf(&t, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, (double)bucket_us[b] / 1e6, cumulative);
-        }
-        textbuf_printf(&t, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.6f\n%s_count %" PRIu64 "\n", name, h->count, name,
-             (double)h->sum_us / 1e6, name, h->count);
+        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s histogram\n", histogram_names[i], histogram_help[i],
+                       histogram_names[i]);
+        histogram_render(&metrics.histograms[i], &t, histogram_names[i], "");
     }
     gauge(&t, "seckill_in_flight_requests", "Requests waiting on Redis writes or Kafka", g->in_flight);
     gauge(&t, "seckill_http_open_connections", "Open client connections", g->open_connections);

@@ -26,6 +26,6 @@ for name in "$@"; do
   llvm-profdata-14 merge -o "$data" "$raw" || exit 1
   echo "$name ($(find "$corpus" -type f | wc -l) inputs from ${corpus#"$root"/}):"
   # Columns of llvm-cov report: file, regions (3), functions (3), lines, missed lines, cover.
-  llvm-cov-14 report "$dir/cov/bin/$name" -instr-profile="$data" "$root"/src/*.c 2>/dev/null |
+  llvm-cov-14 report "$dir/cov/bin/$name" -instr-profile="$data" "$root"/src/*/*.c 2>/dev/null |
     awk '$1 ~ /\.c$/ && $9 < $8 { printf "    %-18s %4d/%-4d lines  %s\n", $1, $8 - $9, $8, $10 }'
 done
