@@ -153,7 +153,7 @@ static void test_shipped_file_equals_defaults(void **state)
 static void test_documented_defaults(void **state)
 {
     (void)state;
-    /* The seed's names and defaults (DESIGN.md, Configuration). */
+    /* The seed's names and defaults (README, Configuration; conf/seckill.conf). */
     static const struct { const char *key, *value; } documented[] = {
         { "seckill.rate-limit.permits-per-second", "100" },
         { "seckill.rate-limit.burst-capacity", "200" },
