@@ -169,8 +169,13 @@ $(BENCH_BASELINE): bench/baseline.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LDFLAGS) $(shell pkg-config --libs libevent 2>/dev/null) -o $@
 
+BENCH_OPENLOOP := $(BUILD)/bench/openloop
+$(BENCH_OPENLOOP): bench/openloop.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LDFLAGS) $(shell pkg-config --libs libevent 2>/dev/null) -o $@
+
 .PHONY: bench
-bench: deps all $(BENCH_BASELINE)
+bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 	BUILD=$(BUILD) bash bench/run.sh
 
 # ---- chaos suite (docs/chaos.md) ---------------------------------------------------

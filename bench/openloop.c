@@ -1,0 +1,421 @@
+/* bench/openloop: an open-loop HTTP load generator for the flash-sale scenarios.
+ *
+ * wrk is closed-loop: a connection sends its next request only after the previous answer,
+ * so when the server slows down the load drops with it and the slow answers are never
+ * sampled (coordinated omission). This generator sends on a fixed schedule instead:
+ * request k is due at start + k / rate whatever the answers do, and its latency is counted
+ * from that due time, so time spent waiting for a free connection is part of it.
+ *
+ *   openloop -p PORT -a ACTIVITY -r RATE (-d SECONDS | -n COUNT) [-h HOST] [-c CONNS]
+ *            [-u FIRST_USER] [-x] [-t DRAIN_SECONDS]
+ *
+ * Every request is `POST /seckill/execute?userId=U&activityId=A` with a new user each
+ * (FIRST_USER, FIRST_USER+1, ...); -x adds `X-Forwarded-For: 10.a.b.c`, one address per
+ * 64 users, for runs with the per-IP limit on behind http.trust-forwarded-for. At most
+ * CONNS (default 512) keep-alive connections, one request in flight on each. After the
+ * last request is due, answers are awaited up to DRAIN_SECONDS (default 30); what has no
+ * answer by then is reported as unanswered.
+ *
+ * Prints one JSON object: requests due and sent, answers by HTTP status, unanswered,
+ * socket errors, the achieved send rate, latency percentiles in ms (p50 p90 p99 p99.9
+ * max), and the time from the first request due to the last answer.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OPENLOOP_MAX_STATUS 600
+
+struct openloop_conn {
+    struct openloop *ol;
+    struct bufferevent *bev;
+    bool busy;
+    bool connected;
+    int64_t index;       /* request in flight, when busy */
+    int status;          /* of the answer being read; 0 until its status line */
+    int64_t body_left;   /* -1 while reading the head */
+};
+
+struct openloop {
+    struct event_base *base;
+    struct sockaddr_in addr;
+    int64_t activity;
+    int64_t first_user;
+    double rate;
+    int64_t count;
+    int conns_max;
+    bool xff;
+    double drain_seconds;
+
+    struct openloop_conn *conns;
+    int64_t *due_us;         /* per request: when it was due (monotonic) */
+    int32_t *latency_us;     /* per answered request, in answer order */
+    int64_t answered;
+    int64_t next_due;        /* requests [0, next_due) are due */
+    int64_t next_send;       /* requests [0, next_send) were sent; due and unsent wait */
+    int64_t start_us;
+    int64_t last_answer_us;
+    int64_t errors;
+    int64_t reconnects;
+    uint64_t by_status[OPENLOOP_MAX_STATUS];
+    struct event *tick;
+    struct event *start;
+    int64_t start_deadline_us;
+    bool draining;
+    int64_t drain_deadline_us;
+};
+
+static int64_t openloop_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void openloop_connect(struct openloop_conn *c);
+
+static void openloop_send(struct openloop_conn *c, int64_t index)
+{
+    struct openloop *ol = c->ol;
+    int64_t user = ol->first_user + index;
+    char head[512];
+    int n;
+    if (ol->xff) {
+        int64_t ip = user / 64;
+        n = snprintf(head, sizeof(head),
+                     "POST /seckill/execute?userId=%" PRId64 "&activityId=%" PRId64 " HTTP/1.1\r\n"
+                     "Host: seckill\r\nX-Forwarded-For: 10.%d.%d.%d\r\nContent-Length: 0\r\n\r\n",
+                     user, ol->activity, (int)((ip >> 16) & 255), (int)((ip >> 8) & 255), (int)(ip & 255));
+    } else {
+        n = snprintf(head, sizeof(head),
+                     "POST /seckill/execute?userId=%" PRId64 "&activityId=%" PRId64 " HTTP/1.1\r\n"
+                     "Host: seckill\r\nContent-Length: 0\r\n\r\n",
+                     user, ol->activity);
+    }
+    c->busy = true;
+    c->index = index;
+    c->status = 0;
+    c->body_left = -1;
+    bufferevent_write(c->bev, head, (size_t)n);
+}
+
+/* Hands due requests to free connections, oldest first. */
+static void openloop_dispatch(struct openloop *ol)
+{
+    for (int i = 0; i < ol->conns_max && ol->next_send < ol->next_due; i++) {
+        struct openloop_conn *c = &ol->conns[i];
+        if (c->connected && !c->busy)
+            openloop_send(c, ol->next_send++);
+    }
+}
+
+static void openloop_finish(struct openloop_conn *c)
+{
+    struct openloop *ol = c->ol;
+    int64_t now = openloop_now_us();
+    if (c->status > 0 && c->status < OPENLOOP_MAX_STATUS)
+        ol->by_status[c->status]++;
+    int64_t latency = now - ol->due_us[c->index];
+    ol->latency_us[ol->answered++] = latency > INT32_MAX ? INT32_MAX : (int32_t)latency;
+    ol->last_answer_us = now;
+    c->busy = false;
+}
+
+/* A request that got no answer on a connection that broke: counted as an error; the
+ * schedule never resends it (a real client would not either). */
+static void openloop_drop(struct openloop_conn *c)
+{
+    if (c->busy) {
+        c->ol->errors++;
+        c->busy = false;
+    }
+    if (c->bev)
+        bufferevent_free(c->bev);
+    c->bev = NULL;
+    c->connected = false;
+}
+
+static int openloop_parse_head(struct openloop_conn *c, struct evbuffer *in)
+{
+    struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (end.pos < 0)
+        return 0;
+    size_t head_len = (size_t)end.pos + 4;
+    char *head = malloc(head_len + 1);
+    if (!head)
+        return -1;
+    evbuffer_remove(in, head, head_len);
+    head[head_len] = '\0';
+    int status = 0;
+    if (sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
+        free(head);
+        return -1;
+    }
+    int64_t length = 0;
+    for (char *line = strstr(head, "\r\n"); line; line = strstr(line + 2, "\r\n")) {
+        if (strncasecmp(line + 2, "Content-Length:", 15) == 0) {
+            length = strtoll(line + 17, NULL, 10);
+            break;
+        }
+    }
+    free(head);
+    c->status = status;
+    c->body_left = length;
+    return 1;
+}
+
+static void openloop_on_read(struct bufferevent *bev, void *arg)
+{
+    struct openloop_conn *c = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    while (c->busy) {
+        if (c->body_left < 0) {
+            int rc = openloop_parse_head(c, in);
+            if (rc < 0) {
+                openloop_drop(c);
+                openloop_connect(c);
+                return;
+            }
+            if (rc == 0)
+                return;
+        }
+        size_t have = evbuffer_get_length(in);
+        size_t take = have < (size_t)c->body_left ? have : (size_t)c->body_left;
+        evbuffer_drain(in, take);
+        c->body_left -= (int64_t)take;
+        if (c->body_left > 0)
+            return;
+        openloop_finish(c);
+        openloop_dispatch(c->ol);
+    }
+}
+
+static void openloop_on_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct openloop_conn *c = arg;
+    if (what & BEV_EVENT_CONNECTED) {
+        c->connected = true;
+        int one = 1;
+        setsockopt(bufferevent_getfd(c->bev), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        openloop_dispatch(c->ol);
+        return;
+    }
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        openloop_drop(c);
+        if (!c->ol->draining) {
+            c->ol->reconnects++;
+            openloop_connect(c);
+        }
+    }
+}
+
+static void openloop_connect(struct openloop_conn *c)
+{
+    struct openloop *ol = c->ol;
+    c->bev = bufferevent_socket_new(ol->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->bev)
+        return;
+    bufferevent_setcb(c->bev, openloop_on_read, NULL, openloop_on_event, c);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    if (bufferevent_socket_connect(c->bev, (struct sockaddr *)&ol->addr, sizeof(ol->addr)) < 0) {
+        bufferevent_free(c->bev);
+        c->bev = NULL;
+        ol->errors++;
+    }
+}
+
+static bool openloop_idle(const struct openloop *ol)
+{
+    for (int i = 0; i < ol->conns_max; i++)
+        if (ol->conns[i].busy)
+            return false;
+    return ol->next_send == ol->count;
+}
+
+/* Every 100 us: the requests whose due time has come join the queue. */
+static void openloop_on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct openloop *ol = arg;
+    int64_t now = openloop_now_us();
+    int64_t due = (int64_t)((double)(now - ol->start_us) * ol->rate / 1e6) + 1;
+    if (due > ol->count)
+        due = ol->count;
+    for (; ol->next_due < due; ol->next_due++)
+        ol->due_us[ol->next_due] = ol->start_us + (int64_t)((double)ol->next_due * 1e6 / ol->rate);
+    openloop_dispatch(ol);
+    if (ol->next_due == ol->count && !ol->draining) {
+        ol->draining = true;
+        ol->drain_deadline_us = now + (int64_t)(ol->drain_seconds * 1e6);
+    }
+    if (ol->draining && (openloop_idle(ol) || now >= ol->drain_deadline_us)) {
+        event_base_loopbreak(ol->base);
+        return;
+    }
+    struct timeval tv = { 0, 100 };
+    evtimer_add(ol->tick, &tv);
+}
+
+static void openloop_on_start(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct openloop *ol = arg;
+    int up = 0;
+    for (int i = 0; i < ol->conns_max; i++)
+        up += ol->conns[i].connected;
+    int64_t now = openloop_now_us();
+    if (up < ol->conns_max && now < ol->start_deadline_us) {
+        struct timeval tv = { 0, 10000 };
+        evtimer_add(ol->start, &tv);
+        return;
+    }
+    ol->start_us = now;
+    struct timeval zero = { 0, 0 };
+    evtimer_add(ol->tick, &zero);
+}
+
+static int openloop_cmp(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double openloop_pct_ms(const struct openloop *ol, double p)
+{
+    if (ol->answered == 0)
+        return 0;
+    int64_t i = (int64_t)(p * (double)(ol->answered - 1) + 0.5);
+    return ol->latency_us[i] / 1000.0;
+}
+
+static void openloop_report(struct openloop *ol, int64_t end_us)
+{
+    qsort(ol->latency_us, (size_t)ol->answered, sizeof(ol->latency_us[0]), openloop_cmp);
+    int64_t last_due = ol->count > 0 ? ol->due_us[ol->count - 1] : ol->start_us;
+    double send_seconds = (double)(last_due - ol->start_us) / 1e6;
+    printf("{\"due\":%" PRId64 ",\"sent\":%" PRId64 ",\"answered\":%" PRId64 ",\"unanswered\":%" PRId64
+           ",\"socket_errors\":%" PRId64 ",\"reconnects\":%" PRId64 ",\"target_rate\":%.0f,\"send_seconds\":%.3f",
+           ol->next_due, ol->next_send, ol->answered, ol->count - ol->answered - ol->errors, ol->errors,
+           ol->reconnects, ol->rate, send_seconds);
+    printf(",\"status\":{");
+    bool first = true;
+    for (int s = 0; s < OPENLOOP_MAX_STATUS; s++) {
+        if (!ol->by_status[s])
+            continue;
+        printf("%s\"%d\":%" PRIu64, first ? "" : ",", s, ol->by_status[s]);
+        first = false;
+    }
+    printf("},\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}",
+           openloop_pct_ms(ol, 0.50), openloop_pct_ms(ol, 0.90), openloop_pct_ms(ol, 0.99),
+           openloop_pct_ms(ol, 0.999), openloop_pct_ms(ol, 1.0));
+    printf(",\"first_due_to_last_answer_s\":%.3f,\"wall_s\":%.3f}\n",
+           ol->last_answer_us ? (double)(ol->last_answer_us - ol->start_us) / 1e6 : 0.0,
+           (double)(end_us - ol->start_us) / 1e6);
+}
+
+static void openloop_usage(void)
+{
+    fprintf(stderr, "usage: openloop -p PORT -a ACTIVITY -r RATE (-d SECONDS | -n COUNT) [-h HOST] "
+                    "[-c CONNS] [-u FIRST_USER] [-x] [-t DRAIN_SECONDS]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    struct openloop ol;
+    memset(&ol, 0, sizeof(ol));
+    const char *host = "127.0.0.1";
+    int port = 0;
+    double seconds = 0;
+    ol.conns_max = 512;
+    ol.first_user = 1;
+    ol.drain_seconds = 30;
+    int opt;
+    while ((opt = getopt(argc, argv, "h:p:a:r:d:n:c:u:xt:")) != -1) {
+        switch (opt) {
+        case 'h': host = optarg; break;
+        case 'p': port = atoi(optarg); break;
+        case 'a': ol.activity = strtoll(optarg, NULL, 10); break;
+        case 'r': ol.rate = strtod(optarg, NULL); break;
+        case 'd': seconds = strtod(optarg, NULL); break;
+        case 'n': ol.count = strtoll(optarg, NULL, 10); break;
+        case 'c': ol.conns_max = atoi(optarg); break;
+        case 'u': ol.first_user = strtoll(optarg, NULL, 10); break;
+        case 'x': ol.xff = true; break;
+        case 't': ol.drain_seconds = strtod(optarg, NULL); break;
+        default: openloop_usage();
+        }
+    }
+    if (port <= 0 || port > 65535 || ol.activity <= 0 || ol.rate <= 0 || ol.conns_max <= 0 ||
+        (seconds <= 0 && ol.count <= 0))
+        openloop_usage();
+    if (ol.count <= 0)
+        ol.count = (int64_t)(seconds * ol.rate);
+    ol.addr.sin_family = AF_INET;
+    ol.addr.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &ol.addr.sin_addr) != 1) {
+        fprintf(stderr, "openloop: %s is not an IPv4 address\n", host);
+        return 2;
+    }
+    struct rlimit rl = { (rlim_t)ol.conns_max + 64, (rlim_t)ol.conns_max + 64 };
+    setrlimit(RLIMIT_NOFILE, &rl);
+
+    /* Precise timers (timerfd): the schedule's tick is 100 us, under epoll's 1 ms. */
+    struct event_config *ecfg = event_config_new();
+    if (ecfg)
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+    ol.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
+    if (ecfg)
+        event_config_free(ecfg);
+    ol.conns = calloc((size_t)ol.conns_max, sizeof(*ol.conns));
+    ol.due_us = calloc((size_t)ol.count, sizeof(*ol.due_us));
+    ol.latency_us = calloc((size_t)ol.count, sizeof(*ol.latency_us));
+    ol.tick = evtimer_new(ol.base, openloop_on_tick, &ol);
+    ol.start = evtimer_new(ol.base, openloop_on_start, &ol);
+    if (!ol.base || !ol.conns || !ol.due_us || !ol.latency_us || !ol.tick || !ol.start) {
+        fprintf(stderr, "openloop: out of memory\n");
+        return 1;
+    }
+    for (int i = 0; i < ol.conns_max; i++) {
+        ol.conns[i].ol = &ol;
+        openloop_connect(&ol.conns[i]);
+    }
+    /* The schedule starts once every connection is open (or after 2 s): a connect storm
+     * is not part of what is measured. */
+    ol.start_deadline_us = openloop_now_us() + 2000000;
+    struct timeval zero = { 0, 0 };
+    evtimer_add(ol.start, &zero);
+    event_base_dispatch(ol.base);
+    int64_t end_us = openloop_now_us();
+    openloop_report(&ol, end_us);
+
+    ol.draining = true;
+    for (int i = 0; i < ol.conns_max; i++)
+        if (ol.conns[i].bev)
+            bufferevent_free(ol.conns[i].bev);
+    event_free(ol.tick);
+    event_free(ol.start);
+    event_base_free(ol.base);
+    free(ol.conns);
+    free(ol.due_us);
+    free(ol.latency_us);
+    return 0;
+}
