@@ -15,11 +15,13 @@
 
 #include "common/clock.h"
 #include "gateway/couponapi.h"
+#include "gateway/execute.h"
 #include "gateway/intmap.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
 #include "gateway/readapi.h"
 #include "gateway/reply.h"
+#include "gateway/tokenapi.h"
 
 /* evhttp 2.1 has no connection cap, so the gateway counts connections itself. It makes
  * each connection's bufferevent (evhttp_set_bevcb runs once per accepted socket) and keys
@@ -43,8 +45,9 @@ struct http {
 
 enum route_match { ROUTE_EXACT, ROUTE_PREFIX };
 
-/* A handler gets the rest of the path after a prefix route ("/seckill/stock/42" -> "42"). */
-typedef void (*route_handler)(struct gateway *gw, struct evhttp_request *req, const char *rest);
+/* A handler gets the rest of the path after a prefix route ("/seckill/stock/42" -> "42"),
+ * NULL after an exact one. */
+typedef void (*route_handler)(struct http *http, struct evhttp_request *req, const char *rest);
 
 struct route {
     const char *path;
@@ -53,47 +56,67 @@ struct route {
     route_handler handler;
 };
 
-static void route_execute(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void route_execute(struct http *http, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    gateway_execute(gw, req);
+    execute_request(http->gw, req);
 }
 
-static void route_token(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void route_stock(struct http *http, struct evhttp_request *req, const char *rest)
+{
+    readapi_stock(http->gw, req, rest);
+}
+
+static void route_result(struct http *http, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    gateway_token(gw, req);
+    readapi_result(http->gw, req);
 }
 
-static void route_result(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void route_token(struct http *http, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    readapi_result(gw, req);
+    tokenapi_issue(http->gw, req);
 }
 
-static void route_health(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void route_order(struct http *http, struct evhttp_request *req, const char *rest)
+{
+    readapi_order(http->gw, req, rest);
+}
+
+static void route_activity(struct http *http, struct evhttp_request *req, const char *rest)
+{
+    readapi_activity(http->gw, req, rest);
+}
+
+static void route_coupons(struct http *http, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    readapi_health(gw, req);
+    couponapi_list(http->gw, req);
 }
 
-static void route_coupons(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void route_coupon_use(struct http *http, struct evhttp_request *req, const char *rest)
+{
+    couponapi_use(http->gw, req, rest);
+}
+
+static void route_health(struct http *http, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
-    couponapi_list(gw, req);
+    readapi_health(http->gw, req);
 }
 
-static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest);
+static void route_metrics(struct http *http, struct evhttp_request *req, const char *rest);
 
 static const struct route routes[] = {
     { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
-    { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_stock },
+    { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, route_stock },
     { "/seckill/result", ROUTE_EXACT, EVHTTP_REQ_GET, route_result },
     { "/seckill/token", ROUTE_EXACT, EVHTTP_REQ_GET, route_token },
-    { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_order },
-    { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_activity },
+    { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, route_order },
+    { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, route_activity },
     { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
-    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, couponapi_use },
+    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, route_coupon_use },
     { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
     { "/metrics", ROUTE_EXACT, EVHTTP_REQ_GET, route_metrics },
 };
@@ -160,15 +183,13 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 size_t http_open_connections(const struct http *http) { return http->conns.count; }
 
-/* The one http instance of the process, for the metrics page's connection gauge. */
-static struct http *metrics_http;
-
-static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void route_metrics(struct http *http, struct evhttp_request *req, const char *rest)
 {
     (void)rest;
+    const struct gateway *gw = http->gw;
     struct metrics_gauges g = {
         .in_flight = gw->in_flight,
-        .open_connections = metrics_http ? http_open_connections(metrics_http) : 0,
+        .open_connections = http_open_connections(http),
         .queuedmarks_pending = queuedmarks_pending(gw->marks),
         .redis_pending = redisconn_pending(gw->redis),
         .redis_reconnects = redisconn_reconnects(gw->redis),
@@ -194,7 +215,6 @@ static void route_metrics(struct gateway *gw, struct evhttp_request *req, const 
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
-    watch(http, req);
     watch(http, req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -222,7 +242,7 @@ static void on_request(struct evhttp_request *req, void *arg)
             reply_error(req, REPLY_METHOD_NOT_ALLOWED, "method not allowed", 0, NULL, NULL);
             return;
         }
-        r->handler(http->gw, req, r->match == ROUTE_PREFIX ? path + n : NULL);
+        r->handler(http, req, r->match == ROUTE_PREFIX ? path + n : NULL);
         return;
     }
     reply_error(req, REPLY_NOT_FOUND, "no such endpoint", 0, NULL, NULL);
@@ -257,7 +277,6 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         route_names[i] = routes[i].path;
     metrics_set_routes(route_names, sizeof(routes) / sizeof(routes[0]));
-    metrics_http = http;
 
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
@@ -313,7 +332,5 @@ void http_free(struct http *http)
     if (http->evhttp)
         evhttp_free(http->evhttp);  /* closes the listener and every connection */
     intmap_free(&http->conns);
-    if (metrics_http == http)
-        metrics_http = NULL;
     free(http);
 }

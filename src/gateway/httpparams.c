@@ -1,6 +1,7 @@
 #include "gateway/httpparams.h"
 
 #include "common/json.h"
+#include "common/parse.h"
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
@@ -210,6 +211,27 @@ int httpparams_get(struct httpparams *p, const char *name, char *out, size_t out
     }
     strcpy(out, value);
     return 1;
+}
+
+int httpparams_get_required(struct httpparams *p, const char *name, char *out, size_t outlen,
+                            char *err, size_t errlen)
+{
+    int found = httpparams_get(p, name, out, outlen, err, errlen);
+    if (found == 0)
+        snprintf(err, errlen, "%s is required", name);
+    return found == 1 ? 0 : -1;
+}
+
+int httpparams_get_id(struct httpparams *p, const char *name, int64_t *out, char *err, size_t errlen)
+{
+    char value[HTTPPARAMS_VALUE_LEN];
+    if (httpparams_get_required(p, name, value, sizeof(value), err, errlen) != 0)
+        return -1;
+    if (parse_json_id(value, out) != 0) {
+        snprintf(err, errlen, "%s must be a positive integer below 2^53", name);
+        return -1;
+    }
+    return 0;
 }
 
 void httpparams_free(struct httpparams *p)

@@ -32,7 +32,7 @@ static void unavailable(struct evhttp_request *req)
     reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
 }
 
-static void reply_stock(struct query *q, const redisReply *reply)
+static void answer_stock(struct query *q, const redisReply *reply)
 {
     if (reply->type == REDIS_REPLY_NIL) {
         reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
@@ -45,7 +45,7 @@ static void reply_stock(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
-static void reply_result(struct query *q, const redisReply *reply)
+static void answer_result(struct query *q, const redisReply *reply)
 {
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL);
@@ -60,7 +60,7 @@ static void reply_result(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
-static void reply_order(struct query *q, const redisReply *reply)
+static void answer_order(struct query *q, const redisReply *reply)
 {
     if (reply->type != REDIS_REPLY_STRING) {
         reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
@@ -81,7 +81,7 @@ static void add_time(cJSON *json, const char *name, int64_t ms)
     cJSON_AddStringToObject(json, name, iso);
 }
 
-static void reply_activity(struct query *q, const redisReply *reply)
+static void answer_activity(struct query *q, const redisReply *reply)
 {
     struct activity a;
     memset(&a, 0, sizeof(a));
@@ -109,10 +109,10 @@ static void on_query(redisReply *reply, void *privdata)
         unavailable(q->http);
     } else {
         switch (q->kind) {
-        case QUERY_STOCK: reply_stock(q, reply); break;
-        case QUERY_RESULT: reply_result(q, reply); break;
-        case QUERY_ORDER: reply_order(q, reply); break;
-        case QUERY_ACTIVITY: reply_activity(q, reply); break;
+        case QUERY_STOCK: answer_stock(q, reply); break;
+        case QUERY_RESULT: answer_result(q, reply); break;
+        case QUERY_ORDER: answer_order(q, reply); break;
+        case QUERY_ACTIVITY: answer_activity(q, reply); break;
         }
     }
     free(q);
@@ -131,15 +131,19 @@ static struct query *query_new(struct gateway *gw, struct evhttp_request *req, e
     return q;
 }
 
+static void query_fail(struct query *q)
+{
+    unavailable(q->http);
+    free(q);
+}
+
 static void query_send(struct query *q, enum luascript_id script, int nkeys, int nargs, const char *const *argv)
 {
     int rc = script == LUASCRIPT_COUNT
                  ? redisconn_command_argv(q->gw->redis, nkeys + nargs, argv, NULL, on_query, q)
                  : redisconn_eval(q->gw->redis, script, nkeys, nargs, argv, NULL, on_query, q);
-    if (rc != 0) {
-        unavailable(q->http);
-        free(q);
-    }
+    if (rc != 0)
+        query_fail(q);
 }
 
 static bool path_id(struct evhttp_request *req, const char *text, int64_t *id)
@@ -160,22 +164,26 @@ void readapi_stock(struct gateway *gw, struct evhttp_request *req, const char *a
     if (!q)
         return;
     q->activity_id = id;
-    char key[KEYS_LEN];
-    keys_activity(key, sizeof(key), gw->cfg, KEYS_STOCK, id);
-    const char *argv[] = { "GET", key };
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_keys(gw->activities, id, &scratch);
+    if (!keys) {
+        query_fail(q);
+        return;
+    }
+    const char *argv[] = { "GET", keys->name[KEYS_STOCK] };
     query_send(q, LUASCRIPT_COUNT, 2, 0, argv);
 }
 
 void readapi_result(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
-    char err[160], activity[HTTPPARAMS_VALUE_LEN];
+    char err[160];
     int64_t user_id, activity_id;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
-    if (!bad && (httpparams_get(&params, "activityId", activity, sizeof(activity), err, sizeof(err)) != 1 ||
-                 parse_json_id(activity, &activity_id) != 0)) {
+              auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    /* One message for absent, repeated and malformed alike, as this endpoint always said. */
+    if (!bad && httpparams_get_id(&params, "activityId", &activity_id, err, sizeof(err)) != 0) {
         snprintf(err, sizeof(err), "activityId must be a positive integer below 2^53");
         bad = 1;
     }
@@ -189,11 +197,15 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
         return;
     q->user_id = user_id;
     q->activity_id = activity_id;
-    char users[KEYS_LEN], orders[KEYS_LEN], uid[24];
-    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, activity_id);
-    keys_activity(orders, sizeof(orders), gw->cfg, KEYS_ORDERS, activity_id);
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_keys(gw->activities, activity_id, &scratch);
+    if (!keys) {
+        query_fail(q);
+        return;
+    }
+    char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user_id);
-    const char *argv[] = { users, orders, uid };
+    const char *argv[] = { keys->name[KEYS_USERS], keys->name[KEYS_ORDERS], uid };
     query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
 }
 
@@ -210,9 +222,13 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
         return;
     q->activity_id = activity_id;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
-    char orders[KEYS_LEN];
-    keys_activity(orders, sizeof(orders), gw->cfg, KEYS_ORDERS, activity_id);
-    const char *argv[] = { "HGET", orders, q->order_no };
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_keys(gw->activities, activity_id, &scratch);
+    if (!keys) {
+        query_fail(q);
+        return;
+    }
+    const char *argv[] = { "HGET", keys->name[KEYS_ORDERS], q->order_no };
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }
 
@@ -225,11 +241,13 @@ void readapi_activity(struct gateway *gw, struct evhttp_request *req, const char
     if (!q)
         return;
     q->activity_id = id;
-    char activity[KEYS_LEN], stock[KEYS_LEN], users[KEYS_LEN];
-    keys_activity(activity, sizeof(activity), gw->cfg, KEYS_ACTIVITY, id);
-    keys_activity(stock, sizeof(stock), gw->cfg, KEYS_STOCK, id);
-    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, id);
-    const char *argv[] = { activity, stock, users };
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_keys(gw->activities, id, &scratch);
+    if (!keys) {
+        query_fail(q);
+        return;
+    }
+    const char *argv[] = { keys->name[KEYS_ACTIVITY], keys->name[KEYS_STOCK], keys->name[KEYS_USERS] };
     query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
 }
 
