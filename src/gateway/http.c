@@ -43,82 +43,30 @@ struct http {
     unsigned long pauses;
 };
 
-enum route_match { ROUTE_EXACT, ROUTE_PREFIX };
-
-/* A handler gets the rest of the path after a prefix route ("/seckill/stock/42" -> "42"),
- * NULL after an exact one. */
-typedef void (*route_handler)(struct http *http, struct evhttp_request *req, const char *rest);
-
+/* A route serves one method on one path (`exact`), or on every path below a prefix
+ * (`below`, which gets the rest: "/seckill/stock/42" -> "42"). The metrics page is the
+ * HTTP layer's `own`: it reports the connection count kept here. */
 struct route {
     const char *path;
-    enum route_match match;
     enum evhttp_cmd_type method;
-    route_handler handler;
+    void (*exact)(struct gateway *gw, struct evhttp_request *req);
+    void (*below)(struct gateway *gw, struct evhttp_request *req, const char *rest);
+    void (*own)(struct http *http, struct evhttp_request *req);
 };
 
-static void route_execute(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    execute_request(http->gw, req);
-}
-
-static void route_stock(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    readapi_stock(http->gw, req, rest);
-}
-
-static void route_result(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    readapi_result(http->gw, req);
-}
-
-static void route_token(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    tokenapi_issue(http->gw, req);
-}
-
-static void route_order(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    readapi_order(http->gw, req, rest);
-}
-
-static void route_activity(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    readapi_activity(http->gw, req, rest);
-}
-
-static void route_coupons(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    couponapi_list(http->gw, req);
-}
-
-static void route_coupon_use(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    couponapi_use(http->gw, req, rest);
-}
-
-static void route_health(struct http *http, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    readapi_health(http->gw, req);
-}
-
-static void route_metrics(struct http *http, struct evhttp_request *req, const char *rest);
+static void metrics_page(struct http *http, struct evhttp_request *req);
 
 static const struct route routes[] = {
-    { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
-    { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, route_stock },
-    { "/seckill/result", ROUTE_EXACT, EVHTTP_REQ_GET, route_result },
-    { "/seckill/token", ROUTE_EXACT, EVHTTP_REQ_GET, route_token },
-    { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, route_order },
-    { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, route_activity },
-    { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
-    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, route_coupon_use },
-    { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
-    { "/metrics", ROUTE_EXACT, EVHTTP_REQ_GET, route_metrics },
+    { "/seckill/execute", EVHTTP_REQ_POST, .exact = execute_request },
+    { "/seckill/stock/", EVHTTP_REQ_GET, .below = readapi_stock },
+    { "/seckill/result", EVHTTP_REQ_GET, .exact = readapi_result },
+    { "/seckill/token", EVHTTP_REQ_GET, .exact = tokenapi_issue },
+    { "/seckill/orders/", EVHTTP_REQ_GET, .below = readapi_order },
+    { "/seckill/activities/", EVHTTP_REQ_GET, .below = readapi_activity },
+    { "/coupons", EVHTTP_REQ_GET, .exact = couponapi_list },
+    { "/coupons/", EVHTTP_REQ_POST, .below = couponapi_use },
+    { "/healthz", EVHTTP_REQ_GET, .exact = readapi_health },
+    { "/metrics", EVHTTP_REQ_GET, .own = metrics_page },
 };
 
 static void admit(struct http *http)
@@ -183,9 +131,8 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 size_t http_open_connections(const struct http *http) { return http->conns.count; }
 
-static void route_metrics(struct http *http, struct evhttp_request *req, const char *rest)
+static void metrics_page(struct http *http, struct evhttp_request *req)
 {
-    (void)rest;
     const struct gateway *gw = http->gw;
     struct metrics_gauges g = {
         .in_flight = gw->in_flight,
@@ -231,8 +178,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *r = &routes[i];
         size_t n = strlen(r->path);
-        bool hit = r->match == ROUTE_EXACT ? strcmp(path, r->path) == 0
-                                           : strncmp(path, r->path, n) == 0 && path[n] != '\0';
+        bool hit = r->below ? strncmp(path, r->path, n) == 0 && path[n] != '\0' : strcmp(path, r->path) == 0;
         if (!hit)
             continue;
         metrics_request(i);
@@ -242,7 +188,12 @@ static void on_request(struct evhttp_request *req, void *arg)
             reply_error(req, REPLY_METHOD_NOT_ALLOWED, "method not allowed", 0, NULL, NULL);
             return;
         }
-        r->handler(http, req, r->match == ROUTE_PREFIX ? path + n : NULL);
+        if (r->exact)
+            r->exact(http->gw, req);
+        else if (r->below)
+            r->below(http->gw, req, path + n);
+        else
+            r->own(http, req);
         return;
     }
     reply_error(req, REPLY_NOT_FOUND, "no such endpoint", 0, NULL, NULL);

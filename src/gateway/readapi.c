@@ -23,6 +23,8 @@ struct query {
     struct evhttp_request *http;
     enum query_kind kind;
     int64_t activity_id;
+    const struct keys_set *keys;  /* the cached activity's, or `scratch` */
+    struct keys_set scratch;
     int64_t user_id;
     char order_no[ORDERNO_LEN];
 };
@@ -118,23 +120,23 @@ static void on_query(redisReply *reply, void *privdata)
     free(q);
 }
 
-static struct query *query_new(struct gateway *gw, struct evhttp_request *req, enum query_kind kind)
+/* A query about one activity, with its keys; NULL when it could not be made (answered). */
+static struct query *query_new(struct gateway *gw, struct evhttp_request *req, enum query_kind kind,
+                               int64_t activity_id)
 {
     struct query *q = calloc(1, sizeof(*q));
-    if (!q) {
+    if (q)
+        q->keys = activity_keys(gw->activities, activity_id, &q->scratch);
+    if (!q || !q->keys) {
         unavailable(req);
+        free(q);
         return NULL;
     }
     q->gw = gw;
     q->http = req;
     q->kind = kind;
+    q->activity_id = activity_id;
     return q;
-}
-
-static void query_fail(struct query *q)
-{
-    unavailable(q->http);
-    free(q);
 }
 
 static void query_send(struct query *q, enum luascript_id script, int nkeys, int nargs, const char *const *argv)
@@ -142,35 +144,30 @@ static void query_send(struct query *q, enum luascript_id script, int nkeys, int
     int rc = script == LUASCRIPT_COUNT
                  ? redisconn_command_argv(q->gw->redis, nkeys + nargs, argv, NULL, on_query, q)
                  : redisconn_eval(q->gw->redis, script, nkeys, nargs, argv, NULL, on_query, q);
-    if (rc != 0)
-        query_fail(q);
+    if (rc != 0) {
+        unavailable(q->http);
+        free(q);
+    }
 }
 
-static bool path_id(struct evhttp_request *req, const char *text, int64_t *id)
+/* A query about the activity whose id is the rest of the path. */
+static struct query *path_query(struct gateway *gw, struct evhttp_request *req, const char *text,
+                                enum query_kind kind)
 {
-    if (parse_json_id(text, id) != 0) {
+    int64_t id;
+    if (parse_json_id(text, &id) != 0) {
         reply_error(req, REPLY_INVALID, "the id must be a positive integer below 2^53", 0, NULL, NULL);
-        return false;
+        return NULL;
     }
-    return true;
+    return query_new(gw, req, kind, id);
 }
 
 void readapi_stock(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
-    int64_t id;
-    if (!path_id(req, activity_id, &id))
-        return;
-    struct query *q = query_new(gw, req, QUERY_STOCK);
+    struct query *q = path_query(gw, req, activity_id, QUERY_STOCK);
     if (!q)
         return;
-    q->activity_id = id;
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(gw->activities, id, &scratch);
-    if (!keys) {
-        query_fail(q);
-        return;
-    }
-    const char *argv[] = { "GET", keys->name[KEYS_STOCK] };
+    const char *argv[] = { "GET", q->keys->name[KEYS_STOCK] };
     query_send(q, LUASCRIPT_COUNT, 2, 0, argv);
 }
 
@@ -192,20 +189,13 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
         reply_error(req, status, err, 0, NULL, NULL);
         return;
     }
-    struct query *q = query_new(gw, req, QUERY_RESULT);
+    struct query *q = query_new(gw, req, QUERY_RESULT, activity_id);
     if (!q)
         return;
     q->user_id = user_id;
-    q->activity_id = activity_id;
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(gw->activities, activity_id, &scratch);
-    if (!keys) {
-        query_fail(q);
-        return;
-    }
     char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user_id);
-    const char *argv[] = { keys->name[KEYS_USERS], keys->name[KEYS_ORDERS], uid };
+    const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
     query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
 }
 
@@ -217,37 +207,20 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
         reply_error(req, REPLY_INVALID, "not an order number", 0, NULL, NULL);
         return;
     }
-    struct query *q = query_new(gw, req, QUERY_ORDER);
+    struct query *q = query_new(gw, req, QUERY_ORDER, activity_id);
     if (!q)
         return;
-    q->activity_id = activity_id;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(gw->activities, activity_id, &scratch);
-    if (!keys) {
-        query_fail(q);
-        return;
-    }
-    const char *argv[] = { "HGET", keys->name[KEYS_ORDERS], q->order_no };
+    const char *argv[] = { "HGET", q->keys->name[KEYS_ORDERS], q->order_no };
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }
 
 void readapi_activity(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
-    int64_t id;
-    if (!path_id(req, activity_id, &id))
-        return;
-    struct query *q = query_new(gw, req, QUERY_ACTIVITY);
+    struct query *q = path_query(gw, req, activity_id, QUERY_ACTIVITY);
     if (!q)
         return;
-    q->activity_id = id;
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(gw->activities, id, &scratch);
-    if (!keys) {
-        query_fail(q);
-        return;
-    }
-    const char *argv[] = { keys->name[KEYS_ACTIVITY], keys->name[KEYS_STOCK], keys->name[KEYS_USERS] };
+    const char *argv[] = { q->keys->name[KEYS_ACTIVITY], q->keys->name[KEYS_STOCK], q->keys->name[KEYS_USERS] };
     query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
 }
 
