@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/keys.h"
 #include "gateway/redisconn.h"
 #include "gateway/intmap.h"
 
@@ -21,6 +22,7 @@ enum activity_status { ACTIVITY_PENDING, ACTIVITY_ACTIVE, ACTIVITY_ENDED, ACTIVI
 
 struct activity {
     int64_t id;
+    struct keys_set keys;   /* every Redis key of the activity, built when it is cached */
     char name[ACTIVITY_NAME_LEN];
     int64_t coupon_id;
     int64_t stock;          /* initial stock */
@@ -46,6 +48,10 @@ struct activity_cache *activity_cache_new(struct event_base *base, const struct 
 void activity_cache_free(struct activity_cache *cache);
 
 struct activity *activity_cache_find(struct activity_cache *cache, int64_t id);
+/* The keys of activity `id`: the cached activity's set, or for an id the cache does not
+ * hold (not warmed, or warmed since the last refresh) one built into *scratch. NULL when
+ * a configured prefix makes a key longer than KEYS_LEN. */
+const struct keys_set *activity_keys(struct activity_cache *cache, int64_t id, struct keys_set *scratch);
 size_t activity_cache_count(const struct activity_cache *cache);
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i);
 /* Refresh now instead of at the next tick (after a reconnect). */

@@ -4,7 +4,7 @@
 #include <event2/http.h>
 #include <stdint.h>
 
-#include "gateway/gateway.h"
+#include "common/config.h"
 #include "gateway/httpparams.h"
 #include "gateway/reply.h"
 
@@ -12,7 +12,7 @@
  * clients); auth.mode=jwt takes the user from an HS256 bearer token, and a userId
  * parameter that names someone else is refused. On failure fills status (INVALID or
  * UNAUTHORIZED) and a message for the client. */
-int auth_user(const struct gateway *gw, struct evhttp_request *req, struct httpparams *params,
+int auth_user(const struct config *cfg, struct evhttp_request *req, struct httpparams *params,
               int64_t *user_id, enum reply_status *status, char *message, size_t message_len);
 
 #endif

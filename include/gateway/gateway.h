@@ -15,7 +15,8 @@
 #include "gateway/redisconn.h"
 #include "gateway/tokenbucket.h"
 
-/* The gateway's parts, wired together by server.c and handed to every handler. */
+/* The gateway's parts, wired together by server.c and handed to every handler. Owned by
+ * server.c's main; lives as long as the loop. */
 struct gateway {
     struct event_base *base;
     const struct config *cfg;
@@ -31,17 +32,5 @@ struct gateway {
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
 };
-
-/* Called after every Redis (re)connect: node id, cache refresh. */
-void gateway_on_redis_connect(void *arg);
-
-/* POST /seckill/execute */
-void gateway_execute(struct gateway *gw, struct evhttp_request *req);
-/* GET /seckill/token: a one-time purchase token, only inside the sale's window. */
-void gateway_token(struct gateway *gw, struct evhttp_request *req);
-
-/* The client address as the API defines it: the socket peer, or the first
- * X-Forwarded-For hop when http.trust-forwarded-for is on. */
-void gateway_client_ip(const struct gateway *gw, struct evhttp_request *req, char *out, size_t outlen);
 
 #endif

@@ -5,6 +5,7 @@
 #include <event2/keyvalq_struct.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct cJSON;
 
@@ -31,6 +32,13 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
 /* Copies the value of `name` into out. Returns 1 found, 0 absent, -1 invalid (err set). */
 int httpparams_get(struct httpparams *p, const char *name, char *out, size_t outlen,
                    char *err, size_t errlen);
+/* The same for a parameter the request cannot do without: 0 found, else -1 with err set
+ * ("NAME is required" when absent). */
+int httpparams_get_required(struct httpparams *p, const char *name, char *out, size_t outlen,
+                            char *err, size_t errlen);
+/* A required id (a positive integer below 2^53, as parse_json_id reads it). Returns 0, or
+ * -1 with err set. */
+int httpparams_get_id(struct httpparams *p, const char *name, int64_t *out, char *err, size_t errlen);
 void httpparams_free(struct httpparams *p);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gateway/activity.h"
 #include "common/config.h"
 #include "gateway/redisconn.h"
 
@@ -15,7 +16,9 @@
 
 struct queuedmarks;
 
-struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis);
+/* The keys of each activity come from its cached entry (activity_keys). */
+struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
+                                    struct activity_cache *activities);
 void queuedmarks_free(struct queuedmarks *m);
 /* member is "orderNo|userId" */
 void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, const char *member);

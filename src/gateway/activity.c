@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/keys.h"
 #include "common/log.h"
 #include "common/orderno.h"
 #include "common/parse.h"
@@ -56,7 +55,7 @@ enum activity_status activity_status_at(const struct activity *a, int64_t now_ms
     return ACTIVITY_ACTIVE;
 }
 
-static int reply_int(const redisReply *r, int64_t *out)
+static int int_of(const redisReply *r, int64_t *out)
 {
     if (r->type == REDIS_REPLY_INTEGER) {
         *out = r->integer;
@@ -78,8 +77,8 @@ int activity_from_reply(struct activity *a, const redisReply *reply)
         return -1;
     redisReply **e = reply->element;
     int64_t coupon, stock, start, end, left, holders;
-    if (reply_int(e[1], &coupon) || reply_int(e[2], &stock) || reply_int(e[3], &start) ||
-        reply_int(e[4], &end) || reply_int(e[6], &left) || reply_int(e[7], &holders))
+    if (int_of(e[1], &coupon) || int_of(e[2], &stock) || int_of(e[3], &start) ||
+        int_of(e[4], &end) || int_of(e[6], &left) || int_of(e[7], &holders))
         return -1;
     snprintf(a->name, sizeof(a->name), "%s", e[0]->type == REDIS_REPLY_STRING ? e[0]->str : "");
     a->coupon_id = coupon;
@@ -129,12 +128,25 @@ static struct activity *cache_insert(struct activity_cache *cache, int64_t id)
     struct activity *a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
+    if (keys_set_build(&a->keys, cache->cfg, id) != 0) {
+        LOG_WARN("activity %" PRId64 ": a configured key prefix makes its keys too long", id);
+        free(a);
+        return NULL;
+    }
     a->id = id;
     intmap_init(&a->winners);
     memmove(&cache->items[i + 1], &cache->items[i], (cache->count - i) * sizeof(cache->items[0]));
     cache->items[i] = a;
     cache->count++;
     return a;
+}
+
+const struct keys_set *activity_keys(struct activity_cache *cache, int64_t id, struct keys_set *scratch)
+{
+    const struct activity *a = activity_cache_find(cache, id);
+    if (a)
+        return &a->keys;
+    return keys_set_build(scratch, cache->cfg, id) == 0 ? scratch : NULL;
 }
 
 size_t activity_cache_count(const struct activity_cache *cache) { return cache->count; }
@@ -188,9 +200,12 @@ static void on_page(redisReply *reply, void *privdata)
 /* HSCAN pages of 1000, not HGETALL: a sale of a million leaves Redis responsive. */
 static void load_page(struct winners_load *load, const char *cursor)
 {
-    char users[KEYS_LEN];
-    keys_activity(users, sizeof(users), load->cache->cfg, KEYS_USERS, load->id);
-    const char *argv[] = { "HSCAN", users, cursor, "COUNT", "1000" };
+    const struct activity *a = activity_cache_find(load->cache, load->id);
+    if (!a) {
+        load_done(load, false);
+        return;
+    }
+    const char *argv[] = { "HSCAN", a->keys.name[KEYS_USERS], cursor, "COUNT", "1000" };
     if (redisconn_command_argv(load->cache->redis, 5, argv, NULL, on_page, load) != 0)
         load_done(load, false);
 }
@@ -231,18 +246,14 @@ static void on_fetched(redisReply *reply, void *privdata)
     free(fetch);
 }
 
-static void fetch_activity(struct activity_cache *cache, int64_t id)
+static void fetch_activity(struct activity_cache *cache, const struct activity *a)
 {
-    char activity_key[KEYS_LEN], stock_key[KEYS_LEN], users_key[KEYS_LEN];
-    keys_activity(activity_key, sizeof(activity_key), cache->cfg, KEYS_ACTIVITY, id);
-    keys_activity(stock_key, sizeof(stock_key), cache->cfg, KEYS_STOCK, id);
-    keys_activity(users_key, sizeof(users_key), cache->cfg, KEYS_USERS, id);
     struct activity_fetch *fetch = malloc(sizeof(*fetch));
     if (!fetch)
         return;
     fetch->cache = cache;
-    fetch->id = id;
-    const char *argv[] = { activity_key, stock_key, users_key };
+    fetch->id = a->id;
+    const char *argv[] = { a->keys.name[KEYS_ACTIVITY], a->keys.name[KEYS_STOCK], a->keys.name[KEYS_USERS] };
     if (redisconn_eval(cache->redis, LUASCRIPT_ACTIVITY, 3, 0, argv, NULL, on_fetched, fetch) != 0)
         free(fetch);
 }
@@ -257,9 +268,10 @@ static void on_listed(redisReply *reply, void *privdata)
         int64_t id;
         if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
             continue;
-        if (cache_insert(cache, id))
-            fetch_activity(cache, id);
-        else
+        struct activity *a = cache_insert(cache, id);
+        if (a)
+            fetch_activity(cache, a);
+        else if (cache->count == ACTIVITY_CACHE_MAX)
             LOG_WARN("activity cache full (%d): activity %" PRId64 " served by Redis alone",
                      ACTIVITY_CACHE_MAX, id);
     }

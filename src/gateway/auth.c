@@ -22,7 +22,7 @@ static int user_param(struct httpparams *params, int64_t *user_id, bool *present
     return 0;
 }
 
-int auth_user(const struct gateway *gw, struct evhttp_request *req, struct httpparams *params,
+int auth_user(const struct config *cfg, struct evhttp_request *req, struct httpparams *params,
               int64_t *user_id, enum reply_status *status, char *message, size_t message_len)
 {
     int64_t from_param = 0;
@@ -30,7 +30,7 @@ int auth_user(const struct gateway *gw, struct evhttp_request *req, struct httpp
     *status = REPLY_INVALID;
     if (user_param(params, &from_param, &present, message, message_len) != 0)
         return -1;
-    if (strcmp(gw->cfg->auth_mode, "jwt") != 0) {
+    if (strcmp(cfg->auth_mode, "jwt") != 0) {
         if (!present) {
             snprintf(message, message_len, "userId is required");
             return -1;
@@ -48,8 +48,8 @@ int auth_user(const struct gateway *gw, struct evhttp_request *req, struct httpp
     while (*token == ' ')
         token++;
     int64_t from_token = 0;
-    enum jwt_result result = jwt_verify(token, gw->cfg->auth_jwt_secret, clock_wall_ms() / 1000,
-                                        gw->cfg->auth_clock_skew_seconds, &from_token);
+    enum jwt_result result = jwt_verify(token, cfg->auth_jwt_secret, clock_wall_ms() / 1000,
+                                        cfg->auth_clock_skew_seconds, &from_token);
     if (result != JWT_OK) {
         snprintf(message, message_len, "%s", jwt_result_text(result));
         return -1;

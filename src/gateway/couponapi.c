@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "gateway/auth.h"
+#include "gateway/delivery.h"
 #include "gateway/httpparams.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -19,12 +20,11 @@
 #include "common/redeemevent.h"
 
 /* One redemption from request to its last callback. Ownership moves like an order's:
- * the HMGET callback, then the use.lua callback, then the Kafka delivery report; the
- * last one frees it. `http` is NULL once the reply is sent. */
+ * the HMGET callback, then the use.lua callback, then the delivery (delivery.h); the
+ * last one frees it. `d.http` is NULL once the reply is sent. */
 struct redeem {
-    struct kafkaprod_ticket ticket;  /* first: the delivery report hands it back */
+    struct delivery d;  /* first: the delivery's callbacks hand it back */
     struct gateway *gw;
-    struct evhttp_request *http;
     char key[64];
     char id_text[24];
     struct redeemevent ev;
@@ -146,7 +146,7 @@ void couponapi_list(struct gateway *gw, struct evhttp_request *req)
     int64_t user_id;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+              auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     httpparams_free(&params);
     if (bad) {
         reply_error(req, status, err, 0, NULL, NULL);
@@ -168,7 +168,7 @@ void couponapi_list(struct gateway *gw, struct evhttp_request *req)
     }
 }
 
-static void reply_redeemed(struct redeem *r)
+static void answer_redeemed(struct redeem *r)
 {
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
@@ -177,15 +177,15 @@ static void reply_redeemed(struct redeem *r)
     add_money(json, "orderAmount", r->ev.discount + r->ev.payable);
     add_money(json, "discount", r->ev.discount);
     add_money(json, "payable", r->ev.payable);
-    reply_json(r->http, 200, json);
-    r->http = NULL;
+    reply_json(r->d.http, 200, json);
+    r->d.http = NULL;
 }
 
 static void redeem_fail(struct redeem *r, enum reply_status status, const char *message)
 {
-    if (r->http)
-        reply_error(r->http, status, message, status == REPLY_UNAVAILABLE ? 1 : 0, NULL, NULL);
-    r->http = NULL;
+    if (r->d.http)
+        reply_error(r->d.http, status, message, status == REPLY_UNAVAILABLE ? 1 : 0, NULL, NULL);
+    r->d.http = NULL;
 }
 
 static void on_unused(redisReply *reply, void *privdata)
@@ -208,22 +208,50 @@ static void undo(struct redeem *r)
     }
 }
 
-static void on_delivered(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
+static void finish(struct redeem *r)
 {
-    struct redeem *r = (struct redeem *)ticket;
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        metrics_inc(METRIC_COUPONS_REDEEMED);
-        if (r->http)
-            reply_redeemed(r);
-    } else {
-        LOG_WARN("user coupon %s order %s: kafka delivery failed: %s", r->id_text, r->ev.order_ref,
-                 rd_kafka_err2str(err));
-        undo(r);
-        redeem_fail(r, REPLY_UNAVAILABLE, "redemption could not be recorded, please retry");
-    }
     r->gw->in_flight--;
     free(r);
 }
+
+/* delivery_ops.accepted */
+static void on_accepted(struct delivery *d)
+{
+    answer_redeemed((struct redeem *)d);
+}
+
+/* delivery_ops.acked */
+static void on_acked(struct delivery *d)
+{
+    (void)d;
+    metrics_inc(METRIC_COUPONS_REDEEMED);
+}
+
+/* delivery_ops.failed: without coupon.used in Kafka the redemption must not stand. */
+static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool at_produce)
+{
+    struct redeem *r = (struct redeem *)d;
+    if (at_produce)
+        LOG_WARN("user coupon %s: kafka produce refused: %s", r->id_text, rd_kafka_err2str(err));
+    else
+        LOG_WARN("user coupon %s order %s: kafka delivery failed: %s", r->id_text, r->ev.order_ref,
+                 rd_kafka_err2str(err));
+    undo(r);
+    redeem_fail(r, REPLY_UNAVAILABLE, "redemption could not be recorded, please retry");
+    finish(r);
+}
+
+static void on_finished(struct delivery *d)
+{
+    finish((struct redeem *)d);
+}
+
+static const struct delivery_ops redeem_delivery = {
+    .accepted = on_accepted,
+    .acked = on_acked,
+    .failed = on_not_delivered,
+    .finish = on_finished,
+};
 
 static void publish(struct redeem *r)
 {
@@ -231,24 +259,7 @@ static void publish(struct redeem *r)
     int len = redeemevent_encode(&r->ev, payload, sizeof(payload));
     char key[24];
     snprintf(key, sizeof(key), "%" PRId64, r->ev.user_id);
-    rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
-                                      : kafkaprod_produce(r->gw->kafka, key, strlen(key), payload, (size_t)len, &r->ticket);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        LOG_WARN("user coupon %s: kafka produce refused: %s", r->id_text, rd_kafka_err2str(err));
-        undo(r);
-        redeem_fail(r, REPLY_UNAVAILABLE, "redemption could not be recorded, please retry");
-        r->gw->in_flight--;
-        free(r);
-        return;
-    }
-    if (!r->gw->cfg->reply_after_ack)
-        reply_redeemed(r);
-}
-
-static void finish(struct redeem *r)
-{
-    r->gw->in_flight--;
-    free(r);
+    delivery_send(&r->d, r->gw->kafka, r->gw->cfg->reply_after_ack, key, payload, len);
 }
 
 static void answer_used(struct redeem *r, const char *used)
@@ -259,11 +270,11 @@ static void answer_used(struct redeem *r, const char *used)
         /* The same checkout asking again gets the answer it already got. */
         r->ev.discount = uc.discount;
         r->ev.payable = uc.payable;
-        reply_redeemed(r);
+        answer_redeemed(r);
     } else {
-        reply_error(r->http, REPLY_USED, "coupon already used by another order", 0, "usedBy",
+        reply_error(r->d.http, REPLY_USED, "coupon already used by another order", 0, "usedBy",
                     used ? uc.order_ref : NULL);
-        r->http = NULL;
+        r->d.http = NULL;
     }
 }
 
@@ -284,13 +295,13 @@ static void on_use(redisReply *reply, void *privdata)
     if (strcmp(verdict, "REPEAT") == 0 && reply->elements == 3) {
         r->ev.discount = strtoll(reply->element[1]->str, NULL, 10);
         r->ev.payable = strtoll(reply->element[2]->str, NULL, 10);
-        reply_redeemed(r);
+        answer_redeemed(r);
     } else if (strcmp(verdict, "USED") == 0) {
-        reply_error(r->http, REPLY_USED, "coupon already used by another order", 0, NULL, NULL);
-        r->http = NULL;
+        reply_error(r->d.http, REPLY_USED, "coupon already used by another order", 0, NULL, NULL);
+        r->d.http = NULL;
     } else {
-        reply_error(r->http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
-        r->http = NULL;
+        reply_error(r->d.http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
+        r->d.http = NULL;
     }
     finish(r);
 }
@@ -307,8 +318,8 @@ static void on_record(redisReply *reply, void *privdata)
     struct usercoupon uc;
     if (terms->type != REDIS_REPLY_STRING || usercoupon_decode(terms->str, terms->len, &uc) != 0 ||
         uc.user_id != r->ev.user_id) {
-        reply_error(r->http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
-        r->http = NULL;
+        reply_error(r->d.http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
+        r->d.http = NULL;
         finish(r);
         return;
     }
@@ -320,15 +331,15 @@ static void on_record(redisReply *reply, void *privdata)
     int64_t now = clock_wall_ms();
     enum coupon_verdict verdict = couponterms_apply(&uc.terms, r->order_amount, &r->ev.discount, &r->ev.payable);
     if (now < uc.start_ms) {
-        reply_error(r->http, REPLY_NOT_STARTED, "coupon not valid yet", 0, NULL, NULL);
+        reply_error(r->d.http, REPLY_NOT_STARTED, "coupon not valid yet", 0, NULL, NULL);
     } else if (now >= uc.end_ms) {
-        reply_error(r->http, REPLY_EXPIRED, "coupon expired", 0, NULL, NULL);
+        reply_error(r->d.http, REPLY_EXPIRED, "coupon expired", 0, NULL, NULL);
     } else if (verdict == COUPON_BELOW_MIN_ORDER) {
         char min[32];
         couponterms_format_cents(uc.terms.min_order, min, sizeof(min));
-        reply_error(r->http, REPLY_BELOW_MIN_ORDER, "order amount below the coupon's minimum", 0, "minOrder", min);
+        reply_error(r->d.http, REPLY_BELOW_MIN_ORDER, "order amount below the coupon's minimum", 0, "minOrder", min);
     } else if (verdict != COUPON_APPLIED) {
-        reply_error(r->http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
+        reply_error(r->d.http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
     } else {
         char discount[24], payable[24], used_at[24];
         r->ev.used_ms = now;
@@ -340,16 +351,8 @@ static void on_record(redisReply *reply, void *privdata)
             return;
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
     }
-    r->http = NULL;
+    r->d.http = NULL;
     finish(r);
-}
-
-static int read_param(struct httpparams *p, const char *name, char *out, size_t outlen, char *err, size_t errlen)
-{
-    int found = httpparams_get(p, name, out, outlen, err, errlen);
-    if (found == 0)
-        snprintf(err, errlen, "%s is required", name);
-    return found == 1 ? 0 : -1;
 }
 
 void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *rest)
@@ -372,11 +375,11 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
     int64_t user_id = 0, cents;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+              auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     if (!bad) {
         status = REPLY_INVALID;
-        bad = read_param(&params, "orderAmount", amount, sizeof(amount), err, sizeof(err)) != 0 ||
-              read_param(&params, "orderRef", ref, sizeof(ref), err, sizeof(err)) != 0;
+        bad = httpparams_get_required(&params, "orderAmount", amount, sizeof(amount), err, sizeof(err)) != 0 ||
+              httpparams_get_required(&params, "orderRef", ref, sizeof(ref), err, sizeof(err)) != 0;
     }
     httpparams_free(&params);
     if (!bad && parse_cents(amount, &cents) != 0) {
@@ -400,9 +403,8 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
         unavailable(req);
         return;
     }
-    r->ticket.done = on_delivered;
+    delivery_init(&r->d, &redeem_delivery, req);
     r->gw = gw;
-    r->http = req;
     r->order_amount = cents;
     r->ev.user_coupon_id = id;
     r->ev.user_id = user_id;
@@ -415,7 +417,7 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
     gw->in_flight++;
     if (redisconn_command_argv(gw->redis, 4, argv, NULL, on_record, r) != 0) {
         unavailable(req);
-        r->http = NULL;
+        r->d.http = NULL;
         finish(r);
     }
 }

@@ -15,11 +15,13 @@
 
 #include "common/clock.h"
 #include "gateway/couponapi.h"
+#include "gateway/execute.h"
 #include "gateway/intmap.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
 #include "gateway/readapi.h"
 #include "gateway/reply.h"
+#include "gateway/tokenapi.h"
 
 /* evhttp 2.1 has no connection cap, so the gateway counts connections itself. It makes
  * each connection's bufferevent (evhttp_set_bevcb runs once per accepted socket) and keys
@@ -41,61 +43,30 @@ struct http {
     unsigned long pauses;
 };
 
-enum route_match { ROUTE_EXACT, ROUTE_PREFIX };
-
-/* A handler gets the rest of the path after a prefix route ("/seckill/stock/42" -> "42"). */
-typedef void (*route_handler)(struct gateway *gw, struct evhttp_request *req, const char *rest);
-
+/* A route serves one method on one path (`exact`), or on every path below a prefix
+ * (`below`, which gets the rest: "/seckill/stock/42" -> "42"). The metrics page is the
+ * HTTP layer's `own`: it reports the connection count kept here. */
 struct route {
     const char *path;
-    enum route_match match;
     enum evhttp_cmd_type method;
-    route_handler handler;
+    void (*exact)(struct gateway *gw, struct evhttp_request *req);
+    void (*below)(struct gateway *gw, struct evhttp_request *req, const char *rest);
+    void (*own)(struct http *http, struct evhttp_request *req);
 };
 
-static void route_execute(struct gateway *gw, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    gateway_execute(gw, req);
-}
-
-static void route_token(struct gateway *gw, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    gateway_token(gw, req);
-}
-
-static void route_result(struct gateway *gw, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    readapi_result(gw, req);
-}
-
-static void route_health(struct gateway *gw, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    readapi_health(gw, req);
-}
-
-static void route_coupons(struct gateway *gw, struct evhttp_request *req, const char *rest)
-{
-    (void)rest;
-    couponapi_list(gw, req);
-}
-
-static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest);
+static void metrics_page(struct http *http, struct evhttp_request *req);
 
 static const struct route routes[] = {
-    { "/seckill/execute", ROUTE_EXACT, EVHTTP_REQ_POST, route_execute },
-    { "/seckill/stock/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_stock },
-    { "/seckill/result", ROUTE_EXACT, EVHTTP_REQ_GET, route_result },
-    { "/seckill/token", ROUTE_EXACT, EVHTTP_REQ_GET, route_token },
-    { "/seckill/orders/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_order },
-    { "/seckill/activities/", ROUTE_PREFIX, EVHTTP_REQ_GET, readapi_activity },
-    { "/coupons", ROUTE_EXACT, EVHTTP_REQ_GET, route_coupons },
-    { "/coupons/", ROUTE_PREFIX, EVHTTP_REQ_POST, couponapi_use },
-    { "/healthz", ROUTE_EXACT, EVHTTP_REQ_GET, route_health },
-    { "/metrics", ROUTE_EXACT, EVHTTP_REQ_GET, route_metrics },
+    { "/seckill/execute", EVHTTP_REQ_POST, .exact = execute_request },
+    { "/seckill/stock/", EVHTTP_REQ_GET, .below = readapi_stock },
+    { "/seckill/result", EVHTTP_REQ_GET, .exact = readapi_result },
+    { "/seckill/token", EVHTTP_REQ_GET, .exact = tokenapi_issue },
+    { "/seckill/orders/", EVHTTP_REQ_GET, .below = readapi_order },
+    { "/seckill/activities/", EVHTTP_REQ_GET, .below = readapi_activity },
+    { "/coupons", EVHTTP_REQ_GET, .exact = couponapi_list },
+    { "/coupons/", EVHTTP_REQ_POST, .below = couponapi_use },
+    { "/healthz", EVHTTP_REQ_GET, .exact = readapi_health },
+    { "/metrics", EVHTTP_REQ_GET, .own = metrics_page },
 };
 
 static void admit(struct http *http)
@@ -160,15 +131,12 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 size_t http_open_connections(const struct http *http) { return http->conns.count; }
 
-/* The one http instance of the process, for the metrics page's connection gauge. */
-static struct http *metrics_http;
-
-static void route_metrics(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void metrics_page(struct http *http, struct evhttp_request *req)
 {
-    (void)rest;
+    const struct gateway *gw = http->gw;
     struct metrics_gauges g = {
         .in_flight = gw->in_flight,
-        .open_connections = metrics_http ? http_open_connections(metrics_http) : 0,
+        .open_connections = http_open_connections(http),
         .queuedmarks_pending = queuedmarks_pending(gw->marks),
         .redis_pending = redisconn_pending(gw->redis),
         .redis_reconnects = redisconn_reconnects(gw->redis),
@@ -195,7 +163,6 @@ static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
     watch(http, req);
-    watch(http, req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path) {
@@ -211,8 +178,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
         const struct route *r = &routes[i];
         size_t n = strlen(r->path);
-        bool hit = r->match == ROUTE_EXACT ? strcmp(path, r->path) == 0
-                                           : strncmp(path, r->path, n) == 0 && path[n] != '\0';
+        bool hit = r->below ? strncmp(path, r->path, n) == 0 && path[n] != '\0' : strcmp(path, r->path) == 0;
         if (!hit)
             continue;
         metrics_request(i);
@@ -222,7 +188,12 @@ static void on_request(struct evhttp_request *req, void *arg)
             reply_error(req, REPLY_METHOD_NOT_ALLOWED, "method not allowed", 0, NULL, NULL);
             return;
         }
-        r->handler(http->gw, req, r->match == ROUTE_PREFIX ? path + n : NULL);
+        if (r->exact)
+            r->exact(http->gw, req);
+        else if (r->below)
+            r->below(http->gw, req, path + n);
+        else
+            r->own(http, req);
         return;
     }
     reply_error(req, REPLY_NOT_FOUND, "no such endpoint", 0, NULL, NULL);
@@ -257,7 +228,6 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         route_names[i] = routes[i].path;
     metrics_set_routes(route_names, sizeof(routes) / sizeof(routes[0]));
-    metrics_http = http;
 
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof(ss));
@@ -313,7 +283,5 @@ void http_free(struct http *http)
     if (http->evhttp)
         evhttp_free(http->evhttp);  /* closes the listener and every connection */
     intmap_free(&http->conns);
-    if (metrics_http == http)
-        metrics_http = NULL;
     free(http);
 }

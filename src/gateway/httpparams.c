@@ -1,6 +1,7 @@
 #include "gateway/httpparams.h"
 
 #include "common/json.h"
+#include "common/parse.h"
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
@@ -92,7 +93,7 @@ int httpparams_parse(struct evhttp_request *req, struct httpparams *p, char *err
     return httpparams_parse_parts(p, query, type, text, len, err, errlen);
 }
 
-static int json_value(const cJSON *item, const char *name, char *out, size_t outlen, char *err, size_t errlen)
+static int item_text(const cJSON *item, const char *name, char *out, size_t outlen, char *err, size_t errlen)
 {
     if (cJSON_IsString(item)) {
         if (strlen(item->valuestring) >= outlen) {
@@ -153,14 +154,14 @@ static int kv_find(const struct evkeyvalq *q, const char *name, const char **out
 
 /* The same for a JSON object, comparing the values as text (1 and "1" agree, as a query
  * and a body do). out has HTTPPARAMS_VALUE_LEN bytes. Returns 1 found, 0 absent, -1. */
-static int json_find(const cJSON *object, const char *name, char *out, char *err, size_t errlen)
+static int object_find(const cJSON *object, const char *name, char *out, char *err, size_t errlen)
 {
     int found = 0;
     for (const cJSON *item = object->child; item; item = item->next) {
         if (!item->string || strcmp(item->string, name) != 0)
             continue;
         char text[HTTPPARAMS_VALUE_LEN];
-        if (json_value(item, name, text, sizeof(text), err, errlen) < 0)
+        if (item_text(item, name, text, sizeof(text), err, errlen) < 0)
             return -1;
         if (found && strcmp(text, out) != 0) {
             snprintf(err, errlen, "%s: given twice with different values", name);
@@ -193,7 +194,7 @@ int httpparams_get(struct httpparams *p, const char *name, char *out, size_t out
             body_found = 1;
         }
     } else if (p->json) {
-        body_found = json_find(p->json, name, from_body, err, errlen);
+        body_found = object_find(p->json, name, from_body, err, errlen);
         if (body_found < 0)
             return -1;
     }
@@ -210,6 +211,27 @@ int httpparams_get(struct httpparams *p, const char *name, char *out, size_t out
     }
     strcpy(out, value);
     return 1;
+}
+
+int httpparams_get_required(struct httpparams *p, const char *name, char *out, size_t outlen,
+                            char *err, size_t errlen)
+{
+    int found = httpparams_get(p, name, out, outlen, err, errlen);
+    if (found == 0)
+        snprintf(err, errlen, "%s is required", name);
+    return found == 1 ? 0 : -1;
+}
+
+int httpparams_get_id(struct httpparams *p, const char *name, int64_t *out, char *err, size_t errlen)
+{
+    char value[HTTPPARAMS_VALUE_LEN];
+    if (httpparams_get_required(p, name, value, sizeof(value), err, errlen) != 0)
+        return -1;
+    if (parse_json_id(value, out) != 0) {
+        snprintf(err, errlen, "%s must be a positive integer below 2^53", name);
+        return -1;
+    }
+    return 0;
 }
 
 void httpparams_free(struct httpparams *p)

@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "common/clock.h"
-#include "common/keys.h"
 #include "common/log.h"
 
 #define MARKS_PER_CALL 500
@@ -30,6 +29,7 @@ struct queuedmarks_call {
 struct queuedmarks {
     const struct config *cfg;
     struct redisconn *redis;
+    struct activity_cache *activities;
     struct event *timer;
     struct queuedmarks_bucket buckets[MARKS_MAX_ACTIVITIES];
     size_t bucket_count;
@@ -122,6 +122,12 @@ static void on_marked(redisReply *reply, void *privdata)
 
 static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
 {
+    struct keys_set scratch;
+    const struct keys_set *keys = b->count > 0 ? activity_keys(m->activities, b->activity_id, &scratch) : NULL;
+    if (b->count > 0 && !keys) {
+        LOG_ERROR("activity %" PRId64 ": %zu queued marks kept: its keys are too long", b->activity_id, b->count);
+        return;
+    }
     while (b->count > 0) {
         struct queuedmarks_call *call = malloc(sizeof(*call));
         if (!call)
@@ -130,11 +136,8 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
         call->activity_id = b->activity_id;
         call->count = b->count < MARKS_PER_CALL ? b->count : MARKS_PER_CALL;
         const char *argv[2 + MARKS_PER_CALL];
-        char resv_key[KEYS_LEN], queued_key[KEYS_LEN];
-        keys_activity(resv_key, sizeof(resv_key), m->cfg, KEYS_RESERVED, b->activity_id);
-        keys_activity(queued_key, sizeof(queued_key), m->cfg, KEYS_QUEUED, b->activity_id);
-        argv[0] = resv_key;
-        argv[1] = queued_key;
+        argv[0] = keys->name[KEYS_RESERVED];
+        argv[1] = keys->name[KEYS_QUEUED];
         for (size_t i = 0; i < call->count; i++) {
             call->members[i] = b->members[b->count - call->count + i];
             argv[2 + i] = call->members[i];
@@ -163,13 +166,15 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     queuedmarks_flush(arg);
 }
 
-struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis)
+struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
+                                    struct activity_cache *activities)
 {
     struct queuedmarks *m = calloc(1, sizeof(*m));
     if (!m)
         return NULL;
     m->cfg = cfg;
     m->redis = redis;
+    m->activities = activities;
     m->timer = evtimer_new(base, on_timer, m);
     return m;
 }

@@ -23,6 +23,8 @@ struct query {
     struct evhttp_request *http;
     enum query_kind kind;
     int64_t activity_id;
+    const struct keys_set *keys;  /* the cached activity's, or `scratch` */
+    struct keys_set scratch;
     int64_t user_id;
     char order_no[ORDERNO_LEN];
 };
@@ -32,7 +34,7 @@ static void unavailable(struct evhttp_request *req)
     reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
 }
 
-static void reply_stock(struct query *q, const redisReply *reply)
+static void answer_stock(struct query *q, const redisReply *reply)
 {
     if (reply->type == REDIS_REPLY_NIL) {
         reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
@@ -45,7 +47,7 @@ static void reply_stock(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
-static void reply_result(struct query *q, const redisReply *reply)
+static void answer_result(struct query *q, const redisReply *reply)
 {
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
         reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL);
@@ -60,7 +62,7 @@ static void reply_result(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
-static void reply_order(struct query *q, const redisReply *reply)
+static void answer_order(struct query *q, const redisReply *reply)
 {
     if (reply->type != REDIS_REPLY_STRING) {
         reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
@@ -81,7 +83,7 @@ static void add_time(cJSON *json, const char *name, int64_t ms)
     cJSON_AddStringToObject(json, name, iso);
 }
 
-static void reply_activity(struct query *q, const redisReply *reply)
+static void answer_activity(struct query *q, const redisReply *reply)
 {
     struct activity a;
     memset(&a, 0, sizeof(a));
@@ -109,25 +111,31 @@ static void on_query(redisReply *reply, void *privdata)
         unavailable(q->http);
     } else {
         switch (q->kind) {
-        case QUERY_STOCK: reply_stock(q, reply); break;
-        case QUERY_RESULT: reply_result(q, reply); break;
-        case QUERY_ORDER: reply_order(q, reply); break;
-        case QUERY_ACTIVITY: reply_activity(q, reply); break;
+        case QUERY_STOCK: answer_stock(q, reply); break;
+        case QUERY_RESULT: answer_result(q, reply); break;
+        case QUERY_ORDER: answer_order(q, reply); break;
+        case QUERY_ACTIVITY: answer_activity(q, reply); break;
         }
     }
     free(q);
 }
 
-static struct query *query_new(struct gateway *gw, struct evhttp_request *req, enum query_kind kind)
+/* A query about one activity, with its keys; NULL when it could not be made (answered). */
+static struct query *query_new(struct gateway *gw, struct evhttp_request *req, enum query_kind kind,
+                               int64_t activity_id)
 {
     struct query *q = calloc(1, sizeof(*q));
-    if (!q) {
+    if (q)
+        q->keys = activity_keys(gw->activities, activity_id, &q->scratch);
+    if (!q || !q->keys) {
         unavailable(req);
+        free(q);
         return NULL;
     }
     q->gw = gw;
     q->http = req;
     q->kind = kind;
+    q->activity_id = activity_id;
     return q;
 }
 
@@ -142,40 +150,37 @@ static void query_send(struct query *q, enum luascript_id script, int nkeys, int
     }
 }
 
-static bool path_id(struct evhttp_request *req, const char *text, int64_t *id)
+/* A query about the activity whose id is the rest of the path. */
+static struct query *path_query(struct gateway *gw, struct evhttp_request *req, const char *text,
+                                enum query_kind kind)
 {
-    if (parse_json_id(text, id) != 0) {
+    int64_t id;
+    if (parse_json_id(text, &id) != 0) {
         reply_error(req, REPLY_INVALID, "the id must be a positive integer below 2^53", 0, NULL, NULL);
-        return false;
+        return NULL;
     }
-    return true;
+    return query_new(gw, req, kind, id);
 }
 
 void readapi_stock(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
-    int64_t id;
-    if (!path_id(req, activity_id, &id))
-        return;
-    struct query *q = query_new(gw, req, QUERY_STOCK);
+    struct query *q = path_query(gw, req, activity_id, QUERY_STOCK);
     if (!q)
         return;
-    q->activity_id = id;
-    char key[KEYS_LEN];
-    keys_activity(key, sizeof(key), gw->cfg, KEYS_STOCK, id);
-    const char *argv[] = { "GET", key };
+    const char *argv[] = { "GET", q->keys->name[KEYS_STOCK] };
     query_send(q, LUASCRIPT_COUNT, 2, 0, argv);
 }
 
 void readapi_result(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
-    char err[160], activity[HTTPPARAMS_VALUE_LEN];
+    char err[160];
     int64_t user_id, activity_id;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              auth_user(gw, req, &params, &user_id, &status, err, sizeof(err)) != 0;
-    if (!bad && (httpparams_get(&params, "activityId", activity, sizeof(activity), err, sizeof(err)) != 1 ||
-                 parse_json_id(activity, &activity_id) != 0)) {
+              auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    /* One message for absent, repeated and malformed alike, as this endpoint always said. */
+    if (!bad && httpparams_get_id(&params, "activityId", &activity_id, err, sizeof(err)) != 0) {
         snprintf(err, sizeof(err), "activityId must be a positive integer below 2^53");
         bad = 1;
     }
@@ -184,16 +189,13 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
         reply_error(req, status, err, 0, NULL, NULL);
         return;
     }
-    struct query *q = query_new(gw, req, QUERY_RESULT);
+    struct query *q = query_new(gw, req, QUERY_RESULT, activity_id);
     if (!q)
         return;
     q->user_id = user_id;
-    q->activity_id = activity_id;
-    char users[KEYS_LEN], orders[KEYS_LEN], uid[24];
-    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, activity_id);
-    keys_activity(orders, sizeof(orders), gw->cfg, KEYS_ORDERS, activity_id);
+    char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user_id);
-    const char *argv[] = { users, orders, uid };
+    const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
     query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
 }
 
@@ -205,31 +207,20 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
         reply_error(req, REPLY_INVALID, "not an order number", 0, NULL, NULL);
         return;
     }
-    struct query *q = query_new(gw, req, QUERY_ORDER);
+    struct query *q = query_new(gw, req, QUERY_ORDER, activity_id);
     if (!q)
         return;
-    q->activity_id = activity_id;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
-    char orders[KEYS_LEN];
-    keys_activity(orders, sizeof(orders), gw->cfg, KEYS_ORDERS, activity_id);
-    const char *argv[] = { "HGET", orders, q->order_no };
+    const char *argv[] = { "HGET", q->keys->name[KEYS_ORDERS], q->order_no };
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }
 
 void readapi_activity(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
-    int64_t id;
-    if (!path_id(req, activity_id, &id))
-        return;
-    struct query *q = query_new(gw, req, QUERY_ACTIVITY);
+    struct query *q = path_query(gw, req, activity_id, QUERY_ACTIVITY);
     if (!q)
         return;
-    q->activity_id = id;
-    char activity[KEYS_LEN], stock[KEYS_LEN], users[KEYS_LEN];
-    keys_activity(activity, sizeof(activity), gw->cfg, KEYS_ACTIVITY, id);
-    keys_activity(stock, sizeof(stock), gw->cfg, KEYS_STOCK, id);
-    keys_activity(users, sizeof(users), gw->cfg, KEYS_USERS, id);
-    const char *argv[] = { activity, stock, users };
+    const char *argv[] = { q->keys->name[KEYS_ACTIVITY], q->keys->name[KEYS_STOCK], q->keys->name[KEYS_USERS] };
     query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
 }
 

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "common/clock.h"
-#include "common/keys.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
 
@@ -50,17 +49,13 @@ static void reap(struct reaper *reaper)
         struct activity *a = activity_cache_at(reaper->activities, i);
         if (!a->loaded)
             continue;
-        char stock[KEYS_LEN], users[KEYS_LEN], orders[KEYS_LEN], resv[KEYS_LEN];
-        keys_activity(stock, sizeof(stock), reaper->cfg, KEYS_STOCK, a->id);
-        keys_activity(users, sizeof(users), reaper->cfg, KEYS_USERS, a->id);
-        keys_activity(orders, sizeof(orders), reaper->cfg, KEYS_ORDERS, a->id);
-        keys_activity(resv, sizeof(resv), reaper->cfg, KEYS_RESERVED, a->id);
         struct reaper_call *call = malloc(sizeof(*call));
         if (!call)
             return;
         call->activities = reaper->activities;
         call->activity_id = a->id;
-        const char *argv[] = { stock, users, orders, resv, "older", cutoff, REAPER_BATCH };
+        const char *argv[] = { a->keys.name[KEYS_STOCK], a->keys.name[KEYS_USERS], a->keys.name[KEYS_ORDERS],
+                               a->keys.name[KEYS_RESERVED], "older", cutoff, REAPER_BATCH };
         if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_reaped, call) != 0) {
             free(call);
             return;

@@ -84,7 +84,7 @@ void reply_send(struct evhttp_request *req, int code, const char *body, size_t l
     send_counted(req, code, status_of(code), body, len);
 }
 
-static void json_counted(struct evhttp_request *req, int code, const char *status, cJSON *json)
+static void send_json_counted(struct evhttp_request *req, int code, const char *status, cJSON *json)
 {
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
@@ -99,7 +99,7 @@ static void json_counted(struct evhttp_request *req, int code, const char *statu
 
 void reply_json(struct evhttp_request *req, int code, cJSON *json)
 {
-    json_counted(req, code, status_of(code), json);
+    send_json_counted(req, code, status_of(code), json);
 }
 
 /* Appends `text` as the inside of a JSON string. Returns the new length, or -1 when the

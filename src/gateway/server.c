@@ -10,15 +10,42 @@
 #include "common/clock.h"
 #include "gateway/activity.h"
 #include "common/config.h"
+#include "common/keys.h"
 #include "gateway/gateway.h"
 #include "gateway/http.h"
 #include "gateway/kafkaprod.h"
 #include "common/log.h"
+#include "common/orderno.h"
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
 #include "gateway/redisconn.h"
 
 extern char **environ;
+
+/* Order numbers need a node id of their own: drawn from a Redis counter at the first
+ * connect that answers, so that gateways sharing a Redis never share one. */
+static void on_node_id(redisReply *reply, void *privdata)
+{
+    struct gateway *gw = privdata;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        LOG_WARN("could not draw an order-number node id; retrying on the next connect");
+        return;
+    }
+    orderno_init(&gw->orderno, (uint32_t)(reply->integer % (ORDERNO_MAX_NODE + 1)));
+    gw->node_ready = true;
+    LOG_INFO("order-number node id %u", gw->orderno.node);
+}
+
+/* After every Redis (re)connect: the node id if there is none yet, a cache refresh. */
+static void on_redis_connect(void *arg)
+{
+    struct gateway *gw = arg;
+    if (!gw->node_ready) {
+        const char *argv[] = { "INCR", KEYS_NODE_SEQ };
+        redisconn_command_argv(gw->redis, 2, argv, NULL, on_node_id, gw);
+    }
+    activity_cache_refresh(gw->activities);
+}
 
 /* Shutdown: stop accepting, let in-flight requests finish (their Kafka delivery reports
  * included), write the last queued marks, then leave the loop. */
@@ -97,8 +124,8 @@ int main(int argc, char **argv)
     }
     gw.redis = redisconn_new(gw.base, &cfg, &gw.scripts);
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
-    gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis);
-    redisconn_on_connect(gw.redis, gateway_on_redis_connect, &gw);
+    gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
+    redisconn_on_connect(gw.redis, on_redis_connect, &gw);
     struct reaper *reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities);
     struct http *http = http_new(&gw, err, sizeof(err));
     if (!http) {

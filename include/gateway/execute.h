@@ -1,0 +1,15 @@
+#ifndef SK_EXECUTE_H
+#define SK_EXECUTE_H
+
+#include <event2/http.h>
+
+#include "gateway/gateway.h"
+
+/* POST /seckill/execute?userId=&activityId= (form or JSON body also accepted): the hot
+ * path. Parse and authenticate; answer what the local cache and token bucket can without
+ * I/O; one execute.lua round trip reserves the stock; the order goes to Kafka through
+ * delivery.h, and the reply follows the delivery report (seckill.order.reply-after-ack)
+ * or the rollback of a failed one. */
+void execute_request(struct gateway *gw, struct evhttp_request *req);
+
+#endif

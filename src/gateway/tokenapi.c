@@ -1,0 +1,62 @@
+#include "gateway/tokenapi.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "common/clock.h"
+#include "gateway/auth.h"
+#include "gateway/httpparams.h"
+#include "gateway/purchasetoken.h"
+#include "gateway/reply.h"
+
+void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
+{
+    struct httpparams params;
+    char err[160];
+    int64_t user_id, activity_id;
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              httpparams_get_id(&params, "activityId", &activity_id, err, sizeof(err)) != 0 ||
+              auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+    httpparams_free(&params);
+    if (bad) {
+        reply_error(req, status, err, 0, NULL, NULL);
+        return;
+    }
+    if (!gw->cfg->require_token) {
+        reply_error(req, REPLY_NOT_FOUND, "purchase tokens are off (seckill.require-token)", 0, NULL, NULL);
+        return;
+    }
+    struct activity *a = activity_cache_find(gw->activities, activity_id);
+    if (!a || !a->loaded) {
+        reply_error(req, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        return;
+    }
+    int64_t now_ms = clock_wall_ms();
+    switch (activity_status_at(a, now_ms)) {
+    case ACTIVITY_PENDING:
+        reply_error(req, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
+        return;
+    case ACTIVITY_ENDED:
+        reply_error(req, REPLY_ENDED, "the sale has ended", 0, NULL, NULL);
+        return;
+    case ACTIVITY_CANCELLED:
+        reply_error(req, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+        return;
+    case ACTIVITY_ACTIVE:
+        break;
+    }
+    int64_t expires = now_ms / 1000 + gw->cfg->token_ttl_seconds;
+    char token[PURCHASETOKEN_LEN];
+    gw->token_nonce += 0x9E3779B97F4A7C15ULL;  /* Weyl sequence from a random start: never repeats */
+    if (purchasetoken_issue(gw->cfg->token_secret, activity_id, user_id, expires, gw->token_nonce, token,
+                            sizeof(token)) < 0) {
+        reply_error(req, REPLY_UNAVAILABLE, "could not issue a token", 1, NULL, NULL);
+        return;
+    }
+    char body[256];
+    int n = snprintf(body, sizeof(body),
+                     "{\"success\":true,\"token\":\"%s\",\"activityId\":%" PRId64 ",\"expiresIn\":%" PRId64 "}",
+                     token, activity_id, gw->cfg->token_ttl_seconds);
+    reply_send(req, 200, body, (size_t)n);
+}
