@@ -106,45 +106,63 @@ out:
     return rc;
 }
 
-int claim_orders(struct consumer *c, char *err, size_t errlen)
+/* One script call on the pairs of a; first is the index of its first order. */
+typedef int (*chunk_fn)(struct consumer *c, const struct script_keys *k, size_t first,
+                        const struct pair_args *a, char *err, size_t errlen);
+
+/* Calls fn for each activity run of orders (sorted by activity), CLAIM_CHUNK orders at a
+ * time, leaving out the orders whose keep[i] is 0 (keep NULL: none is left out). */
+static int each_chunk(struct consumer *c, const struct orderevent *orders, size_t count,
+                      const unsigned char *keep, const enum keys_kind *kinds, int nkeys,
+                      chunk_fn fn, char *err, size_t errlen)
 {
-    struct batch *b = &c->batch;
-    if (b->count == 0)
+    if (count == 0)
         return 0;
     if (backend_redis(c, err, errlen) != 0)
         return -1;
     struct pair_args *a = malloc(sizeof(*a));
-    struct script_keys *k = malloc(sizeof(*k));
-    if (!a || !k) {
-        free(a);
-        free(k);
+    if (!a) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    struct script_keys k;
     int rc = 0;
-    for (size_t start = 0; start < b->count && rc == 0;) {
-        size_t end = batch_run_end(b->orders, b->count, start);
-        if (script_keys_make(k, &c->cfg, b->orders[start].activity_id, confirm_kinds,
-                             CONFIRM_KEYS, err, errlen) != 0) {
-            rc = -1;
-            break;
+    for (size_t start = 0; start < count && rc == 0;) {
+        size_t end = batch_run_end(orders, count, start);
+        rc = script_keys_make(&k, &c->cfg, orders[start].activity_id, kinds, nkeys, err,
+                              errlen);
+        a->count = 0;
+        size_t first = start;
+        for (size_t i = start; i < end && rc == 0; i++) {
+            if (keep && !keep[i])
+                continue;
+            if (a->count == 0)
+                first = i;
+            pair_args_add(a, &orders[i]);
+            if (a->count == CLAIM_CHUNK) {
+                rc = fn(c, &k, first, a, err, errlen);
+                a->count = 0;
+            }
         }
-        for (size_t chunk = start; chunk < end && rc == 0; chunk += CLAIM_CHUNK) {
-            a->count = 0;
-            for (size_t i = chunk; i < end && a->count < CLAIM_CHUNK; i++)
-                pair_args_add(a, &b->orders[i]);
-            rc = claim_chunk(c, k, chunk, a, err, errlen);
-        }
+        if (rc == 0 && a->count > 0)
+            rc = fn(c, &k, first, a, err, errlen);
         start = end;
     }
     free(a);
-    free(k);
     return rc;
 }
 
-static int finalize_chunk(struct consumer *c, const struct script_keys *k,
+int claim_orders(struct consumer *c, char *err, size_t errlen)
+{
+    struct batch *b = &c->batch;
+    return each_chunk(c, b->orders, b->count, NULL, confirm_kinds, CONFIRM_KEYS, claim_chunk,
+                      err, errlen);
+}
+
+static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_t first,
                           const struct pair_args *a, char *err, size_t errlen)
 {
+    (void)first;
     redisReply *reply = eval(c, LUASCRIPT_FINALIZE, k, a, err, errlen);
     if (!reply)
         return -1;
@@ -160,38 +178,6 @@ static int finalize_chunk(struct consumer *c, const struct script_keys *k,
 int claim_finalize(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    if (b->accepted_count == 0)
-        return 0;
-    if (backend_redis(c, err, errlen) != 0)
-        return -1;
-    struct pair_args *a = malloc(sizeof(*a));
-    struct script_keys *k = malloc(sizeof(*k));
-    if (!a || !k) {
-        free(a);
-        free(k);
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = 0;
-    for (size_t start = 0; start < b->accepted_count && rc == 0;) {
-        size_t end = batch_run_end(b->accepted, b->accepted_count, start);
-        if (script_keys_make(k, &c->cfg, b->accepted[start].activity_id, finalize_kinds, 2,
-                             err, errlen) != 0) {
-            rc = -1;
-            break;
-        }
-        a->count = 0;
-        for (size_t i = start; i < end && rc == 0; i++) {
-            if (b->in_db[i])
-                pair_args_add(a, &b->accepted[i]);
-            if (a->count == CLAIM_CHUNK || (i + 1 == end && a->count > 0)) {
-                rc = finalize_chunk(c, k, a, err, errlen);
-                a->count = 0;
-            }
-        }
-        start = end;
-    }
-    free(a);
-    free(k);
-    return rc;
+    return each_chunk(c, b->accepted, b->accepted_count, b->in_db, finalize_kinds, 2,
+                      finalize_chunk, err, errlen);
 }

@@ -96,7 +96,7 @@ static void on_commit(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                      offsets->elems[i].partition, rd_kafka_err2str(offsets->elems[i].err));
 }
 
-static rd_kafka_t *kafka_new(struct consumer *c, char *err, size_t errlen)
+static rd_kafka_t *handle_new(struct consumer *c, char *err, size_t errlen)
 {
     const struct config *cfg = &c->cfg;
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
@@ -132,7 +132,7 @@ static rd_kafka_t *kafka_new(struct consumer *c, char *err, size_t errlen)
 
 int kafkacons_start(struct consumer *c, char *err, size_t errlen)
 {
-    c->rk = kafka_new(c, err, errlen);
+    c->rk = handle_new(c, err, errlen);
     if (!c->rk)
         return -1;
     rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(1);
