@@ -32,7 +32,7 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
     return r == PERSIST_OK ? 0 : -1;
 }
 
-static void log_rejections(const struct batch *b)
+static void note_rejections(const struct batch *b)
 {
     for (size_t i = 0; i < b->count; i++)
         if (b->verdicts[i] == BATCH_REJECTED)
@@ -109,7 +109,7 @@ int pipeline_run(struct consumer *c)
                    &t->dead) != 0 ||
         retry_step(c, "claim", claim_orders, CONSUMERMETRICS_RETRY_CLAIM, &t->claim) != 0)
         return -1;
-    log_rejections(b);
+    note_rejections(b);
     batch_collect_accepted(b);
     size_t dead_before = b->dead_count;
     if (retry_step(c, "persist", step_persist, CONSUMERMETRICS_RETRY_PERSIST, &t->persist) != 0 ||
