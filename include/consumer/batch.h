@@ -51,6 +51,26 @@ struct batch_use_msg {
     int64_t offset;
 };
 
+/* The user coupon an order issued, for publishing it to Redis after the commit. */
+struct batch_coupon {
+    int64_t id;         /* user_coupon.id; 0 when none was issued */
+    int64_t coupon_id;
+};
+
+/* What became of one coupon.used event in MySQL. */
+enum batch_use_verdict {
+    BATCH_USE_APPLIED,       /* the user coupon went UNUSED -> USED, used_count + 1 */
+    BATCH_USE_REPEATED,      /* already USED by this same order reference: nothing to do */
+    BATCH_USE_INCONSISTENT,  /* no such user coupon, another user's, USED by another
+                              * order, not UNUSED, or amounts MySQL cannot hold: nothing
+                              * written; reason says which, for the dead-letter topic */
+};
+
+struct batch_use_result {
+    enum batch_use_verdict verdict;
+    char reason[160];
+};
+
 struct batch_offset {
     int32_t partition;
     int64_t offset;   /* highest offset seen in this batch */
@@ -59,17 +79,20 @@ struct batch_offset {
 /* Ownership: every array and every dead entry belongs to the batch; batch_free releases
  * them, batch_reset empties the batch but keeps the arrays for the next one. */
 struct batch {
-    struct orderevent *orders;       /* valid events; sorted by activity after batch_seal */
+    struct orderevent *orders;       /* valid events; sorted after batch_seal */
     enum batch_verdict *verdicts;    /* parallel to orders */
     size_t count;
     size_t cap;
 
-    struct orderevent *accepted;     /* copies of the ACCEPTED orders, still by activity */
+    /* Written by batch_collect_accepted, then by persist_batch. */
+    struct orderevent *accepted;     /* copies of the ACCEPTED orders, still sorted */
     unsigned char *in_db;            /* parallel to accepted: the row is in MySQL */
+    struct batch_coupon *coupons;    /* parallel to accepted: the user coupon it issued */
     size_t accepted_count;
 
     struct redeemevent *uses;           /* coupon.used events, in arrival order */
     struct batch_use_msg *use_msgs;  /* parallel to uses */
+    struct batch_use_result *use_results;  /* parallel to uses, written by persist_batch */
     size_t use_count;
     size_t use_cap;
 
@@ -101,12 +124,19 @@ int batch_add_use(struct batch *b, const struct redeemevent *ev, const void *pay
 int batch_dead_use(struct batch *b, size_t i, const char *error);
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset);
 
-/* Sorts the orders by activity then order number and drops repeated order numbers (a
- * redelivery inside one batch), so that each activity is one contiguous run. */
+/* Sorts the orders by activity, coupon, then order number and drops repeated order
+ * numbers (a redelivery inside one batch), so that each activity is one contiguous run,
+ * and inside it each coupon (claim and finalize go by activity, persist by activity and
+ * coupon, each binary-searching order numbers inside a run). The only sort of the orders:
+ * the accepted copies keep this order. */
 void batch_seal(struct batch *b);
+/* batch_seal's order, for qsort and for checking it: <0, 0, >0. */
+int batch_order_cmp(const struct orderevent *a, const struct orderevent *b);
 /* End (exclusive) of the run of orders sharing the activity of orders[start]. */
 size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start);
-/* Copies the ACCEPTED orders into b->accepted and clears b->in_db. */
+/* The same for the run sharing activity and coupon id. */
+size_t batch_coupon_run_end(const struct orderevent *orders, size_t count, size_t start);
+/* Copies the ACCEPTED orders into b->accepted and clears b->in_db and b->coupons. */
 void batch_collect_accepted(struct batch *b);
 
 /* True when the batch holds nothing to do: no order, no use, no dead letter, no offset. */

@@ -5,8 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/orderevent.h"
-#include "common/redeemevent.h"
+#include "consumer/batch.h"
+#include "consumer/sqltext.h"
 
 /* The MySQL side of the order consumer: one batch of claimed orders and coupon.used
  * events, one transaction. Idempotent: replaying a batch adds no row, changes no row and
@@ -25,29 +25,7 @@ enum persist_result {
 };
 
 /* DATETIME(3) ends with the year 9999: an order accepted later cannot be stored. */
-#define PERSIST_MAX_ACCEPTED_MS 253402300799999LL
-/* DECIMAL(15,2): the largest amount in cents a money column holds. */
-#define PERSIST_MAX_CENTS 999999999999999LL
-
-/* The user coupon an order issued, for publishing it to Redis after the commit. */
-struct persist_coupon {
-    int64_t id;         /* user_coupon.id; 0 when none was issued */
-    int64_t coupon_id;
-};
-
-/* What became of one coupon.used event. */
-enum persist_use_verdict {
-    PERSIST_USE_APPLIED,       /* the user coupon went UNUSED -> USED, used_count + 1 */
-    PERSIST_USE_REPEATED,      /* already USED by this same order reference: nothing to do */
-    PERSIST_USE_INCONSISTENT,  /* no such user coupon, another user's, USED by another
-                                * order, not UNUSED, or amounts MySQL cannot hold: nothing
-                                * written; reason says which, for the dead-letter topic */
-};
-
-struct persist_use_result {
-    enum persist_use_verdict verdict;
-    char reason[160];
-};
+#define PERSIST_MAX_ACCEPTED_MS SQLTEXT_MAX_DATETIME_MS
 
 struct persist_stats {
     uint64_t orders_added;   /* seckill_order rows this transaction created */
@@ -59,20 +37,18 @@ struct persist_stats {
     size_t uses_inconsistent;
 };
 
-/* Writes one batch in one transaction: seckill_order rows, one user_coupon per order;
- * then, in the order given, the coupon.used events (user_coupon UNUSED -> USED with its
- * order reference, discount, payable amount and time); then sold_count / issued_count / used_count
- * raised by what was really changed, counter rows locked in id order. Any order or use
- * may be a replay; created_ms must not pass PERSIST_MAX_ACCEPTED_MS.
- * On PERSIST_OK, for each orders[i] (caller's arrays of count entries): in_db[i] says
- * whether it has its row in seckill_order now (only those may be shown as SUCCESS),
- * coupons[i] the user coupon it issued; use_results[i] what became of uses[i] (caller's
- * array of use_count entries). Otherwise err is set and nothing was written. */
-enum persist_result persist_batch(MYSQL *db, const struct orderevent *orders, size_t count,
-                                  unsigned char *in_db, struct persist_coupon *coupons,
-                                  const struct redeemevent *uses, size_t use_count,
-                                  struct persist_use_result *use_results,
-                                  struct persist_stats *stats, char *err, size_t errlen);
+/* Writes one sealed batch in one transaction: for b->accepted (sorted as batch_seal
+ * leaves them) seckill_order rows and one user_coupon per order; then, in arrival order,
+ * b->uses (user_coupon UNUSED -> USED with its order reference, discount, payable amount
+ * and time); then sold_count / issued_count / used_count raised by what was really
+ * changed, counter rows locked in id order. Any order or use may be a replay; created_ms
+ * must not pass PERSIST_MAX_ACCEPTED_MS.
+ * On PERSIST_OK, for each accepted[i]: in_db[i] says whether it has its row in
+ * seckill_order now (only those may be shown as SUCCESS), coupons[i] the user coupon it
+ * issued; use_results[i] what became of uses[i]. Otherwise err is set, nothing was
+ * written and those results are all cleared. */
+enum persist_result persist_batch(MYSQL *db, struct batch *b, struct persist_stats *stats,
+                                  char *err, size_t errlen);
 
 /* True for client and server error codes meaning the session is lost. */
 int persist_connection_lost(unsigned int mysql_error_code);

@@ -13,7 +13,7 @@ static size_t grown_cap(size_t cap, size_t need)
     return n;
 }
 
-/* orders, verdicts, accepted and in_db always share one capacity. */
+/* orders, verdicts, accepted, in_db and coupons always share one capacity. */
 static int grow_orders(struct batch *b, size_t need)
 {
     if (need <= b->cap)
@@ -35,6 +35,10 @@ static int grow_orders(struct batch *b, size_t need)
     if (!in_db)
         return -1;
     b->in_db = in_db;
+    struct batch_coupon *coupons = realloc(b->coupons, n * sizeof(*coupons));
+    if (!coupons)
+        return -1;
+    b->coupons = coupons;
     b->cap = n;
     return 0;
 }
@@ -82,8 +86,10 @@ void batch_free(struct batch *b)
     free(b->verdicts);
     free(b->accepted);
     free(b->in_db);
+    free(b->coupons);
     free(b->uses);
     free(b->use_msgs);
+    free(b->use_results);
     free(b->dead);
     free(b->offsets);
     memset(b, 0, sizeof(*b));
@@ -153,6 +159,10 @@ int batch_add_use(struct batch *b, const struct redeemevent *ev, const void *pay
         if (!msgs)
             return -1;
         b->use_msgs = msgs;
+        struct batch_use_result *results = realloc(b->use_results, n * sizeof(*results));
+        if (!results)
+            return -1;
+        b->use_results = results;
         b->use_cap = n;
     }
     struct batch_use_msg m = { dup_bytes(payload, payload_len), 0, dup_bytes(key, key_len), 0,
@@ -166,6 +176,7 @@ int batch_add_use(struct batch *b, const struct redeemevent *ev, const void *pay
     m.key_len = m.key ? key_len : 0;
     b->uses[b->use_count] = *ev;
     b->use_msgs[b->use_count] = m;
+    memset(&b->use_results[b->use_count], 0, sizeof(b->use_results[b->use_count]));
     b->use_count++;
     return 0;
 }
@@ -200,19 +211,25 @@ int batch_note_offset(struct batch *b, int32_t partition, int64_t offset)
     return 0;
 }
 
-static int order_cmp(const void *pa, const void *pb)
+int batch_order_cmp(const struct orderevent *a, const struct orderevent *b)
 {
-    const struct orderevent *a = pa, *b = pb;
     if (a->activity_id != b->activity_id)
         return a->activity_id < b->activity_id ? -1 : 1;
+    if (a->coupon_id != b->coupon_id)
+        return a->coupon_id < b->coupon_id ? -1 : 1;
     return strcmp(a->order_no, b->order_no);
+}
+
+static int order_qsort_cmp(const void *pa, const void *pb)
+{
+    return batch_order_cmp(pa, pb);
 }
 
 void batch_seal(struct batch *b)
 {
     if (b->count == 0)
         return;
-    qsort(b->orders, b->count, sizeof(*b->orders), order_cmp);
+    qsort(b->orders, b->count, sizeof(*b->orders), order_qsort_cmp);
     size_t kept = 1;
     for (size_t i = 1; i < b->count; i++) {
         if (strcmp(b->orders[i].order_no, b->orders[kept - 1].order_no) == 0) {
@@ -234,6 +251,15 @@ size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start
     return end;
 }
 
+size_t batch_coupon_run_end(const struct orderevent *orders, size_t count, size_t start)
+{
+    size_t end = start;
+    while (end < count && orders[end].activity_id == orders[start].activity_id &&
+           orders[end].coupon_id == orders[start].coupon_id)
+        end++;
+    return end;
+}
+
 void batch_collect_accepted(struct batch *b)
 {
     b->accepted_count = 0;
@@ -242,6 +268,7 @@ void batch_collect_accepted(struct batch *b)
             continue;
         b->accepted[b->accepted_count] = b->orders[i];
         b->in_db[b->accepted_count] = 0;
+        b->coupons[b->accepted_count] = (struct batch_coupon){ 0, 0 };
         b->accepted_count++;
     }
 }

@@ -1,0 +1,69 @@
+#ifndef SK_CONSUMER_H
+#define SK_CONSUMER_H
+
+#include <hiredis/hiredis.h>
+#include <librdkafka/rdkafka.h>
+#include <mysql.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "common/luascript.h"
+#include "consumer/batch.h"
+#include "consumer/persist.h"
+#include "consumer/publish.h"
+
+/* The order-consumer process (consumer.c: main and the loop). The modules each do one
+ * job on it: backend (Redis and MySQL connections), kafkacons (the group member: set-up,
+ * rebalances, pause, lag, commit), intake (reading one batch), deadletter (the DLQ
+ * producer), retry (a step until it succeeds), claim (confirm/finalize in Redis),
+ * publish (user coupon records in Redis), pipeline (the steps of one batch in order). */
+
+#define CONSUMER_SLICE_MS 100   /* longest wait without looking at the stop flag */
+
+struct consumer_stats {
+    uint64_t batches;
+    uint64_t persisted;   /* orders whose row is in MySQL and shown as SUCCESS */
+    uint64_t added;       /* rows that were new (the rest were replays) */
+    uint64_t rejected;
+    uint64_t dead;
+    uint64_t conflicts;
+    uint64_t uses;        /* coupon.used events applied or found applied already */
+};
+
+/* Milliseconds spent in each part of the current batch, for the DEBUG line. */
+struct consumer_times {
+    int64_t fill, dead, claim, persist, publish, finalize, commit;
+};
+
+/* The process: one, static in main. Ownership: every handle, the stash, the batch and the
+ * publish cache belong to it and are released by main when it ends; rk, dlq, redis and
+ * db are NULL while not open (redis and db reconnect in each step, via backend). Only the
+ * consumer thread touches it; the signal handler only sets stop. */
+struct consumer {
+    struct config cfg;
+    struct luascript_set scripts;
+    volatile sig_atomic_t stop;  /* SIGTERM/SIGINT, or out of memory: finish and leave */
+    rd_kafka_t *rk;              /* high-level consumer (kafkacons) */
+    rd_kafka_t *dlq;             /* idempotent producer of the dead-letter topic (deadletter) */
+    char dlq_error[256];         /* last failed dead-letter delivery */
+    redisContext *redis;
+    MYSQL *db;
+    struct batch batch;
+    /* Messages that arrived while a step was being retried (a rebalance can hand over
+     * partitions that are not paused yet): they open the next batch. Owned until
+     * intake_fill or kafkacons_close destroys them. */
+    rd_kafka_message_t **stash;
+    size_t stash_count;
+    size_t stash_cap;
+    int paused;                  /* the assignment is paused while a step is retried */
+    struct publish_cache publish;
+    struct consumer_times times;
+    struct persist_stats persisted;  /* of the current batch */
+    struct consumer_stats total;
+    struct consumer_stats reported;  /* total at the last summary line */
+    int64_t reported_ms;
+};
+
+#endif

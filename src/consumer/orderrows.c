@@ -1,0 +1,218 @@
+#include "consumer/orderrows.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "consumer/sqltx.h"
+
+int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *coupon_id)
+{
+    sqltext_reset(&tx->sql);
+    sqltext_printf(&tx->sql, "SELECT coupon_id FROM seckill_activity WHERE id = %" PRId64,
+                   activity_id);
+    MYSQL_RES *res = sqltx_select(tx, "select seckill_activity");
+    if (!res)
+        return -1;
+    MYSQL_ROW row = mysql_fetch_row(res);
+    if (row && row[0])
+        *coupon_id = strtoll(row[0], NULL, 10);
+    mysql_free_result(res);
+    return 0;
+}
+
+void orderrows_insert_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
+                          size_t start, size_t end)
+{
+    sqltext_reset(s);
+    sqltext_printf(s, "INSERT INTO seckill_order "
+                      "(order_no,user_id,activity_id,coupon_id,accepted_at) VALUES ");
+    for (size_t i = start; i < end; i++) {
+        const struct orderevent *ev = &r->orders[i];
+        sqltext_printf(s, "%s(", i > start ? "," : "");
+        sqltext_quoted(s, db, ev->order_no);
+        sqltext_printf(s, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",", ev->user_id, r->activity_id,
+                       r->coupon_id);
+        sqltext_datetime(s, ev->created_ms);
+        sqltext_printf(s, ")");
+    }
+    /* No CLIENT_FOUND_ROWS: a duplicate counts 0, a new row 1. */
+    sqltext_printf(s, " ON DUPLICATE KEY UPDATE id=id");
+}
+
+static size_t chunk_end(size_t start, size_t count)
+{
+    return count - start < PERSIST_ROWS_PER_STATEMENT ? count : start + PERSIST_ROWS_PER_STATEMENT;
+}
+
+static int insert_orders(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
+{
+    *added = 0;
+    for (size_t start = 0; start < r->count; start += PERSIST_ROWS_PER_STATEMENT) {
+        orderrows_insert_sql(&tx->sql, tx->db, r, start, chunk_end(start, r->count));
+        uint64_t n;
+        if (sqltx_run(tx, "insert seckill_order", &n) != 0)
+            return -1;
+        *added += n;
+    }
+    return 0;
+}
+
+int orderrows_find(const struct orderrows_run *r, const char *order_no, size_t *pos)
+{
+    size_t lo = 0, hi = r->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(r->orders[mid].order_no, order_no);
+        if (c == 0) {
+            *pos = mid;
+            return 0;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -1;
+}
+
+void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
+                           size_t start, size_t end)
+{
+    sqltext_reset(s);
+    sqltext_printf(s, "SELECT order_no FROM seckill_order WHERE order_no IN (");
+    for (size_t i = start; i < end; i++) {
+        if (i > start)
+            sqltext_printf(s, ",");
+        sqltext_quoted(s, db, r->orders[i].order_no);
+    }
+    sqltext_printf(s, ")");
+}
+
+/* Fewer rows added than orders: a replay, or an order refused by UNIQUE(user, activity).
+ * Asks which order numbers have their row, so that only those are shown as SUCCESS. */
+static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
+{
+    for (size_t start = 0; start < r->count; start += PERSIST_ROWS_PER_STATEMENT) {
+        orderrows_present_sql(&tx->sql, tx->db, r, start, chunk_end(start, r->count));
+        MYSQL_RES *res = sqltx_select(tx, "select seckill_order");
+        if (!res)
+            return -1;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res)) != NULL) {
+            size_t pos;
+            if (row[0] && orderrows_find(r, row[0], &pos) == 0)
+                r->in_db[pos] = 1;
+        }
+        mysql_free_result(res);
+    }
+    return 0;
+}
+
+size_t orderrows_coupon_insert_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
+                                   size_t *next)
+{
+    sqltext_reset(s);
+    sqltext_printf(s, "INSERT INTO user_coupon (user_id,coupon_id,source_ref) VALUES ");
+    size_t rows = 0, i = *next;
+    for (; i < r->count && rows < PERSIST_ROWS_PER_STATEMENT; i++) {
+        if (!r->in_db[i])
+            continue;
+        const struct orderevent *ev = &r->orders[i];
+        sqltext_printf(s, "%s(%" PRId64 ",%" PRId64 ",", rows ? "," : "", ev->user_id,
+                       r->coupon_id);
+        sqltext_quoted(s, db, ev->order_no);
+        sqltext_printf(s, ")");
+        rows++;
+    }
+    sqltext_printf(s, " ON DUPLICATE KEY UPDATE id=id");
+    *next = i;
+    return rows;
+}
+
+static int insert_user_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
+{
+    *added = 0;
+    size_t next = 0;
+    while (orderrows_coupon_insert_sql(&tx->sql, tx->db, r, &next) > 0) {
+        uint64_t n;
+        if (sqltx_run(tx, "insert user_coupon", &n) != 0)
+            return -1;
+        *added += n;
+    }
+    return 0;
+}
+
+size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
+                                   size_t *next)
+{
+    sqltext_reset(s);
+    sqltext_printf(s, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN (");
+    size_t rows = 0, i = *next;
+    for (; i < r->count && rows < PERSIST_ROWS_PER_STATEMENT; i++) {
+        if (!r->in_db[i])
+            continue;
+        if (rows++)
+            sqltext_printf(s, ",");
+        sqltext_quoted(s, db, r->orders[i].order_no);
+    }
+    sqltext_printf(s, ")");
+    *next = i;
+    return rows;
+}
+
+/* The ids of the user coupons of this run, new or replayed, for the Redis record. */
+static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r)
+{
+    size_t next = 0;
+    while (orderrows_coupon_select_sql(&tx->sql, tx->db, r, &next) > 0) {
+        MYSQL_RES *res = sqltx_select(tx, "select user_coupon");
+        if (!res)
+            return -1;
+        MYSQL_ROW row;
+        while ((row = mysql_fetch_row(res)) != NULL) {
+            size_t pos;
+            if (row[0] && row[1] && orderrows_find(r, row[1], &pos) == 0) {
+                r->coupons[pos].id = strtoll(row[0], NULL, 10);
+                r->coupons[pos].coupon_id = r->coupon_id;
+            }
+        }
+        mysql_free_result(res);
+    }
+    return 0;
+}
+
+int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct persist_stats *stats)
+{
+    uint64_t orders_added, coupons_added;
+    if (insert_orders(tx, r, &orders_added) != 0)
+        return -1;
+    if (orders_added == r->count) {
+        memset(r->in_db, 1, r->count);
+    } else if (mark_present(tx, r) != 0) {
+        return -1;
+    }
+    for (size_t i = 0; i < r->count; i++) {
+        if (r->in_db[i])
+            continue;
+        const struct orderevent *ev = &r->orders[i];
+        LOG_ERROR("order %s: user %" PRId64 " already holds another order of activity %" PRId64
+                  " in MySQL; not persisted", ev->order_no, ev->user_id, r->activity_id);
+        stats->conflicts++;
+    }
+    coupons_added = 0;
+    if (r->coupon_id == 0)
+        LOG_WARN("activity %" PRId64 " has no coupon: no user coupon issued", r->activity_id);
+    else if (insert_user_coupons(tx, r, &coupons_added) != 0 || find_user_coupons(tx, r) != 0)
+        return -1;
+    if (counters_add(&tx->activities, r->activity_id, orders_added, 0) != 0 ||
+        counters_add(&tx->coupons, r->coupon_id, coupons_added, 0) != 0) {
+        snprintf(tx->err, tx->errlen, "out of memory");
+        return -1;
+    }
+    stats->orders_added += orders_added;
+    stats->coupons_added += coupons_added;
+    return 0;
+}

@@ -1,0 +1,132 @@
+#include "consumer/pipeline.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "consumer/backend.h"
+#include "consumer/claim.h"
+#include "consumer/consumer.h"
+#include "consumer/consumermetrics.h"
+#include "consumer/deadletter.h"
+#include "consumer/kafkacons.h"
+#include "consumer/persist.h"
+#include "consumer/publish.h"
+#include "consumer/retry.h"
+
+static int step_persist(struct consumer *c, char *err, size_t errlen)
+{
+    struct batch *b = &c->batch;
+    if (b->accepted_count == 0 && b->use_count == 0)
+        return 0;
+    if (backend_db(c, err, errlen) != 0)
+        return -1;
+    int64_t t0 = clock_mono_us();
+    enum persist_result r = persist_batch(c->db, b, &c->persisted, err, errlen);
+    if (r == PERSIST_OK)
+        consumermetrics_observe(CONSUMERMETRICS_INSERT_DURATION, clock_mono_us() - t0);
+    if (r == PERSIST_DISCONNECTED)
+        backend_db_drop(c);
+    return r == PERSIST_OK ? 0 : -1;
+}
+
+static void note_rejections(const struct batch *b)
+{
+    for (size_t i = 0; i < b->count; i++)
+        if (b->verdicts[i] == BATCH_REJECTED)
+            LOG_INFO("order %s of user %" PRId64 " rejected: its reservation was released "
+                     "before it could be persisted", b->orders[i].order_no, b->orders[i].user_id);
+}
+
+/* The coupon.used events MySQL found inconsistent become dead letters: logged, kept out
+ * of MySQL, and never blocking the partition. Returns -1 when one could not be kept
+ * (out of memory): the batch must then not commit its offsets. */
+static int dead_uses(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    for (size_t i = 0; i < b->use_count; i++) {
+        const struct batch_use_result *r = &b->use_results[i];
+        if (r->verdict != BATCH_USE_INCONSISTENT)
+            continue;
+        const struct redeemevent *ev = &b->uses[i];
+        LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
+                  "(partition %" PRId32 " offset %" PRId64 ") is inconsistent with MySQL: %s",
+                  ev->user_coupon_id, ev->user_id, ev->order_ref, b->use_msgs[i].partition,
+                  b->use_msgs[i].offset, r->reason);
+        char error[sizeof(r->reason) + 16];
+        snprintf(error, sizeof(error), "inconsistent: %s", r->reason);
+        if (batch_dead_use(b, i, error) != 0) {
+            LOG_ERROR("out of memory dead-lettering partition %" PRId32 " offset %" PRId64
+                      "; stopping", b->use_msgs[i].partition, b->use_msgs[i].offset);
+            c->stop = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void account(struct consumer *c, int64_t started, int64_t started_us)
+{
+    const struct batch *b = &c->batch;
+    const struct consumer_times *t = &c->times;
+    size_t rejected = b->count - b->accepted_count;
+    size_t persisted = b->accepted_count - c->persisted.conflicts;
+    size_t uses = c->persisted.uses_applied + c->persisted.uses_repeated;
+    c->total.batches++;
+    c->total.persisted += persisted;
+    c->total.added += c->persisted.orders_added;
+    c->total.rejected += rejected;
+    c->total.dead += b->dead_count;
+    c->total.conflicts += c->persisted.conflicts;
+    c->total.uses += uses;
+    consumermetrics_add(CONSUMERMETRICS_BATCHES, 1);
+    consumermetrics_add(CONSUMERMETRICS_ORDERS_PERSISTED, c->persisted.orders_added);
+    consumermetrics_add(CONSUMERMETRICS_ORDERS_REJECTED, rejected);
+    consumermetrics_add(CONSUMERMETRICS_DEAD_LETTERS, b->dead_count);
+    consumermetrics_add(CONSUMERMETRICS_COUPON_USES, c->persisted.uses_applied);
+    consumermetrics_observe(CONSUMERMETRICS_BATCH_SIZE, (int64_t)b->count);
+    consumermetrics_observe(CONSUMERMETRICS_BATCH_DURATION, clock_mono_us() - started_us);
+    LOG_DEBUG("batch: %zu messages, %zu orders persisted (%" PRIu64 " new), %zu rejected, "
+              "%zu coupon uses (%zu new), %zu dead-lettered, %zu repeated, %" PRId64 " ms: "
+              "fill %" PRId64 " ms, dead %" PRId64 " ms, claim %" PRId64 " ms, persist %" PRId64
+              " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, commit %" PRId64 " ms",
+              b->messages, persisted, c->persisted.orders_added, rejected, uses,
+              c->persisted.uses_applied, b->dead_count, b->duplicates, clock_mono_ms() - started,
+              t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->commit);
+}
+
+int pipeline_run(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    struct consumer_times *t = &c->times;
+    int64_t started = clock_mono_ms();
+    int64_t started_us = clock_mono_us();
+    batch_seal(b);
+    memset(&c->persisted, 0, sizeof(c->persisted));
+    if (retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
+                   &t->dead) != 0 ||
+        retry_step(c, "claim", claim_orders, CONSUMERMETRICS_RETRY_CLAIM, &t->claim) != 0)
+        return -1;
+    note_rejections(b);
+    batch_collect_accepted(b);
+    size_t dead_before = b->dead_count;
+    if (retry_step(c, "persist", step_persist, CONSUMERMETRICS_RETRY_PERSIST, &t->persist) != 0 ||
+        dead_uses(c) != 0 ||
+        retry_step(c, "publish coupons", publish_coupons, CONSUMERMETRICS_RETRY_PUBLISH,
+                   &t->publish) != 0 ||
+        retry_step(c, "finalize", claim_finalize, CONSUMERMETRICS_RETRY_FINALIZE,
+                   &t->finalize) != 0)
+        return -1;
+    if (b->dead_count > dead_before &&
+        retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
+                   &t->dead) != 0)
+        return -1;
+    kafkacons_set_paused(c, 0);
+    int64_t t0 = clock_mono_ms();
+    kafkacons_commit(c);
+    t->commit = clock_mono_ms() - t0;
+    account(c, started, started_us);
+    return 0;
+}

@@ -1,0 +1,103 @@
+#include "consumer/publish.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/log.h"
+#include "consumer/backend.h"
+#include "consumer/consumer.h"
+#include "consumer/persist.h"
+#include "store/couponsync.h"
+
+/* The terms of one coupon: from the cache, else from MySQL (and then kept). Returns the
+ * template, or NULL: with *failed set when MySQL failed (retry), else when the coupon row
+ * is missing or malformed, which no retry mends. */
+static const struct usercoupon *terms_of(struct consumer *c, int64_t coupon_id, int *failed,
+                                         char *err, size_t errlen)
+{
+    struct publish_cache *p = &c->publish;
+    *failed = 0;
+    for (size_t i = 0; i < p->terms_count; i++)
+        if (p->terms[i].coupon_id == coupon_id)
+            return &p->terms[i].tmpl;
+    if (backend_db(c, err, errlen) != 0) {
+        *failed = 1;
+        return NULL;
+    }
+    struct usercoupon tmpl;
+    char why[256];
+    int rc = couponsync_load(c->db, coupon_id, &tmpl, why, sizeof(why));
+    if (rc == 0) {
+        size_t slot = p->terms_count < PUBLISH_TERMS_CACHE ? p->terms_count++ : p->terms_next;
+        if (p->terms_count == PUBLISH_TERMS_CACHE)
+            p->terms_next = (slot + 1) % PUBLISH_TERMS_CACHE;
+        p->terms[slot].coupon_id = coupon_id;
+        p->terms[slot].tmpl = tmpl;
+        return &p->terms[slot].tmpl;
+    }
+    unsigned int code = mysql_errno(c->db);
+    if (rc < 0 && code != 0) {
+        snprintf(err, errlen, "%s", why);
+        if (persist_connection_lost(code))
+            backend_db_drop(c);
+        *failed = 1;
+        return NULL;
+    }
+    LOG_ERROR("%s: its user coupons of this batch are not published to redis", why);
+    return NULL;
+}
+
+int publish_coupons(struct consumer *c, char *err, size_t errlen)
+{
+    struct batch *b = &c->batch;
+    struct publish_cache *p = &c->publish;
+    if (b->accepted_count == 0)
+        return 0;
+    if (backend_redis(c, err, errlen) != 0)
+        return -1;
+    if (b->accepted_count > p->records_cap) {
+        struct usercoupon *grown = realloc(p->records, b->accepted_count * sizeof(*grown));
+        if (!grown) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        p->records = grown;
+        p->records_cap = b->accepted_count;
+    }
+    size_t n = 0;
+    const struct usercoupon *tmpl = NULL;
+    int64_t looked_up = 0;
+    for (size_t i = 0; i < b->accepted_count; i++) {
+        const struct batch_coupon *bc = &b->coupons[i];
+        if (!b->in_db[i] || bc->id <= 0)
+            continue;
+        if (bc->coupon_id != looked_up) {
+            int failed;
+            tmpl = terms_of(c, bc->coupon_id, &failed, err, errlen);
+            if (failed)
+                return -1;
+            looked_up = bc->coupon_id;
+        }
+        if (!tmpl)
+            continue;
+        struct usercoupon *uc = &p->records[n++];
+        *uc = *tmpl;
+        uc->id = bc->id;
+        uc->user_id = b->accepted[i].user_id;
+    }
+    char why[256];
+    if (n > 0 && couponsync_publish_many(c->redis, p->records, n, why, sizeof(why)) < 0) {
+        snprintf(err, errlen, "%s", why);
+        if (c->redis->err)
+            backend_redis_drop(c);
+        return -1;
+    }
+    return 0;
+}
+
+void publish_free(struct publish_cache *p)
+{
+    free(p->records);
+    p->records = NULL;
+    p->records_cap = 0;
+}

@@ -1,0 +1,360 @@
+/* What persist writes, checked without a server: the SQL text of each statement (the
+ * MYSQL handle only quotes, it is never connected), the counters applied at the end of
+ * the transaction, and the verdict on each coupon.used event. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "consumer/counters.h"
+#include "consumer/couponuse.h"
+#include "consumer/orderrows.h"
+#include "consumer/persist.h"
+#include "consumer/sqltext.h"
+
+/* 2026-12-01T12:00:00.250Z */
+#define T0 1796126400250LL
+
+static MYSQL *quoter;
+
+static int setup(void **state)
+{
+    (void)state;
+    quoter = mysql_init(NULL);
+    return quoter ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    mysql_close(quoter);
+    mysql_library_end();
+    return 0;
+}
+
+static const char *datetime(struct sqltext *s, int64_t ms)
+{
+    sqltext_reset(s);
+    sqltext_datetime(s, ms);
+    return s->failed ? "(failed)" : s->data;
+}
+
+static void test_datetime_literal(void **state)
+{
+    (void)state;
+    struct sqltext s = { 0 };
+    assert_string_equal(datetime(&s, 0), "'1970-01-01 00:00:00.000'");
+    assert_string_equal(datetime(&s, T0), "'2026-12-01 12:00:00.250'");
+    assert_string_equal(datetime(&s, 4102444799999LL), "'2099-12-31 23:59:59.999'");
+    assert_string_equal(datetime(&s, PERSIST_MAX_ACCEPTED_MS), "'9999-12-31 23:59:59.999'");
+    assert_false(s.failed);
+    assert_string_equal(datetime(&s, PERSIST_MAX_ACCEPTED_MS + 1), "(failed)");
+    sqltext_free(&s);
+    assert_string_equal(datetime(&s, -1), "(failed)");
+    sqltext_free(&s);
+}
+
+static void test_cents_literal(void **state)
+{
+    (void)state;
+    struct sqltext s = { 0 };
+    sqltext_cents(&s, 1234);
+    sqltext_printf(&s, " ");
+    sqltext_cents(&s, 5);
+    sqltext_printf(&s, " ");
+    sqltext_cents(&s, 0);
+    sqltext_printf(&s, " ");
+    sqltext_cents(&s, SQLTEXT_MAX_CENTS);
+    assert_false(s.failed);
+    assert_string_equal(s.data, "12.34 0.05 0.00 9999999999999.99");
+    sqltext_cents(&s, SQLTEXT_MAX_CENTS + 1);
+    assert_true(s.failed);
+    sqltext_free(&s);
+    sqltext_cents(&s, -1);
+    assert_true(s.failed);
+    sqltext_free(&s);
+}
+
+static void test_text_grows_and_failure_sticks(void **state)
+{
+    (void)state;
+    struct sqltext s = { 0 };
+    for (int i = 0; i < 10000; i++)
+        sqltext_printf(&s, "%d,", i % 10);
+    assert_false(s.failed);
+    assert_int_equal(s.len, 20000);
+    assert_int_equal(strlen(s.data), 20000);
+    assert_memory_equal(s.data + 19990, "5,6,7,8,9,", 10);
+    sqltext_reset(&s);
+    assert_int_equal(s.len, 0);
+    assert_string_equal(s.data, "");
+    /* A statement with a value MySQL cannot hold must never be sent. */
+    sqltext_datetime(&s, -5);
+    sqltext_reset(&s);
+    sqltext_printf(&s, "SELECT 1");
+    assert_true(s.failed);
+    sqltext_free(&s);
+    assert_false(s.failed);
+}
+
+static void test_quoted_escapes(void **state)
+{
+    (void)state;
+    struct sqltext s = { 0 };
+    sqltext_quoted(&s, quoter, "12-3");
+    sqltext_printf(&s, ",");
+    sqltext_quoted(&s, quoter, "a'b\\c");
+    sqltext_printf(&s, ",");
+    sqltext_quoted(&s, quoter, "");
+    assert_string_equal(s.data, "'12-3','a\\'b\\\\c',''");
+    sqltext_free(&s);
+}
+
+static void test_counters_coalesce_in_id_order(void **state)
+{
+    (void)state;
+    struct counters c = { 0 };
+    assert_int_equal(counters_add(&c, 9, 3, 0), 0);
+    assert_int_equal(counters_add(&c, 2, 0, 0), 0);   /* nothing to change: not kept */
+    assert_int_equal(counters_add(&c, 4, 1, 0), 0);
+    assert_int_equal(counters_add(&c, 9, 0, 2), 0);
+    assert_int_equal(counters_add(&c, 4, 5, 1), 0);
+    for (int i = 0; i < 40; i++)
+        assert_int_equal(counters_add(&c, 7, 1, 0), 0);
+    assert_int_equal(c.count, 44);
+    counters_coalesce(&c);
+    assert_int_equal(c.count, 3);
+    assert_int_equal(c.v[0].id, 4);
+    assert_int_equal(c.v[0].first, 6);
+    assert_int_equal(c.v[0].second, 1);
+    assert_int_equal(c.v[1].id, 7);
+    assert_int_equal(c.v[1].first, 40);
+    assert_int_equal(c.v[2].id, 9);
+    assert_int_equal(c.v[2].first, 3);
+    assert_int_equal(c.v[2].second, 2);
+    counters_free(&c);
+    assert_int_equal(c.count, 0);
+    counters_coalesce(&c);   /* empty: nothing to do */
+}
+
+static struct orderevent order(const char *no, int64_t user, int64_t created_ms)
+{
+    struct orderevent ev;
+    memset(&ev, 0, sizeof(ev));
+    snprintf(ev.order_no, sizeof(ev.order_no), "%s", no);
+    ev.user_id = user;
+    ev.activity_id = 5;
+    ev.created_ms = created_ms;
+    return ev;
+}
+
+static void test_order_statements(void **state)
+{
+    (void)state;
+    struct orderevent orders[3] = { order("100-5", 1, T0), order("200-5", 2, 0),
+                                    order("300-5", 3, T0) };
+    unsigned char in_db[3] = { 1, 0, 1 };
+    struct batch_coupon coupons[3] = { { 0, 0 } };
+    struct orderrows_run r = { orders, in_db, coupons, 3, 5, 8 };
+    struct sqltext s = { 0 };
+
+    orderrows_insert_sql(&s, quoter, &r, 0, 2);
+    assert_false(s.failed);
+    assert_string_equal(s.data,
+                        "INSERT INTO seckill_order (order_no,user_id,activity_id,coupon_id,"
+                        "accepted_at) VALUES ('100-5',1,5,8,'2026-12-01 12:00:00.250'),"
+                        "('200-5',2,5,8,'1970-01-01 00:00:00.000') "
+                        "ON DUPLICATE KEY UPDATE id=id");
+
+    orderrows_present_sql(&s, quoter, &r, 1, 3);
+    assert_string_equal(s.data,
+                        "SELECT order_no FROM seckill_order WHERE order_no IN ('200-5','300-5')");
+
+    /* Only the orders that have their row get a user coupon. */
+    size_t next = 0;
+    assert_int_equal(orderrows_coupon_insert_sql(&s, quoter, &r, &next), 2);
+    assert_int_equal(next, 3);
+    assert_string_equal(s.data, "INSERT INTO user_coupon (user_id,coupon_id,source_ref) VALUES "
+                                "(1,8,'100-5'),(3,8,'300-5') ON DUPLICATE KEY UPDATE id=id");
+    assert_int_equal(orderrows_coupon_insert_sql(&s, quoter, &r, &next), 0);
+
+    next = 0;
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 2);
+    assert_string_equal(s.data, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN "
+                                "('100-5','300-5')");
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 0);
+
+    /* An order accepted beyond DATETIME cannot be written. */
+    orders[1].created_ms = PERSIST_MAX_ACCEPTED_MS + 1;
+    orderrows_insert_sql(&s, quoter, &r, 0, 3);
+    assert_true(s.failed);
+    sqltext_free(&s);
+}
+
+static void test_user_coupon_statements_are_chunked(void **state)
+{
+    (void)state;
+    enum { N = PERSIST_ROWS_PER_STATEMENT * 9 / 5 };   /* 6000 of them have their row */
+    struct orderevent *orders = calloc(N, sizeof(*orders));
+    unsigned char *in_db = calloc(N, 1);
+    struct batch_coupon *coupons = calloc(N, sizeof(*coupons));
+    assert_non_null(orders);
+    assert_non_null(in_db);
+    assert_non_null(coupons);
+    size_t want = 0;
+    for (size_t i = 0; i < N; i++) {
+        char no[32];
+        snprintf(no, sizeof(no), "%06zu-5", i);
+        orders[i] = order(no, (int64_t)i, T0);
+        in_db[i] = i % 3 != 0;   /* a third refused by MySQL */
+        want += in_db[i];
+    }
+    struct orderrows_run r = { orders, in_db, coupons, N, 5, 8 };
+    struct sqltext s = { 0 };
+    size_t next = 0, total = 0, statements = 0, rows;
+    while ((rows = orderrows_coupon_insert_sql(&s, quoter, &r, &next)) > 0) {
+        assert_true(rows <= PERSIST_ROWS_PER_STATEMENT);
+        total += rows;
+        statements++;
+    }
+    assert_int_equal(total, want);
+    assert_int_equal(statements, 2);
+    assert_int_equal(next, N);
+
+    size_t pos;
+    assert_int_equal(orderrows_find(&r, "000000-5", &pos), 0);
+    assert_int_equal(pos, 0);
+    assert_int_equal(orderrows_find(&r, "004321-5", &pos), 0);
+    assert_int_equal(pos, 4321);
+    assert_int_equal(orderrows_find(&r, "008999-5", &pos), 0);
+    assert_int_equal(pos, N - 1);
+    assert_int_equal(orderrows_find(&r, "004321-6", &pos), -1);
+    assert_int_equal(orderrows_find(&r, "", &pos), -1);
+    sqltext_free(&s);
+    free(orders);
+    free(in_db);
+    free(coupons);
+}
+
+static struct redeemevent use(int64_t uc, int64_t user, const char *ref)
+{
+    struct redeemevent ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.user_coupon_id = uc;
+    ev.user_id = user;
+    snprintf(ev.order_ref, sizeof(ev.order_ref), "%s", ref);
+    ev.discount = 1000;
+    ev.payable = 9000;
+    ev.used_ms = T0;
+    return ev;
+}
+
+static struct couponuse_row row(int64_t id, int64_t user, const char *status, const char *ref)
+{
+    struct couponuse_row u;
+    memset(&u, 0, sizeof(u));
+    u.id = id;
+    u.user_id = user;
+    u.coupon_id = 3;
+    snprintf(u.status, sizeof(u.status), "%s", status);
+    snprintf(u.order_ref, sizeof(u.order_ref), "%s", ref);
+    return u;
+}
+
+static void test_use_verdicts(void **state)
+{
+    (void)state;
+    char why[160];
+    struct redeemevent ev = use(7, 1001, "CHK-1");
+    struct couponuse_row u = row(7, 1001, "UNUSED", "");
+    why[0] = '\0';
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_APPLIED);
+
+    u = row(7, 1001, "USED", "CHK-1");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_REPEATED);
+
+    u = row(7, 1001, "USED", "CHK-2");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_string_equal(why, "user coupon 7 is already used by order 'CHK-2', not 'CHK-1'");
+
+    u = row(7, 1002, "UNUSED", "");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_string_equal(why, "user coupon 7 belongs to user 1002, not 1001");
+
+    u = row(7, 1001, "EXPIRED", "");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_string_equal(why, "user coupon 7 is EXPIRED");
+
+    assert_int_equal(couponuse_judge(&ev, NULL, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_string_equal(why, "user coupon 7 does not exist");
+
+    u = row(7, 1001, "UNUSED", "");
+    ev.payable = SQLTEXT_MAX_CENTS + 1;
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_non_null(strstr(why, "does not fit DECIMAL(15,2)"));
+    ev = use(7, 1001, "CHK-1");
+    ev.used_ms = PERSIST_MAX_ACCEPTED_MS + 1;
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_non_null(strstr(why, "beyond the range of DATETIME"));
+}
+
+static void test_use_statements(void **state)
+{
+    (void)state;
+    struct redeemevent a = use(7, 1001, "CHK-1"), b = use(9, 1002, "O'Brien");
+    b.discount = 5;
+    b.payable = 195;
+    const struct redeemevent *uses[2] = { &a, &b };
+    struct sqltext s = { 0 };
+
+    couponuse_update_sql(&s, quoter, uses, 1);
+    assert_false(s.failed);
+    assert_string_equal(s.data, "UPDATE user_coupon SET status='USED', order_ref='CHK-1', "
+                                "discount=10.00, payable=90.00, used_at='2026-12-01 12:00:00.250' "
+                                "WHERE id=7 AND user_id=1001 AND status='UNUSED'");
+
+    couponuse_update_sql(&s, quoter, uses, 2);
+    assert_false(s.failed);
+    assert_string_equal(s.data,
+                        "UPDATE user_coupon uc JOIN ("
+                        "SELECT 7 AS id, 1001 AS user_id, 'CHK-1' AS order_ref, 10.00 AS discount, "
+                        "90.00 AS payable, '2026-12-01 12:00:00.250' AS used_at UNION ALL "
+                        "SELECT 9 AS id, 1002 AS user_id, 'O\\'Brien' AS order_ref, 0.05 AS "
+                        "discount, 1.95 AS payable, '2026-12-01 12:00:00.250' AS used_at"
+                        ") v ON uc.id = v.id AND uc.user_id = v.user_id "
+                        "SET uc.status='USED', uc.order_ref=v.order_ref, "
+                        "uc.discount=v.discount, uc.payable=v.payable, uc.used_at=v.used_at "
+                        "WHERE uc.status='UNUSED'");
+
+    int64_t ids[] = { 9, 3, 9, 7, 3, 3 };
+    size_t n = couponuse_distinct_ids(ids, 6);
+    assert_int_equal(n, 3);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 7);
+    assert_int_equal(ids[2], 9);
+    couponuse_lock_sql(&s, ids, n);
+    assert_string_equal(s.data, "SELECT id, user_id, coupon_id, status, order_ref FROM "
+                                "user_coupon WHERE id IN (3,7,9) ORDER BY id FOR UPDATE");
+    sqltext_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_datetime_literal),
+        cmocka_unit_test(test_cents_literal),
+        cmocka_unit_test(test_text_grows_and_failure_sticks),
+        cmocka_unit_test(test_quoted_escapes),
+        cmocka_unit_test(test_counters_coalesce_in_id_order),
+        cmocka_unit_test(test_order_statements),
+        cmocka_unit_test(test_user_coupon_statements_are_chunked),
+        cmocka_unit_test(test_use_verdicts),
+        cmocka_unit_test(test_use_statements),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
