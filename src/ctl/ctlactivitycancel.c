@@ -14,8 +14,8 @@
 #include "common/timeparse.h"
 
 static int ctlactivitycancel_print(struct ctlrun *ctl, const struct ctlactivity_row *row,
-                                    const struct ctlactivity_cancelled *cc, bool already,
-                                    int64_t in_flight)
+                                   const struct ctlactivity_cancelled *cc, bool already,
+                                   int64_t in_flight)
 {
     if (ctl->json) {
         cJSON *obj = cJSON_CreateObject();
@@ -65,7 +65,7 @@ int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
             char end[40];
             timeparse_format(row.end_ms, end, sizeof(end));
             return ctlout_fail(ctl, "activity %" PRId64 " ended at %s: nothing to stop (its unsold stock "
-                            "goes back to coupon %" PRId64 " by itself)", id, end, row.coupon_id);
+                               "goes back to coupon %" PRId64 " by itself)", id, end, row.coupon_id);
         }
     }
 
@@ -78,7 +78,7 @@ int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
                  "UPDATE seckill_activity SET status = 'CANCELLED' WHERE id = %" PRId64, id);
         if ((rc = ctldb_exec(ctl, sql)) != CTLRUN_OK) {
             ctlout_note(ctl, "activity %" PRId64 " is stopped in Redis but MySQL was not updated: run "
-                     "'seckillctl activity cancel %" PRId64 "' again", id, id);
+                        "'seckillctl activity cancel %" PRId64 "' again", id, id);
             return rc;
         }
         /* sold_count as of the cancel, for the in-flight count below. */

@@ -97,7 +97,8 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         return rc;
     int64_t coupon_id, stock, start_ms, end_ms, now = clock_wall_ms();
     if ((rc = ctlargs_id(ctl, "--coupon", opts[COUPON].value, &coupon_id)) != CTLRUN_OK ||
-        (rc = ctlargs_count(ctl, "--stock", opts[STOCK].value, 1, CTLACTIVITYCREATE_MAX_STOCK, &stock)) != CTLRUN_OK ||
+        (rc = ctlargs_count(ctl, "--stock", opts[STOCK].value, 1, CTLACTIVITYCREATE_MAX_STOCK,
+                            &stock)) != CTLRUN_OK ||
         (rc = ctlargs_time(ctl, "--start", opts[START].value, now, &start_ms)) != CTLRUN_OK ||
         (rc = ctlargs_time(ctl, "--end", opts[END].value, now, &end_ms)) != CTLRUN_OK)
         return rc;
@@ -107,11 +108,12 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         return ctlout_usage_error(ctl, "--end must be after --start");
     if (end_ms <= now)
         return ctlout_usage_error(ctl, "--end '%s' is in the past: the sale would already be over",
-                               opts[END].value);
+                                  opts[END].value);
     if (end_ms - start_ms > ctl->cfg.max_seckill_duration * 1000)
         return ctlout_usage_error(ctl,
-                               "window of %" PRId64 " s exceeds seckill.max-seckill-duration (%" PRId64 " s)",
-                               (end_ms - start_ms + 999) / 1000, ctl->cfg.max_seckill_duration);
+                                  "window of %" PRId64 " s exceeds seckill.max-seckill-duration "
+                                  "(%" PRId64 " s)",
+                                  (end_ms - start_ms + 999) / 1000, ctl->cfg.max_seckill_duration);
 
     /* Redis is needed for the warmup: better refused now than created cold. */
     if (!ctlredis_conn(ctl))
@@ -134,7 +136,7 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         rc = ctlactivitywarmup_warm(ctl, &row, report, sizeof(report));
     if (rc != CTLRUN_OK)
         ctlout_note(ctl, "activity %" PRId64 " was created but is not warmed: run "
-                 "'seckillctl activity warmup %" PRId64 "'", id, id);
+                    "'seckillctl activity warmup %" PRId64 "'", id, id);
     else if (!ctl->json)
         ctlout_note(ctl, "activity %" PRId64 " warmed: %s", id, report);
 

@@ -27,7 +27,7 @@ struct ctlactivitywarmup_meta {
 };
 
 static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char *key,
-                             struct ctlactivitywarmup_meta *m)
+                                   struct ctlactivitywarmup_meta *m)
 {
     snprintf(m->id, sizeof(m->id), "%" PRId64, row->id);
     snprintf(m->coupon, sizeof(m->coupon), "%" PRId64, row->coupon_id);
@@ -71,7 +71,7 @@ struct ctlactivitywarmup_chunk {
 };
 
 static int ctlactivitywarmup_flush_chunk(struct ctlrun *ctl, redisContext *c,
-                                   const struct keys_set *k, struct ctlactivitywarmup_chunk *ch)
+                                         const struct keys_set *k, struct ctlactivitywarmup_chunk *ch)
 {
     if (ch->n == 0)
         return CTLRUN_OK;
@@ -123,7 +123,8 @@ static int ctlactivitywarmup_exec(struct ctlrun *ctl, redisContext *c, redisRepl
         return CTLACTIVITYWARMUP_RETRY;
     }
     if (r->type != REDIS_REPLY_ARRAY) {
-        int rc = ctlout_fail(ctl, "redis EXEC: %s", r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        int rc = ctlout_fail(ctl, "redis EXEC: %s",
+                             r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
         freeReplyObject(r);
         return rc;
     }
@@ -142,8 +143,9 @@ static int ctlactivitywarmup_exec(struct ctlrun *ctl, redisContext *c, redisRepl
  * claimed again by the consumer's confirm script against the rebuilt stock. A cancelled
  * sale gets a stock key of 0 and its unsold stock as 'returned' (see ctlallotment.h):
  * it must not go back on sale, and I3 must still add up. */
-static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c, const struct ctlactivity_row *row,
-                               const struct keys_set *k, char *report, size_t reportlen)
+static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
+                                     const struct ctlactivity_row *row, const struct keys_set *k,
+                                     char *report, size_t reportlen)
 {
     if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
         return CTLRUN_FAIL;
@@ -155,7 +157,8 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c, const 
         ctlout_fail(ctl, "out of memory");
         goto out;
     }
-    const char *del[] = { "DEL", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED], k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
+    const char *del[] = { "DEL", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED],
+                          k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
     if (ctlactivitywarmup_queue(ctl, c, 6, del) != CTLRUN_OK)
         goto out;
 
@@ -191,7 +194,7 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c, const 
     int64_t left = row->stock - orders;
     if (left < 0) {
         ctlout_note(ctl, "activity %" PRId64 ": %" PRId64 " orders in MySQL exceed the stock of %" PRId64
-                 " (oversold); stock set to 0", row->id, orders, row->stock);
+                    " (oversold); stock set to 0", row->id, orders, row->stock);
         left = 0;
     }
     bool cancelled = ctlactivity_is_cancelled(row);
@@ -205,7 +208,8 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c, const 
     const char *returned_set[] = { "HSET", k->name[KEYS_ACTIVITY], "returned", s_left };
     const char *returned_del[] = { "HDEL", k->name[KEYS_ACTIVITY], "returned" };
     const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
-    if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK || ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
+    if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
         (cancelled ? ctlactivitywarmup_queue(ctl, c, 4, returned_set)
                    : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK)
@@ -235,8 +239,9 @@ out:
 
 /* The stock key exists: the sale may be live, so only the description is refreshed and
  * the stock, the users and the orders are left as they are. Under the caller's WATCH. */
-static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c, const struct ctlactivity_row *row,
-                               const struct keys_set *k, char *report, size_t reportlen)
+static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
+                                     const struct ctlactivity_row *row, const struct keys_set *k,
+                                     char *report, size_t reportlen)
 {
     if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
         return CTLRUN_FAIL;
@@ -246,7 +251,8 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c, const 
     snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
     const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
     const char *get[] = { "GET", k->name[KEYS_STOCK] };
-    if (ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK || ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK ||
+    if (ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 2, get) != CTLRUN_OK) {
         ctlactivitywarmup_discard(c);
         return CTLRUN_FAIL;
@@ -265,7 +271,7 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c, const 
 }
 
 int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row, char *report,
-                     size_t reportlen)
+                           size_t reportlen)
 {
     redisContext *c = ctlredis_conn(ctl);
     if (!c)
@@ -302,15 +308,15 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
             if (r)
                 freeReplyObject(r);
             return ctlout_fail(ctl, "activity %" PRId64 " is cancelled in Redis but not in MySQL (an "
-                            "interrupted 'activity cancel'?): run 'seckillctl activity cancel %" PRId64
-                            "' to finish it; warming it would reopen the sale", row->id, row->id);
+                               "interrupted 'activity cancel'?): run 'seckillctl activity cancel %" PRId64
+                               "' to finish it; warming it would reopen the sale", row->id, row->id);
         }
         rc = present ? ctlactivitywarmup_refresh(ctl, c, row, &k, report, reportlen)
                      : ctlactivitywarmup_rebuild(ctl, c, row, &k, report, reportlen);
     }
     if (rc == CTLACTIVITYWARMUP_RETRY)
         return ctlout_fail(ctl, "activity %" PRId64 ": the activity kept changing during warmup; "
-                        "is another warmup or cancel running?", row->id);
+                           "is another warmup or cancel running?", row->id);
     if (rc != CTLRUN_OK || !cancelled)
         return rc;
     /* A kept stock key of a cancelled sale may hold units the reaper released after the

@@ -46,10 +46,11 @@ int ctlcouponcreate_run(struct ctlrun *ctl, int argc, char **argv)
             type = types[i];
     if (!type)
         return ctlout_usage_error(ctl, "--type '%s': must be CASH, DISCOUNT or GIFT",
-                               opts[TYPE].value);
+                                  opts[TYPE].value);
 
     int64_t amount = 0, rate = CTLCOUPON_RATE_ONE, min_order = 0, max_discount = 0;
-    if (opts[AMOUNT].value && (rc = ctlargs_amount(ctl, "--amount", opts[AMOUNT].value, &amount)) != CTLRUN_OK)
+    if (opts[AMOUNT].value &&
+        (rc = ctlargs_amount(ctl, "--amount", opts[AMOUNT].value, &amount)) != CTLRUN_OK)
         return rc;
     if (opts[MIN_ORDER].value &&
         (rc = ctlargs_amount(ctl, "--min-order", opts[MIN_ORDER].value, &min_order)) != CTLRUN_OK)
@@ -80,7 +81,8 @@ int ctlcouponcreate_run(struct ctlrun *ctl, int argc, char **argv)
     }
 
     int64_t total;
-    if ((rc = ctlargs_count(ctl, "--total", opts[TOTAL].value, 1, CTLCOUPONCREATE_MAX_COUNT, &total)) != CTLRUN_OK)
+    if ((rc = ctlargs_count(ctl, "--total", opts[TOTAL].value, 1, CTLCOUPONCREATE_MAX_COUNT,
+                            &total)) != CTLRUN_OK)
         return rc;
     int64_t now = clock_wall_ms(), start_ms, end_ms;
     if ((rc = ctlargs_time(ctl, "--start", opts[START].value, now, &start_ms)) != CTLRUN_OK ||
@@ -90,7 +92,7 @@ int ctlcouponcreate_run(struct ctlrun *ctl, int argc, char **argv)
         return ctlout_usage_error(ctl, "--end must be after --start");
     if (end_ms <= now)
         return ctlout_usage_error(ctl, "--end '%s' is in the past: the coupon would be expired at once",
-                               opts[END].value);
+                                  opts[END].value);
 
     char s_amount[32], s_min[32], s_max[32], s_rate[48], s_start[32], s_end[32];
     couponterms_format_cents(amount, s_amount, sizeof(s_amount));

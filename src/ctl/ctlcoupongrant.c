@@ -56,7 +56,7 @@ static const char *ctlcoupongrant_ref(const struct ctlcoupongrant *g)
 /* An earlier grant with this explicit reference: CTLRUN_OK with g->id set when it is this
  * very grant (same user and coupon), CTLRUN_FAIL when the reference belongs to another. */
 static int ctlcoupongrant_repeat(struct ctlrun *ctl, const char *qref, struct ctlcoupongrant *g,
-                                  bool *found)
+                                 bool *found)
 {
     char sql[256];
     snprintf(sql, sizeof(sql),
@@ -73,7 +73,8 @@ static int ctlcoupongrant_repeat(struct ctlrun *ctl, const char *qref, struct ct
             g->id = id;
         else
             rc = ctlout_fail(ctl, "--ref '%s' was used by another grant: user coupon %" PRId64
-                          " of coupon %" PRId64 " to user %" PRId64, ctlcoupongrant_ref(g), id, coupon, user);
+                             " of coupon %" PRId64 " to user %" PRId64,
+                             ctlcoupongrant_ref(g), id, coupon, user);
     }
     mysql_free_result(res);
     return rc;
@@ -104,7 +105,7 @@ static int ctlcoupongrant_tx(struct ctlrun *ctl, struct ctlcoupongrant *g, int64
     char when[40];
     if (strcmp(cp->status, "ACTIVE") != 0) {
         rc = ctlout_fail(ctl, "coupon %" PRId64 " is %s, not ACTIVE: nothing can be granted", g->coupon_id,
-                      cp->status);
+                         cp->status);
         goto out;
     }
     if (now >= cp->end_ms) {
@@ -173,7 +174,7 @@ int ctlcoupongrant_run(struct ctlrun *ctl, int argc, char **argv)
     if (opts[REF].value && (!usercoupon_valid_ref(opts[REF].value) ||
                             strlen(opts[REF].value) > (size_t)CTLCOUPONGRANT_REF_MAX))
         return ctlout_usage_error(ctl, "--ref '%s': 1 to %d characters of A-Z a-z 0-9 _ . : -",
-                               opts[REF].value, CTLCOUPONGRANT_REF_MAX);
+                                  opts[REF].value, CTLCOUPONGRANT_REF_MAX);
     g.explicit_ref = opts[REF].value != NULL;
 
     /* Redis is needed for the allotment and the record: better refused before MySQL. */
@@ -212,12 +213,12 @@ int ctlcoupongrant_run(struct ctlrun *ctl, int argc, char **argv)
     int prc = ctlcouponwarmup_publish(ctl, &tmpl, where, &pub);
     if (prc != CTLRUN_OK)
         ctlout_note(ctl, "user coupon %" PRId64 " is in MySQL but not in Redis: run 'seckillctl coupon "
-                 "warmup %" PRId64 "'", g.id, g.coupon_id);
+                    "warmup %" PRId64 "'", g.id, g.coupon_id);
     else
         ctlcouponwarmup_note_payable(ctl, &pub);
     if (!g.issued && !ctl->json)
         ctlout_note(ctl, "grant '%s' was done before: user coupon %" PRId64 ", nothing issued",
-                 ctlcoupongrant_ref(&g), g.id);
+                    ctlcoupongrant_ref(&g), g.id);
 
     if (ctl->json) {
         cJSON *obj = cJSON_CreateObject();

@@ -18,7 +18,7 @@
  * used, else 0 is written: the record must say USED (use.lua then refuses any other
  * orderRef), and only the repeat of the same orderRef reads the payable back. */
 static void ctlcouponwarmup_used_fields(MYSQL_ROW r, bool has_payable, struct usercoupon *uc,
-                                  struct ctlcouponwarmup_published *out, bool *payable_unknown)
+                                        struct ctlcouponwarmup_published *out, bool *payable_unknown)
 {
     strcpy(uc->status, "USED");
     out->used++;
@@ -93,7 +93,7 @@ void ctlcouponwarmup_note_payable(struct ctlrun *ctl, const struct ctlcouponwarm
 {
     if (p->payable_unknown > 0)
         ctlout_note(ctl, "%" PRId64 " used coupon(s) republished with payable 0.00: user_coupon keeps "
-                 "no payable amount (a repeat of their orderRef answers 0.00)", p->payable_unknown);
+                    "no payable amount (a repeat of their orderRef answers 0.00)", p->payable_unknown);
 }
 
 /* ---- the command ---------------------------------------------------------------------- */
@@ -115,7 +115,7 @@ int ctlcouponwarmup_run(struct ctlrun *ctl, int argc, char **argv)
     rc = ctlcouponwarmup_publish(ctl, &tmpl, "1 = 1", &pub);
     if (rc != CTLRUN_OK) {
         ctlout_note(ctl, "%" PRId64 " user coupon(s) were published before the error; warmup can be "
-                 "run again", pub.rows);
+                    "run again", pub.rows);
         return rc;
     }
     ctlcouponwarmup_note_payable(ctl, &pub);

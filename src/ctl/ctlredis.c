@@ -117,7 +117,7 @@ redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, 
 }
 
 redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
-                             const char *const *keys, int nargs, const char *const *args)
+                            const char *const *keys, int nargs, const char *const *args)
 {
     redisContext *c = ctlredis_conn(ctl);
     if (!c)
