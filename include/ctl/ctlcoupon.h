@@ -2,16 +2,20 @@
 #define SK_CTLCOUPON_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "ctl/ctl.h"
+#include "ctl/ctlrun.h"
 
-/* seckillctl coupon ...: coupon templates and the user coupons issued from them. */
+/* One coupon template as seckillctl counts it: its coupon row in MySQL (the terms are
+ * couponsync_load's). What it can still give is ctlallotment's. */
 
 /* VARCHAR(128) of utf8mb4: at most 4 bytes a character. */
 #define CTLCOUPON_NAME_BYTES (128 * 4 + 1)
+/* DECIMAL(5,4): the rate is kept in ten-thousandths. */
+#define CTLCOUPON_RATE_ONE 10000
 
-/* The counting part of one coupon row (the terms are couponsync_load's). */
+/* The counting part of one coupon row. */
 struct ctlcoupon_row {
     int64_t id;
     char name[CTLCOUPON_NAME_BYTES];
@@ -21,24 +25,11 @@ struct ctlcoupon_row {
     int64_t start_ms, end_ms;
 };
 
-/* What a coupon can still give, outside its sales or to a new sale:
- * total - issued - allotted (what its sales hold back, ctlactivity_allotted), never below 0.
- * With lock (inside the caller's transaction) the coupon's activity rows and then the
- * coupon row are locked FOR UPDATE, in the consumer's order, so that the answer holds
- * until the caller commits: grants, activity creation and the consumer's
- * issued_count += n are serialised on the coupon row. Fills row; CTL_OK, or CTL_FAIL after
- * printing (a missing coupon included). */
-int ctlcoupon_grantable(struct ctl *ctl, int64_t coupon_id, int64_t now_ms, bool lock,
-                        struct ctlcoupon_row *row, int64_t *allotted, int64_t *remaining);
+/* Reads the row, with for_update locked FOR UPDATE (inside the caller's transaction).
+ * CTLRUN_OK, or CTLRUN_FAIL after printing (a missing coupon included). */
+int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlcoupon_row *row);
 
-/* coupon create: validates everything before touching MySQL, inserts one coupon row and
- * prints its id. */
-int ctlcoupon_create(struct ctl *ctl, int argc, char **argv);
-/* coupon grant: issues one user coupon outside a sale (see ctlcoupon.c). */
-int ctlcoupon_grant(struct ctl *ctl, int argc, char **argv);
-/* coupon show: terms, counts, what is left, its activities. */
-int ctlcoupon_show(struct ctl *ctl, int argc, char **argv);
-/* coupon warmup: republishes every user coupon of a coupon from MySQL to Redis. */
-int ctlcoupon_warmup(struct ctl *ctl, int argc, char **argv);
+/* A rate in ten-thousandths as the column shows it: 8500 -> "0.8500". */
+void ctlcoupon_rate_text(int64_t rate, char *buf, size_t len);
 
 #endif

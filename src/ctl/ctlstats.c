@@ -7,7 +7,15 @@
 #include <string.h>
 
 #include "ctl/ctlactivity.h"
+#include "ctl/ctlallotment.h"
+#include "ctl/ctlargs.h"
 #include "ctl/ctlcoupon.h"
+#include "ctl/ctldb.h"
+#include "ctl/ctlout.h"
+#include "ctl/ctlredis.h"
+#include "ctl/ctltable.h"
+#include "ctl/ctlutf8.h"
+#include "common/clock.h"
 
 /* Names are cut in the text tables so that one long name does not push every row wide;
  * --json has them whole. */
@@ -16,79 +24,79 @@
 static void ctlstats_name(const char *name, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", name);
-    ctl_utf8_truncate(buf, CTLSTATS_NAME_CHARS);
+    ctlutf8_truncate(buf, CTLSTATS_NAME_CHARS);
 }
 
-static int ctlstats_coupons(struct ctl *ctl, int64_t now, cJSON *json)
+static int ctlstats_coupons(struct ctlrun *ctl, int64_t now, cJSON *json)
 {
-    MYSQL_RES *res = ctl_db_query(ctl, "SELECT id FROM coupon ORDER BY id");
+    MYSQL_RES *res = ctldb_query(ctl, "SELECT id FROM coupon ORDER BY id");
     if (!res)
-        return CTL_FAIL;
+        return CTLRUN_FAIL;
     static const char *const heads[] = { "coupon", "name", "type", "status", "total", "issued", "used",
                                          "remaining" };
-    struct ctl_table t;
-    ctl_table_init(&t, 8, heads, "rlllrrrr");
+    struct ctltable t;
+    ctltable_init(&t, 8, heads, "rlllrrrr");
     cJSON *arr = json ? cJSON_AddArrayToObject(json, "coupons") : NULL;
-    int rc = CTL_OK;
+    int rc = CTLRUN_OK;
     MYSQL_ROW r;
-    while (rc == CTL_OK && (r = mysql_fetch_row(res))) {
-        struct ctlcoupon_row cp;
-        int64_t allotted, remaining;
+    while (rc == CTLRUN_OK && (r = mysql_fetch_row(res))) {
+        struct ctlallotment al;
         /* The same count a grant would find, only without its locks. */
-        rc = ctlcoupon_grantable(ctl, ctl_db_int(r[0]), now, false, &cp, &allotted, &remaining);
-        if (rc != CTL_OK)
+        rc = ctlallotment_read(ctl, ctldb_int(r[0]), now, false, &al);
+        if (rc != CTLRUN_OK)
             break;
+        const struct ctlcoupon_row *cp = &al.coupon;
         if (arr) {
             cJSON *c = cJSON_CreateObject();
-            cJSON_AddNumberToObject(c, "id", (double)cp.id);
-            cJSON_AddStringToObject(c, "name", cp.name);
-            cJSON_AddStringToObject(c, "type", cp.type);
-            cJSON_AddStringToObject(c, "status", now >= cp.end_ms && strcmp(cp.status, "ACTIVE") == 0
-                                                     ? "EXPIRED" : cp.status);
-            cJSON_AddNumberToObject(c, "total", (double)cp.total);
-            cJSON_AddNumberToObject(c, "issued", (double)cp.issued);
-            cJSON_AddNumberToObject(c, "used", (double)cp.used);
-            cJSON_AddNumberToObject(c, "heldBySales", (double)allotted);
-            cJSON_AddNumberToObject(c, "remaining", (double)remaining);
+            cJSON_AddNumberToObject(c, "id", (double)cp->id);
+            cJSON_AddStringToObject(c, "name", cp->name);
+            cJSON_AddStringToObject(c, "type", cp->type);
+            cJSON_AddStringToObject(c, "status", now >= cp->end_ms && strcmp(cp->status, "ACTIVE") == 0
+                                                     ? "EXPIRED" : cp->status);
+            cJSON_AddNumberToObject(c, "total", (double)cp->total);
+            cJSON_AddNumberToObject(c, "issued", (double)cp->issued);
+            cJSON_AddNumberToObject(c, "used", (double)cp->used);
+            cJSON_AddNumberToObject(c, "heldBySales", (double)al.count.held);
+            cJSON_AddNumberToObject(c, "remaining", (double)al.remaining);
             cJSON_AddItemToArray(arr, c);
             continue;
         }
         char id[24], name[CTLCOUPON_NAME_BYTES], total[24], issued[24], used[24], left[24];
-        snprintf(id, sizeof(id), "%" PRId64, cp.id);
-        ctlstats_name(cp.name, name, sizeof(name));
-        snprintf(total, sizeof(total), "%" PRId64, cp.total);
-        snprintf(issued, sizeof(issued), "%" PRId64, cp.issued);
-        snprintf(used, sizeof(used), "%" PRId64, cp.used);
-        snprintf(left, sizeof(left), "%" PRId64, remaining);
+        snprintf(id, sizeof(id), "%" PRId64, cp->id);
+        ctlstats_name(cp->name, name, sizeof(name));
+        snprintf(total, sizeof(total), "%" PRId64, cp->total);
+        snprintf(issued, sizeof(issued), "%" PRId64, cp->issued);
+        snprintf(used, sizeof(used), "%" PRId64, cp->used);
+        snprintf(left, sizeof(left), "%" PRId64, al.remaining);
         /* A coupon past its validity is expired whatever its status column says. */
-        const char *status = now >= cp.end_ms && strcmp(cp.status, "ACTIVE") == 0 ? "EXPIRED" : cp.status;
-        const char *cells[] = { id, name, cp.type, status, total, issued, used, left };
-        rc = ctl_table_row(ctl, &t, cells);
+        const char *status = now >= cp->end_ms && strcmp(cp->status, "ACTIVE") == 0 ? "EXPIRED" : cp->status;
+        const char *cells[] = { id, name, cp->type, status, total, issued, used, left };
+        rc = ctltable_row(ctl, &t, cells);
     }
     mysql_free_result(res);
-    if (rc == CTL_OK && !json) {
-        ctl_table_print(&t, stdout);
+    if (rc == CTLRUN_OK && !json) {
+        ctltable_print(&t, stdout);
     }
-    ctl_table_free(&t);
+    ctltable_free(&t);
     return rc;
 }
 
-static int ctlstats_activities(struct ctl *ctl, int64_t now, cJSON *json)
+static int ctlstats_activities(struct ctlrun *ctl, int64_t now, cJSON *json)
 {
     struct ctlactivity_row *rows;
     size_t n;
-    if (ctlactivity_list(ctl, 0, false, &rows, &n) != CTL_OK)
-        return CTL_FAIL;
+    if (ctlactivity_list(ctl, 0, false, &rows, &n) != CTLRUN_OK)
+        return CTLRUN_FAIL;
     static const char *const heads[] = { "activity", "name", "coupon", "status", "stock", "sold",
                                          "left", "live", "returned" };
-    struct ctl_table t;
-    ctl_table_init(&t, 9, heads, "rlrlrrrrr");
+    struct ctltable t;
+    ctltable_init(&t, 9, heads, "rlrlrrrrr");
     cJSON *arr = json ? cJSON_AddArrayToObject(json, "activities") : NULL;
-    int rc = CTL_OK;
-    for (size_t i = 0; i < n && rc == CTL_OK; i++) {
+    int rc = CTLRUN_OK;
+    for (size_t i = 0; i < n && rc == CTLRUN_OK; i++) {
         const struct ctlactivity_row *a = &rows[i];
         struct ctlactivity_redis rd;
-        if ((rc = ctlactivity_read_redis(ctl, a->id, &rd)) != CTL_OK)
+        if ((rc = ctlactivity_read_redis(ctl, a->id, &rd)) != CTLRUN_OK)
             break;
         /* Live: stock taken in Redis whose order is not final yet. */
         int64_t live = rd.reservations + rd.queued + rd.claimed;
@@ -108,7 +116,7 @@ static int ctlstats_activities(struct ctl *ctl, int64_t now, cJSON *json)
                 cJSON_AddNullToObject(o, "stockLeft");
             cJSON_AddNumberToObject(o, "live", (double)live);
             cJSON_AddNumberToObject(o, "returned", (double)rd.returned);
-            cJSON_AddNumberToObject(o, "holds", (double)ctlactivity_holds(a, now, &rd));
+            cJSON_AddNumberToObject(o, "holds", (double)ctlallotment_holds(a, now, &rd));
             cJSON_AddItemToArray(arr, o);
             continue;
         }
@@ -124,34 +132,34 @@ static int ctlstats_activities(struct ctl *ctl, int64_t now, cJSON *json)
         snprintf(returned, sizeof(returned), "%" PRId64, rd.returned);
         const char *cells[] = { id, name, coupon, status, stock, sold, rd.has_stock ? left : NULL,
                                 s_live, returned };
-        rc = ctl_table_row(ctl, &t, cells);
+        rc = ctltable_row(ctl, &t, cells);
     }
     free(rows);
-    if (rc == CTL_OK && !json)
-        ctl_table_print(&t, stdout);
-    ctl_table_free(&t);
+    if (rc == CTLRUN_OK && !json)
+        ctltable_print(&t, stdout);
+    ctltable_free(&t);
     return rc;
 }
 
-int ctlstats_run(struct ctl *ctl, int argc, char **argv)
+int ctlstats_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    int rc = ctl_parse_opts(ctl, argc, argv, NULL, 0, NULL, 0, 0, NULL);
-    if (rc != CTL_OK)
+    int rc = ctlargs_parse(ctl, argc, argv, NULL, 0, NULL, 0, 0, NULL);
+    if (rc != CTLRUN_OK)
         return rc;
-    if (!ctl_db(ctl) || !ctl_redis(ctl))
-        return CTL_FAIL;
-    int64_t now = ctl_now_ms();
+    if (!ctldb_conn(ctl) || !ctlredis_conn(ctl))
+        return CTLRUN_FAIL;
+    int64_t now = clock_wall_ms();
     cJSON *json = ctl->json ? cJSON_CreateObject() : NULL;
     if (ctl->json && !json)
-        return ctl_fail(ctl, "out of memory");
+        return ctlout_fail(ctl, "out of memory");
     rc = ctlstats_coupons(ctl, now, json);
-    if (rc == CTL_OK && !json)
+    if (rc == CTLRUN_OK && !json)
         putchar('\n');
-    if (rc == CTL_OK)
+    if (rc == CTLRUN_OK)
         rc = ctlstats_activities(ctl, now, json);
-    if (rc != CTL_OK) {
+    if (rc != CTLRUN_OK) {
         cJSON_Delete(json);
         return rc;
     }
-    return json ? ctl_print_json(ctl, json) : CTL_OK;
+    return json ? ctlout_json(ctl, json) : CTLRUN_OK;
 }

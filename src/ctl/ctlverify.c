@@ -9,7 +9,12 @@
 #include <string.h>
 
 #include "ctl/ctlactivity.h"
+#include "ctl/ctlargs.h"
+#include "ctl/ctldb.h"
+#include "ctl/ctlout.h"
+#include "ctl/ctlredis.h"
 #include "store/db.h"
+#include "common/clock.h"
 #include "common/keys.h"
 #include "common/orderno.h"
 #include "common/parse.h"
@@ -120,51 +125,46 @@ static void ctlverify_redis_free(struct ctlverify_redis *rd)
 
 /* One MULTI: the counts of I3 are taken at one instant. HGETALL of the per-user and order
  * hashes is O(orders) but a single round trip each; everything is compared in memory. */
-static int ctlverify_read_redis(struct ctl *ctl, int64_t id, int64_t now_ms,
+static int ctlverify_read_redis(struct ctlrun *ctl, int64_t id, int64_t now_ms,
                                 struct ctlverify_redis *rd)
 {
-    char stock[KEYS_LEN], resv[KEYS_LEN], queued[KEYS_LEN], claimed[KEYS_LEN], users[KEYS_LEN],
-        orders[KEYS_LEN], activity[KEYS_LEN], cutoff[32];
-    keys_activity(activity, sizeof(activity), &ctl->cfg, KEYS_ACTIVITY, id);
-    keys_activity(stock, sizeof(stock), &ctl->cfg, KEYS_STOCK, id);
-    keys_activity(resv, sizeof(resv), &ctl->cfg, KEYS_RESERVED, id);
-    keys_activity(queued, sizeof(queued), &ctl->cfg, KEYS_QUEUED, id);
-    keys_activity(claimed, sizeof(claimed), &ctl->cfg, KEYS_CLAIMED, id);
-    keys_activity(users, sizeof(users), &ctl->cfg, KEYS_USERS, id);
-    keys_activity(orders, sizeof(orders), &ctl->cfg, KEYS_ORDERS, id);
+    memset(rd, 0, sizeof(*rd));
+    struct keys_set k;
+    if (ctlactivity_keys(ctl, id, &k) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    char cutoff[32];
     snprintf(cutoff, sizeof(cutoff), "(%" PRId64,
              now_ms - ctl->cfg.pre_reduce_timeout * 1000 - CTLVERIFY_STUCK_MARGIN_MS);
-    struct ctl_redis_cmd cmds[] = {
-        { 2, { "GET", stock } },
-        { 2, { "ZCARD", resv } },
-        { 4, { "ZCOUNT", resv, "-inf", cutoff } },
-        { 2, { "SCARD", queued } },
-        { 2, { "SCARD", claimed } },
-        { 2, { "HGETALL", users } },
-        { 2, { "HGETALL", orders } },
-        { 3, { "HGET", activity, "returned" } },
+    struct ctlredis_cmd cmds[] = {
+        { 2, { "GET", k.name[KEYS_STOCK] } },
+        { 2, { "ZCARD", k.name[KEYS_RESERVED] } },
+        { 4, { "ZCOUNT", k.name[KEYS_RESERVED], "-inf", cutoff } },
+        { 2, { "SCARD", k.name[KEYS_QUEUED] } },
+        { 2, { "SCARD", k.name[KEYS_CLAIMED] } },
+        { 2, { "HGETALL", k.name[KEYS_USERS] } },
+        { 2, { "HGETALL", k.name[KEYS_ORDERS] } },
+        { 3, { "HGET", k.name[KEYS_ACTIVITY], "returned" } },
     };
-    memset(rd, 0, sizeof(*rd));
-    rd->reply = ctl_redis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    rd->reply = ctlredis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
     if (!rd->reply)
-        return CTL_FAIL;
+        return CTLRUN_FAIL;
     redisReply **e = rd->reply->element;
     for (size_t i = 0; i < rd->reply->elements; i++)
         if (e[i]->type == REDIS_REPLY_ERROR)
-            return ctl_fail(ctl, "redis %s %s: %s", cmds[i].argv[0], cmds[i].argv[1], e[i]->str);
-    rd->has_stock = ctl_redis_int(e[0], &rd->stock_left) == 0;
+            return ctlout_fail(ctl, "redis %s %s: %s", cmds[i].argv[0], cmds[i].argv[1], e[i]->str);
+    rd->has_stock = ctlredis_int(e[0], &rd->stock_left) == 0;
     rd->reservations = e[1]->integer;
     rd->stuck = e[2]->integer;
     rd->queued = e[3]->integer;
     rd->claimed = e[4]->integer;
-    if (ctl_redis_int(e[7], &rd->returned) != 0)
+    if (ctlredis_int(e[7], &rd->returned) != 0)
         rd->returned = 0;
 
     const redisReply *uh = e[5], *oh = e[6];
     rd->users = calloc(uh->elements / 2 + 1, sizeof(*rd->users));
     rd->orders = calloc(oh->elements / 2 + 1, sizeof(*rd->orders));
     if (!rd->users || !rd->orders)
-        return ctl_fail(ctl, "out of memory");
+        return ctlout_fail(ctl, "out of memory");
     for (size_t i = 0; i + 1 < uh->elements; i += 2) {
         int64_t user;
         if (parse_id(uh->element[i]->str, &user) != 0) {
@@ -182,7 +182,7 @@ static int ctlverify_read_redis(struct ctl *ctl, int64_t id, int64_t now_ms,
     }
     qsort(rd->users, rd->nusers, sizeof(*rd->users), ctlverify_cmp_user);
     qsort(rd->orders, rd->norders, sizeof(*rd->orders), ctlverify_cmp_order);
-    return CTL_OK;
+    return CTLRUN_OK;
 }
 
 static const char *ctlverify_user_order(const struct ctlverify_redis *rd, int64_t user)
@@ -225,7 +225,7 @@ static void ctlverify_mysql_free(struct ctlverify_mysql *my)
     free(my->order_nos);
 }
 
-static int ctlverify_stream_orders(struct ctl *ctl, int64_t id, const struct ctlverify_redis *rd,
+static int ctlverify_stream_orders(struct ctlrun *ctl, int64_t id, const struct ctlverify_redis *rd,
                                    struct ctlverify_mysql *my)
 {
     char sql[512];
@@ -234,14 +234,14 @@ static int ctlverify_stream_orders(struct ctl *ctl, int64_t id, const struct ctl
              "FROM seckill_order o LEFT JOIN user_coupon u ON u.source_ref = o.order_no "
              "WHERE o.activity_id = %" PRId64,
              id);
-    MYSQL_RES *res = ctl_db_stream(ctl, sql);
+    MYSQL_RES *res = ctldb_stream(ctl, sql);
     if (!res)
-        return CTL_FAIL;
+        return CTLRUN_FAIL;
     size_t cap = 0;
     MYSQL_ROW r;
     while ((r = mysql_fetch_row(res))) {
         const char *order_no = r[0] ? r[0] : "";
-        int64_t user = ctl_db_int(r[1]);
+        int64_t user = ctldb_int(r[1]);
         my->streamed++;
 
         const char *status = ctlverify_order_status(rd, order_no);
@@ -260,7 +260,7 @@ static int ctlverify_stream_orders(struct ctl *ctl, int64_t id, const struct ctl
         if (!r[3]) {
             my->uc_missing++;
             ctlverify_sample(&my->s_uc, "%s has none", order_no);
-        } else if (ctl_db_int(r[4]) != user || ctl_db_int(r[5]) != ctl_db_int(r[2])) {
+        } else if (ctldb_int(r[4]) != user || ctldb_int(r[5]) != ctldb_int(r[2])) {
             my->uc_mismatch++;
             ctlverify_sample(&my->s_uc, "%s: other user or coupon", order_no);
         }
@@ -270,7 +270,7 @@ static int ctlverify_stream_orders(struct ctl *ctl, int64_t id, const struct ctl
             char **grown = realloc(my->order_nos, ncap * sizeof(*grown));
             if (!grown) {
                 mysql_free_result(res);
-                return ctl_fail(ctl, "out of memory");
+                return ctlout_fail(ctl, "out of memory");
             }
             my->order_nos = grown;
             cap = ncap;
@@ -278,31 +278,31 @@ static int ctlverify_stream_orders(struct ctl *ctl, int64_t id, const struct ctl
         char *copy = strdup(order_no);
         if (!copy) {
             mysql_free_result(res);
-            return ctl_fail(ctl, "out of memory");
+            return ctlout_fail(ctl, "out of memory");
         }
         my->order_nos[my->norder_nos++] = copy;
     }
     int failed = mysql_errno(ctl->db) != 0;
     if (failed)
-        ctl_fail(ctl, "mysql: %s", mysql_error(ctl->db));
+        ctlout_fail(ctl, "mysql: %s", mysql_error(ctl->db));
     mysql_free_result(res);
     if (failed)
-        return CTL_FAIL;
+        return CTLRUN_FAIL;
     qsort(my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str);
-    return CTL_OK;
+    return CTLRUN_OK;
 }
 
 /* All reads in one consistent snapshot, taken after the Redis snapshot. */
-static int ctlverify_read_mysql(struct ctl *ctl, int64_t id, const struct ctlverify_redis *rd,
+static int ctlverify_read_mysql(struct ctlrun *ctl, int64_t id, const struct ctlverify_redis *rd,
                                 struct ctlverify_mysql *my)
 {
-    int rc = ctl_db_exec(ctl, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
-    if (rc != CTL_OK)
+    int rc = ctldb_exec(ctl, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY");
+    if (rc != CTLRUN_OK)
         return rc;
     char sql[640];
     int64_t v[3];
     snprintf(sql, sizeof(sql), "SELECT stock, sold_count FROM seckill_activity WHERE id = %" PRId64, id);
-    if ((rc = ctl_db_ints(ctl, sql, v, 2)) != CTL_OK)
+    if ((rc = ctldb_ints(ctl, sql, v, 2)) != CTLRUN_OK)
         goto out;
     my->stock = v[0];
     my->sold_count = v[1];
@@ -310,7 +310,7 @@ static int ctlverify_read_mysql(struct ctl *ctl, int64_t id, const struct ctlver
              "SELECT COUNT(*), COUNT(DISTINCT order_no), COUNT(DISTINCT user_id) "
              "FROM seckill_order WHERE activity_id = %" PRId64,
              id);
-    if ((rc = ctl_db_ints(ctl, sql, v, 3)) != CTL_OK)
+    if ((rc = ctldb_ints(ctl, sql, v, 3)) != CTLRUN_OK)
         goto out;
     my->rows = v[0];
     my->distinct_orders = v[1];
@@ -319,7 +319,7 @@ static int ctlverify_read_mysql(struct ctl *ctl, int64_t id, const struct ctlver
              "SELECT COUNT(*) FROM (SELECT user_id FROM seckill_order WHERE activity_id = %" PRId64
              " GROUP BY user_id HAVING COUNT(*) > 1) d",
              id);
-    if ((rc = ctl_db_ints(ctl, sql, &my->dup_users, 1)) != CTL_OK)
+    if ((rc = ctldb_ints(ctl, sql, &my->dup_users, 1)) != CTLRUN_OK)
         goto out;
     /* No query for two user coupons of one order: UNIQUE(source_ref) makes it impossible,
      * and the join that would look for it takes seconds on a sale of 200,000. */
@@ -379,7 +379,7 @@ static void ctlverify_i2(struct ctlverify_check *c, const struct ctlverify_redis
 }
 
 /* A cancelled sale's unsold stock left the sale as 'returned' (cancel.lua): it counts on
- * the stock side like the stock key (see ctlactivity.h). */
+ * the stock side like the stock key (see ctlallotment.h). */
 static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis *rd,
                          const struct ctlverify_mysql *my)
 {
@@ -435,24 +435,24 @@ static void ctlverify_i5(struct ctlverify_check *c, const struct ctlverify_mysql
     ctlverify_add_samples(c, &my->s_uc);
 }
 
-int ctlverify_run(struct ctl *ctl, int argc, char **argv)
+int ctlverify_run(struct ctlrun *ctl, int argc, char **argv)
 {
     int64_t id;
-    int rc = ctl_parse_single_id(ctl, argc, argv, "activity id", &id);
-    if (rc != CTL_OK)
+    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTLRUN_OK)
         return rc;
     struct ctlactivity_row row;
-    if ((rc = ctlactivity_load(ctl, id, &row)) != CTL_OK)
+    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
         return rc;
 
     struct ctlverify_redis rd;
     struct ctlverify_mysql my;
     memset(&my, 0, sizeof(my));
-    int64_t now = ctl_now_ms();
+    int64_t now = clock_wall_ms();
     rc = ctlverify_read_redis(ctl, id, now, &rd);
-    if (rc == CTL_OK)
+    if (rc == CTLRUN_OK)
         rc = ctlverify_read_mysql(ctl, id, &rd, &my);
-    if (rc != CTL_OK) {
+    if (rc != CTLRUN_OK) {
         ctlverify_mysql_free(&my);
         ctlverify_redis_free(&rd);
         return rc;
@@ -490,12 +490,12 @@ int ctlverify_run(struct ctl *ctl, int argc, char **argv)
             cJSON_AddStringToObject(c, "detail", checks[i].detail);
             cJSON_AddItemToArray(arr, c);
         }
-        if (ctl_print_json(ctl, obj) != CTL_OK)
-            return CTL_FAIL;
+        if (ctlout_json(ctl, obj) != CTLRUN_OK)
+            return CTLRUN_FAIL;
     } else {
         for (size_t i = 0; i < 5; i++)
             printf("%s  %s %s: %s\n", checks[i].ok ? "PASS" : "FAIL", checks[i].id, checks[i].name,
                    checks[i].detail);
     }
-    return all ? CTL_OK : CTL_FAIL;
+    return all ? CTLRUN_OK : CTLRUN_FAIL;
 }

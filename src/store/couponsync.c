@@ -8,7 +8,7 @@
 
 #include "common/parse.h"
 
-/* DATETIME(3) as epoch ms: calendar arithmetic, no 2038 limit (see CTL_SQL_MS in ctl.h). */
+/* DATETIME(3) as epoch ms: calendar arithmetic, no 2038 limit (see CTLDB_SQL_MS in ctl/ctldb.h). */
 #define COUPONSYNC_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
 
 /* A DECIMAL(5,4) rate as MySQL prints it ("0.8500", "1.0000") into basis points, exactly:

@@ -1,0 +1,34 @@
+#ifndef SK_CTLDB_H
+#define SK_CTLDB_H
+
+#include <mysql.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/ctlrun.h"
+
+/* The MySQL connection of one seckillctl run and the few ways the commands use it.
+ * Every failure prints the server's message and returns CTLRUN_FAIL (or NULL). */
+
+/* The connection of this run, opened on first use; NULL after printing the error. */
+MYSQL *ctldb_conn(struct ctlrun *ctl);
+/* A statement without rows. */
+int ctldb_exec(struct ctlrun *ctl, const char *sql);
+/* A query with rows, all stored client-side (small results); NULL after printing. */
+MYSQL_RES *ctldb_query(struct ctlrun *ctl, const char *sql);
+/* The same, streamed row by row (big results: order rows); NULL after printing. */
+MYSQL_RES *ctldb_stream(struct ctlrun *ctl, const char *sql);
+/* Runs sql, which must return exactly one row of integers, into out[0..n-1]
+ * (NULL reads as 0). CTLRUN_OK, or CTLRUN_FAIL after printing. */
+int ctldb_ints(struct ctlrun *ctl, const char *sql, int64_t *out, size_t n);
+/* Column text to an integer; NULL or junk gives 0. */
+int64_t ctldb_int(const char *s);
+/* A string literal for SQL: quotes s, escaping it for this connection. Caller frees. */
+char *ctldb_quote(struct ctlrun *ctl, const char *s);
+
+/* A DATETIME column read back as epoch milliseconds. TIMESTAMPDIFF is plain calendar
+ * arithmetic: unlike UNIX_TIMESTAMP (MariaDB 10.11) it does not stop at 2038 and does
+ * not depend on the session time zone. */
+#define CTLDB_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
+
+#endif

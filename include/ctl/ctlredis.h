@@ -1,0 +1,41 @@
+#ifndef SK_CTLREDIS_H
+#define SK_CTLREDIS_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ctl/ctlrun.h"
+#include "common/luascript.h"
+
+/* The (blocking) Redis connection of one seckillctl run and the ways the commands use it.
+ * Every failure prints the error and returns NULL (or CTLRUN_FAIL). */
+
+/* The connection of this run, opened on first use; NULL after printing the error. */
+redisContext *ctlredis_conn(struct ctlrun *ctl);
+/* One command; returns the reply, or NULL after printing the error (no reply, or an
+ * error reply). The caller frees the reply. */
+redisReply *ctlredis_argv(struct ctlrun *ctl, int argc, const char **argv);
+/* A reply as an integer: integers, and strings holding one ("GET" of a counter).
+ * Returns 0 on success, -1 when the reply is nil or not a number. */
+int ctlredis_int(const redisReply *r, int64_t *out);
+/* Any error element in an EXEC answer (a key of the wrong type): CTLRUN_FAIL after
+ * printing the first, else CTLRUN_OK. */
+int ctlredis_exec_errors(struct ctlrun *ctl, const redisReply *r);
+
+/* One command of a MULTI/EXEC block. */
+struct ctlredis_cmd {
+    int argc;
+    const char *argv[16];
+};
+/* Runs the commands as one MULTI/EXEC (one consistent snapshot, one round trip) and
+ * returns EXEC's array reply, element i answering cmds[i]; an element may be an error
+ * reply (WRONGTYPE) for the caller to judge. NULL after printing the error. */
+redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, size_t n);
+/* EVALSHA of one of the schema/lua scripts (read from seckill.lua-dir on first use; a
+ * NOSCRIPT is answered with SCRIPT LOAD and a retry). Returns the reply, or NULL after
+ * printing the error (an error reply included). The caller frees the reply. */
+redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
+                            const char *const *keys, int nargs, const char *const *args);
+
+#endif

@@ -1,0 +1,41 @@
+#ifndef SK_CTLRUN_H
+#define SK_CTLRUN_H
+
+#include <hiredis/hiredis.h>
+#include <mysql.h>
+#include <stdbool.h>
+
+#include "common/config.h"
+#include "common/luascript.h"
+
+/* One run of seckillctl, the admin CLI, as every command module sees it. ctl.c holds main
+ * and the command table; the shared helpers are ctlargs (options and values), ctlout
+ * (messages and JSON), ctltable, ctldb and ctlredis; the records are ctlactivity and
+ * ctlcoupon, the rule between them ctlallotment; each command lives in a module of its
+ * own (ctlcouponcreate, ctlactivitywarmup, ctlverify, ...).
+ *
+ * Exit status: 0 done, 1 the operation failed (a backend refused, a check failed),
+ * 2 the command line is wrong (nothing was written). Errors are one line on stderr. */
+
+enum ctlrun_exit { CTLRUN_OK = 0, CTLRUN_FAIL = 1, CTLRUN_USAGE = 2 };
+
+/* One run of the CLI. Owned by main; the connections are opened on first use by
+ * ctldb_conn / ctlredis_conn, and ctlrun_close releases them with the config after the
+ * command returns. */
+struct ctlrun {
+    struct config cfg;
+    bool json;              /* --json anywhere on the command line */
+    const char *command;    /* "activity create": for messages */
+    const char *usage;      /* its arguments, for usage errors */
+    MYSQL *db;
+    redisContext *redis;
+    struct luascript_set *scripts;  /* read on first use by ctlredis_script */
+};
+
+/* A command handler gets the arguments after the command words. */
+typedef int (*ctlrun_handler)(struct ctlrun *ctl, int argc, char **argv);
+
+/* Closes what the run opened (Redis, MySQL, the scripts) and frees the config. */
+void ctlrun_close(struct ctlrun *ctl);
+
+#endif

@@ -1,0 +1,163 @@
+#include "ctl/ctlactivitycreate.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctlactivity.h"
+#include "ctl/ctlactivitywarmup.h"
+#include "ctl/ctlallotment.h"
+#include "ctl/ctlargs.h"
+#include "ctl/ctldb.h"
+#include "ctl/ctlout.h"
+#include "ctl/ctlredis.h"
+#include "ctl/ctlutf8.h"
+#include "store/db.h"
+#include "common/clock.h"
+#include "common/timeparse.h"
+
+/* INT UNSIGNED column. */
+#define CTLACTIVITYCREATE_MAX_STOCK 4294967295LL
+
+/* Everything between START TRANSACTION and COMMIT; the caller rolls back on failure. */
+static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64_t stock,
+                                    int64_t start_ms, int64_t end_ms, const char *given_name,
+                                    int64_t now_ms, int64_t *id)
+{
+    struct ctlallotment al;
+    int rc = ctlallotment_read(ctl, coupon_id, now_ms, true, &al);
+    if (rc != CTLRUN_OK)
+        return rc;
+    struct ctlcoupon_row *cp = &al.coupon;
+    if (strcmp(cp->status, "ACTIVE") != 0)
+        return ctlout_fail(ctl, "coupon %" PRId64 " is %s, not ACTIVE", coupon_id, cp->status);
+    if (start_ms < cp->start_ms || end_ms > cp->end_ms) {
+        char a[40], b[40], c[40], d[40];
+        timeparse_format(start_ms, a, sizeof(a));
+        timeparse_format(end_ms, b, sizeof(b));
+        timeparse_format(cp->start_ms, c, sizeof(c));
+        timeparse_format(cp->end_ms, d, sizeof(d));
+        return ctlout_fail(ctl, "window %s .. %s is not inside coupon %" PRId64 "'s validity %s .. %s",
+                           a, b, coupon_id, c, d);
+    }
+    if (!ctlallotment_fits(&al.count, stock))
+        return ctlout_fail(ctl,
+                           "--stock %" PRId64 " exceeds what coupon %" PRId64 " has left: %" PRId64
+                           " (total %" PRId64 " - issued %" PRId64 " - %" PRId64
+                           " allotted to its other activities)",
+                           stock, coupon_id, al.remaining, al.count.total, al.count.issued, al.count.held);
+
+    char name[CTLACTIVITY_NAME_BYTES + 16];
+    if (given_name) {
+        snprintf(name, sizeof(name), "%s", given_name);
+    } else {
+        /* " seckill" is 8 characters of the 128 the column holds. */
+        ctlutf8_truncate(cp->name, 120);
+        snprintf(name, sizeof(name), "%s seckill", cp->name);
+    }
+    char *qname = ctldb_quote(ctl, name);
+    if (!qname)
+        return CTLRUN_FAIL;
+    char s_start[32], s_end[32];
+    timeparse_format_sql(start_ms, s_start, sizeof(s_start));
+    timeparse_format_sql(end_ms, s_end, sizeof(s_end));
+    size_t sqllen = strlen(qname) + 512;
+    char *sql = malloc(sqllen);
+    if (!sql) {
+        free(qname);
+        return ctlout_fail(ctl, "out of memory");
+    }
+    snprintf(sql, sqllen,
+             "INSERT INTO seckill_activity (name, coupon_id, stock, start_time, end_time, status) "
+             "VALUES (%s, %" PRId64 ", %" PRId64 ", '%s', '%s', '%s')",
+             qname, coupon_id, stock, s_start, s_end, start_ms > now_ms ? "PENDING" : "ACTIVE");
+    free(qname);
+    rc = ctldb_exec(ctl, sql);
+    free(sql);
+    if (rc != CTLRUN_OK)
+        return rc;
+    *id = (int64_t)mysql_insert_id(ctl->db);
+    return ctldb_exec(ctl, "COMMIT");
+}
+
+int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
+{
+    enum { COUPON, STOCK, START, END, NAME, NOPTS };
+    struct ctlargs_opt opts[NOPTS] = {
+        [COUPON] = { "--coupon", true, NULL },
+        [STOCK] = { "--stock", true, NULL },
+        [START] = { "--start", true, NULL },
+        [END] = { "--end", true, NULL },
+        [NAME] = { "--name", false, NULL },
+    };
+    int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, NULL, 0, 0, NULL);
+    if (rc != CTLRUN_OK)
+        return rc;
+    int64_t coupon_id, stock, start_ms, end_ms, now = clock_wall_ms();
+    if ((rc = ctlargs_id(ctl, "--coupon", opts[COUPON].value, &coupon_id)) != CTLRUN_OK ||
+        (rc = ctlargs_count(ctl, "--stock", opts[STOCK].value, 1, CTLACTIVITYCREATE_MAX_STOCK,
+                            &stock)) != CTLRUN_OK ||
+        (rc = ctlargs_time(ctl, "--start", opts[START].value, now, &start_ms)) != CTLRUN_OK ||
+        (rc = ctlargs_time(ctl, "--end", opts[END].value, now, &end_ms)) != CTLRUN_OK)
+        return rc;
+    if (opts[NAME].value && (rc = ctlargs_name(ctl, "--name", opts[NAME].value)) != CTLRUN_OK)
+        return rc;
+    if (end_ms <= start_ms)
+        return ctlout_usage_error(ctl, "--end must be after --start");
+    if (end_ms <= now)
+        return ctlout_usage_error(ctl, "--end '%s' is in the past: the sale would already be over",
+                                  opts[END].value);
+    if (end_ms - start_ms > ctl->cfg.max_seckill_duration * 1000)
+        return ctlout_usage_error(ctl,
+                                  "window of %" PRId64 " s exceeds seckill.max-seckill-duration "
+                                  "(%" PRId64 " s)",
+                                  (end_ms - start_ms + 999) / 1000, ctl->cfg.max_seckill_duration);
+
+    /* Redis is needed for the warmup: better refused now than created cold. */
+    if (!ctlredis_conn(ctl))
+        return CTLRUN_FAIL;
+    if ((rc = ctldb_exec(ctl, "START TRANSACTION")) != CTLRUN_OK)
+        return rc;
+    int64_t id = 0;
+    rc = ctlactivitycreate_insert(ctl, coupon_id, stock, start_ms, end_ms, opts[NAME].value, now, &id);
+    if (rc != CTLRUN_OK) {
+        char err[256];
+        db_exec(ctl->db, "ROLLBACK", err, sizeof(err));
+        return rc;
+    }
+
+    struct ctlactivity_row row;
+    memset(&row, 0, sizeof(row));
+    char report[256] = "";
+    rc = ctlactivity_load(ctl, id, &row);
+    if (rc == CTLRUN_OK)
+        rc = ctlactivitywarmup_warm(ctl, &row, report, sizeof(report));
+    if (rc != CTLRUN_OK)
+        ctlout_note(ctl, "activity %" PRId64 " was created but is not warmed: run "
+                    "'seckillctl activity warmup %" PRId64 "'", id, id);
+    else if (!ctl->json)
+        ctlout_note(ctl, "activity %" PRId64 " warmed: %s", id, report);
+
+    if (ctl->json) {
+        char iso_start[40], iso_end[40];
+        timeparse_format(start_ms, iso_start, sizeof(iso_start));
+        timeparse_format(end_ms, iso_end, sizeof(iso_end));
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddNumberToObject(obj, "id", (double)id);
+        cJSON_AddStringToObject(obj, "name", row.name);
+        cJSON_AddNumberToObject(obj, "couponId", (double)coupon_id);
+        cJSON_AddNumberToObject(obj, "stock", (double)stock);
+        cJSON_AddStringToObject(obj, "start", iso_start);
+        cJSON_AddStringToObject(obj, "end", iso_end);
+        cJSON_AddBoolToObject(obj, "warmed", rc == CTLRUN_OK);
+        if (rc == CTLRUN_OK)
+            cJSON_AddStringToObject(obj, "warmup", report);
+        int prc = ctlout_json(ctl, obj);
+        return rc != CTLRUN_OK ? rc : prc;
+    }
+    printf("%" PRId64 "\n", id);
+    return rc;
+}
+

@@ -1,0 +1,148 @@
+#include "ctl/ctlactivityshow.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl/ctlactivity.h"
+#include "ctl/ctlallotment.h"
+#include "ctl/ctlargs.h"
+#include "ctl/ctldb.h"
+#include "ctl/ctlout.h"
+#include "ctl/ctlredis.h"
+#include "common/clock.h"
+#include "common/timeparse.h"
+
+struct ctlactivityshow_live {
+    struct ctlactivity_redis rd;
+    int64_t success, failed, processing, other;
+};
+
+/* One MULTI: the numbers add up as of one instant. HVALS is O(orders), fine for an
+ * operator's look at one sale. */
+static int ctlactivityshow_live(struct ctlrun *ctl, int64_t id, struct ctlactivityshow_live *lv)
+{
+    struct keys_set k;
+    if (ctlactivity_keys(ctl, id, &k) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    struct ctlredis_cmd cmds[CTLACTIVITY_REDIS_CMDS + 1];
+    ctlactivity_redis_cmds(&k, cmds);
+    cmds[CTLACTIVITY_REDIS_CMDS] = (struct ctlredis_cmd){ 2, { "HVALS", k.name[KEYS_ORDERS] } };
+    redisReply *r = ctlredis_multi(ctl, cmds, CTLACTIVITY_REDIS_CMDS + 1);
+    if (!r)
+        return CTLRUN_FAIL;
+    memset(lv, 0, sizeof(*lv));
+    int rc = ctlactivity_redis_parse(ctl, r, &lv->rd);
+    if (rc == CTLRUN_OK) {
+        const redisReply *vals = r->element[CTLACTIVITY_REDIS_CMDS];
+        for (size_t i = 0; i < vals->elements; i++) {
+            const char *v = vals->element[i]->str ? vals->element[i]->str : "";
+            if (strcmp(v, "SUCCESS") == 0)
+                lv->success++;
+            else if (strcmp(v, "FAILED") == 0)
+                lv->failed++;
+            else if (strcmp(v, "PROCESSING") == 0)
+                lv->processing++;
+            else
+                lv->other++;
+        }
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
+{
+    int64_t id;
+    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTLRUN_OK)
+        return rc;
+    struct ctlactivity_row row;
+    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
+        return rc;
+    char sql[256], coupon_name[CTLACTIVITY_NAME_BYTES] = "?", coupon_type[16] = "?";
+    snprintf(sql, sizeof(sql), "SELECT name, type FROM coupon WHERE id = %" PRId64, row.coupon_id);
+    MYSQL_RES *res = ctldb_query(ctl, sql);
+    if (!res)
+        return CTLRUN_FAIL;
+    MYSQL_ROW r = mysql_fetch_row(res);
+    if (r) {
+        snprintf(coupon_name, sizeof(coupon_name), "%s", r[0] ? r[0] : "");
+        snprintf(coupon_type, sizeof(coupon_type), "%s", r[1] ? r[1] : "");
+    }
+    mysql_free_result(res);
+
+    struct ctlactivityshow_live lv;
+    int live_rc = ctlactivityshow_live(ctl, id, &lv);
+    const struct ctlactivity_redis *rd = &lv.rd;
+    int64_t now = clock_wall_ms();
+    const char *status = ctlactivity_status_at(&row, now);
+    char start[40], end[40];
+    timeparse_format(row.start_ms, start, sizeof(start));
+    timeparse_format(row.end_ms, end, sizeof(end));
+
+    if (ctl->json) {
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddNumberToObject(obj, "id", (double)row.id);
+        cJSON_AddStringToObject(obj, "name", row.name);
+        cJSON_AddNumberToObject(obj, "couponId", (double)row.coupon_id);
+        cJSON_AddStringToObject(obj, "couponName", coupon_name);
+        cJSON_AddStringToObject(obj, "couponType", coupon_type);
+        cJSON_AddNumberToObject(obj, "stock", (double)row.stock);
+        cJSON_AddNumberToObject(obj, "soldCount", (double)row.sold_count);
+        cJSON_AddStringToObject(obj, "start", start);
+        cJSON_AddStringToObject(obj, "end", end);
+        cJSON_AddNumberToObject(obj, "startMs", (double)row.start_ms);
+        cJSON_AddNumberToObject(obj, "endMs", (double)row.end_ms);
+        cJSON_AddStringToObject(obj, "status", status);
+        if (live_rc == CTLRUN_OK) {
+            cJSON_AddNumberToObject(obj, "holds", (double)ctlallotment_holds(&row, now, rd));
+            cJSON *redis = cJSON_AddObjectToObject(obj, "redis");
+            cJSON_AddBoolToObject(redis, "warmed", rd->warmed);
+            if (rd->has_stock)
+                cJSON_AddNumberToObject(redis, "stockLeft", (double)rd->stock_left);
+            else
+                cJSON_AddNullToObject(redis, "stockLeft");
+            cJSON_AddNumberToObject(redis, "returned", (double)rd->returned);
+            cJSON_AddNumberToObject(redis, "reservations", (double)rd->reservations);
+            cJSON_AddNumberToObject(redis, "queued", (double)rd->queued);
+            cJSON_AddNumberToObject(redis, "claimed", (double)rd->claimed);
+            cJSON *orders = cJSON_AddObjectToObject(redis, "orders");
+            cJSON_AddNumberToObject(orders, "SUCCESS", (double)lv.success);
+            cJSON_AddNumberToObject(orders, "FAILED", (double)lv.failed);
+            cJSON_AddNumberToObject(orders, "PROCESSING", (double)lv.processing);
+        } else {
+            cJSON_AddNullToObject(obj, "redis");
+        }
+        int prc = ctlout_json(ctl, obj);
+        return live_rc != CTLRUN_OK ? live_rc : prc;
+    }
+
+    printf("activity   %" PRId64 " \"%s\"\n", row.id, row.name);
+    printf("coupon     %" PRId64 " \"%s\" (%s)\n", row.coupon_id, coupon_name, coupon_type);
+    printf("window     %s .. %s (%" PRId64 " s)\n", start, end, (row.end_ms - row.start_ms) / 1000);
+    printf("status     %s\n", status);
+    printf("stock      %" PRId64 ", sold %" PRId64 " (MySQL)\n", row.stock, row.sold_count);
+    if (live_rc != CTLRUN_OK) {
+        printf("redis      unreadable (error on stderr)\n");
+        return live_rc;
+    }
+    if (!rd->warmed)
+        printf("redis      not warmed: run 'seckillctl activity warmup %" PRId64 "'\n", row.id);
+    if (rd->has_stock)
+        printf("redis      stock left %" PRId64 ", reservations %" PRId64 ", queued %" PRId64
+               ", claimed %" PRId64 "\n",
+               rd->stock_left, rd->reservations, rd->queued, rd->claimed);
+    else
+        printf("redis      no stock key, reservations %" PRId64 ", queued %" PRId64
+               ", claimed %" PRId64 "\n",
+               rd->reservations, rd->queued, rd->claimed);
+    if (rd->returned > 0 || rd->cancelled)
+        printf("returned   %" PRId64 " unsold to the coupon by the cancel\n", rd->returned);
+    printf("holds      %" PRId64 " of coupon %" PRId64 "'s count\n", ctlallotment_holds(&row, now, rd),
+           row.coupon_id);
+    printf("orders     SUCCESS %" PRId64 ", FAILED %" PRId64 ", PROCESSING %" PRId64 "%s\n",
+           lv.success, lv.failed, lv.processing, lv.other ? " (and unknown statuses)" : "");
+    return CTLRUN_OK;
+}

@@ -1,0 +1,358 @@
+#include "ctl/ctlactivitywarmup.h"
+
+#include <cjson/cJSON.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl/ctlargs.h"
+#include "ctl/ctldb.h"
+#include "ctl/ctlout.h"
+#include "ctl/ctlredis.h"
+#include "common/clock.h"
+#include "common/keys.h"
+#include "common/orderno.h"
+
+/* Orders per HSET while rebuilding the per-user and order-status hashes. */
+#define CTLACTIVITYWARMUP_CHUNK 500
+/* A warmup that keeps losing its WATCH to a concurrent warmup gives up after this. */
+#define CTLACTIVITYWARMUP_ATTEMPTS 3
+
+/* The activity hash, as the gateway's cache and the execute script read it. */
+struct ctlactivitywarmup_meta {
+    char id[24], coupon[24], stock[24], start[24], end[24];
+    const char *argv[14];
+};
+
+static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char *key,
+                                   struct ctlactivitywarmup_meta *m)
+{
+    snprintf(m->id, sizeof(m->id), "%" PRId64, row->id);
+    snprintf(m->coupon, sizeof(m->coupon), "%" PRId64, row->coupon_id);
+    snprintf(m->stock, sizeof(m->stock), "%" PRId64, row->stock);
+    snprintf(m->start, sizeof(m->start), "%" PRId64, row->start_ms);
+    snprintf(m->end, sizeof(m->end), "%" PRId64, row->end_ms);
+    const char *argv[14] = {
+        "HSET", key, "name", row->name, "couponId", m->coupon, "stock", m->stock,
+        "start", m->start, "end", m->end,
+        "status", ctlactivity_status_at(row, clock_wall_ms()),
+    };
+    memcpy(m->argv, argv, sizeof(argv));
+}
+
+/* One command inside MULTI: Redis must answer QUEUED. */
+static int ctlactivitywarmup_queue(struct ctlrun *ctl, redisContext *c, int argc, const char **argv)
+{
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    if (!r)
+        return ctlout_fail(ctl, "redis %s: %s", argv[0], c->errstr[0] ? c->errstr : "no reply");
+    int ok = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "QUEUED") == 0;
+    if (!ok)
+        ctlout_fail(ctl, "redis %s: %s", argv[0], r->type == REDIS_REPLY_ERROR ? r->str : "not queued");
+    freeReplyObject(r);
+    return ok ? CTLRUN_OK : CTLRUN_FAIL;
+}
+
+static void ctlactivitywarmup_discard(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "DISCARD");
+    if (r)
+        freeReplyObject(r);
+}
+
+/* A chunk of order rows on their way into two HSETs. */
+struct ctlactivitywarmup_chunk {
+    size_t n;
+    char order_no[CTLACTIVITYWARMUP_CHUNK][ORDERNO_LEN];
+    char user[CTLACTIVITYWARMUP_CHUNK][24];
+    const char *argv[2 + 2 * CTLACTIVITYWARMUP_CHUNK];
+};
+
+static int ctlactivitywarmup_flush_chunk(struct ctlrun *ctl, redisContext *c,
+                                         const struct keys_set *k, struct ctlactivitywarmup_chunk *ch)
+{
+    if (ch->n == 0)
+        return CTLRUN_OK;
+    int argc = (int)(2 + 2 * ch->n);
+    ch->argv[0] = "HSET";
+    ch->argv[1] = k->name[KEYS_USERS];
+    for (size_t i = 0; i < ch->n; i++) {
+        ch->argv[2 + 2 * i] = ch->user[i];
+        ch->argv[3 + 2 * i] = ch->order_no[i];
+    }
+    if (ctlactivitywarmup_queue(ctl, c, argc, ch->argv) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    ch->argv[1] = k->name[KEYS_ORDERS];
+    for (size_t i = 0; i < ch->n; i++) {
+        ch->argv[2 + 2 * i] = ch->order_no[i];
+        ch->argv[3 + 2 * i] = "SUCCESS";
+    }
+    if (ctlactivitywarmup_queue(ctl, c, argc, ch->argv) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    ch->n = 0;
+    return CTLRUN_OK;
+}
+
+enum { CTLACTIVITYWARMUP_RETRY = 3 };
+
+static int ctlactivitywarmup_multi(struct ctlrun *ctl, redisContext *c)
+{
+    redisReply *r = redisCommand(c, "MULTI");
+    if (!r || r->type != REDIS_REPLY_STATUS) {
+        ctlout_fail(ctl, "redis MULTI: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+        if (r)
+            freeReplyObject(r);
+        return CTLRUN_FAIL;
+    }
+    freeReplyObject(r);
+    return CTLRUN_OK;
+}
+
+/* EXEC of a transaction under WATCH: CTLRUN_OK with the array reply in *out (caller frees),
+ * CTLACTIVITYWARMUP_RETRY when a watched key changed, or CTLRUN_FAIL after printing. */
+static int ctlactivitywarmup_exec(struct ctlrun *ctl, redisContext *c, redisReply **out)
+{
+    *out = NULL;
+    redisReply *r = redisCommand(c, "EXEC");
+    if (!r)
+        return ctlout_fail(ctl, "redis EXEC: %s", c->errstr);
+    if (r->type == REDIS_REPLY_NIL) {
+        freeReplyObject(r);
+        return CTLACTIVITYWARMUP_RETRY;
+    }
+    if (r->type != REDIS_REPLY_ARRAY) {
+        int rc = ctlout_fail(ctl, "redis EXEC: %s",
+                             r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        return rc;
+    }
+    if (ctlredis_exec_errors(ctl, r) != CTLRUN_OK) {
+        freeReplyObject(r);
+        return CTLRUN_FAIL;
+    }
+    *out = r;
+    return CTLRUN_OK;
+}
+
+/* The stock key is missing: the Redis side of the sale is rebuilt from MySQL, the one
+ * durable record, inside one MULTI that the WATCH on the stock key aborts if another
+ * warmup creates the key meanwhile. Reservations and queue marks left in a Redis that
+ * lost its stock key cannot be trusted and are dropped; orders still in Kafka are
+ * claimed again by the consumer's confirm script against the rebuilt stock. A cancelled
+ * sale gets a stock key of 0 and its unsold stock as 'returned' (see ctlallotment.h):
+ * it must not go back on sale, and I3 must still add up. */
+static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
+                                     const struct ctlactivity_row *row, const struct keys_set *k,
+                                     char *report, size_t reportlen)
+{
+    if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+
+    int rc = CTLRUN_FAIL;
+    MYSQL_RES *res = NULL;
+    struct ctlactivitywarmup_chunk *ch = calloc(1, sizeof(*ch));
+    if (!ch) {
+        ctlout_fail(ctl, "out of memory");
+        goto out;
+    }
+    const char *del[] = { "DEL", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED],
+                          k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
+    if (ctlactivitywarmup_queue(ctl, c, 6, del) != CTLRUN_OK)
+        goto out;
+
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT order_no, user_id FROM seckill_order WHERE activity_id = %" PRId64,
+             row->id);
+    res = ctldb_stream(ctl, sql);
+    if (!res)
+        goto out;
+    int64_t orders = 0;
+    MYSQL_ROW mr;
+    while ((mr = mysql_fetch_row(res))) {
+        if (!mr[0] || !mr[1] || strlen(mr[0]) >= ORDERNO_LEN || strlen(mr[1]) >= sizeof(ch->user[0])) {
+            ctlout_fail(ctl, "activity %" PRId64 ": malformed seckill_order row", row->id);
+            goto out;
+        }
+        strcpy(ch->order_no[ch->n], mr[0]);
+        strcpy(ch->user[ch->n], mr[1]);
+        ch->n++;
+        orders++;
+        if (ch->n == CTLACTIVITYWARMUP_CHUNK && ctlactivitywarmup_flush_chunk(ctl, c, k, ch) != CTLRUN_OK)
+            goto out;
+    }
+    if (mysql_errno(ctl->db)) {
+        ctlout_fail(ctl, "mysql: %s", mysql_error(ctl->db));
+        goto out;
+    }
+    mysql_free_result(res);
+    res = NULL;
+    if (ctlactivitywarmup_flush_chunk(ctl, c, k, ch) != CTLRUN_OK)
+        goto out;
+
+    int64_t left = row->stock - orders;
+    if (left < 0) {
+        ctlout_note(ctl, "activity %" PRId64 ": %" PRId64 " orders in MySQL exceed the stock of %" PRId64
+                    " (oversold); stock set to 0", row->id, orders, row->stock);
+        left = 0;
+    }
+    bool cancelled = ctlactivity_is_cancelled(row);
+    char s_left[24], s_id[24];
+    snprintf(s_left, sizeof(s_left), "%" PRId64, left);
+    snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
+    struct ctlactivitywarmup_meta meta;
+    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
+    const char *set[] = { "SET", k->name[KEYS_STOCK], cancelled ? "0" : s_left };
+    /* 'returned' is rewritten, not added to: it describes this rebuilt stock key. */
+    const char *returned_set[] = { "HSET", k->name[KEYS_ACTIVITY], "returned", s_left };
+    const char *returned_del[] = { "HDEL", k->name[KEYS_ACTIVITY], "returned" };
+    const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
+    if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
+        (cancelled ? ctlactivitywarmup_queue(ctl, c, 4, returned_set)
+                   : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK)
+        goto out;
+    free(ch);
+
+    redisReply *r;
+    rc = ctlactivitywarmup_exec(ctl, c, &r);
+    if (rc != CTLRUN_OK)
+        return rc;
+    freeReplyObject(r);
+    if (cancelled)
+        snprintf(report, reportlen, "stock set to 0 (cancelled: %" PRId64 " unsold returned to the "
+                 "coupon, %" PRId64 " orders rebuilt from MySQL)", left, orders);
+    else
+        snprintf(report, reportlen, "stock set to %" PRId64 " (stock %" PRId64 ", %" PRId64
+                 " orders rebuilt from MySQL)", left, row->stock, orders);
+    return CTLRUN_OK;
+
+out:
+    if (res)
+        mysql_free_result(res);
+    free(ch);
+    ctlactivitywarmup_discard(c);
+    return CTLRUN_FAIL;
+}
+
+/* The stock key exists: the sale may be live, so only the description is refreshed and
+ * the stock, the users and the orders are left as they are. Under the caller's WATCH. */
+static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
+                                     const struct ctlactivity_row *row, const struct keys_set *k,
+                                     char *report, size_t reportlen)
+{
+    if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    struct ctlactivitywarmup_meta meta;
+    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
+    char s_id[24];
+    snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
+    const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
+    const char *get[] = { "GET", k->name[KEYS_STOCK] };
+    if (ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 2, get) != CTLRUN_OK) {
+        ctlactivitywarmup_discard(c);
+        return CTLRUN_FAIL;
+    }
+    redisReply *r;
+    int rc = ctlactivitywarmup_exec(ctl, c, &r);
+    if (rc != CTLRUN_OK)
+        return rc;
+    int64_t left;
+    if (r->elements == 3 && ctlredis_int(r->element[2], &left) == 0)
+        snprintf(report, reportlen, "stock key kept: %" PRId64 " left", left);
+    else
+        snprintf(report, reportlen, "stock key kept (it vanished meanwhile: run warmup again)");
+    freeReplyObject(r);
+    return CTLRUN_OK;
+}
+
+int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row, char *report,
+                           size_t reportlen)
+{
+    redisContext *c = ctlredis_conn(ctl);
+    if (!c)
+        return CTLRUN_FAIL;
+    struct keys_set k;
+    if (ctlactivity_keys(ctl, row->id, &k) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    bool cancelled = ctlactivity_is_cancelled(row);
+    int rc = CTLACTIVITYWARMUP_RETRY;
+    for (int attempt = 0; attempt < CTLACTIVITYWARMUP_ATTEMPTS && rc == CTLACTIVITYWARMUP_RETRY; attempt++) {
+        /* The activity hash is watched too: a cancel running meanwhile must not be undone
+         * by this warmup writing the status it read from MySQL before the cancel. */
+        const char *watch[] = { "WATCH", k.name[KEYS_STOCK], k.name[KEYS_ACTIVITY] };
+        redisReply *r = ctlredis_argv(ctl, 3, watch);
+        if (!r)
+            return CTLRUN_FAIL;
+        freeReplyObject(r);
+        const char *exists[] = { "EXISTS", k.name[KEYS_STOCK] };
+        const char *status[] = { "HGET", k.name[KEYS_ACTIVITY], "status" };
+        redisReply *e = ctlredis_argv(ctl, 2, exists);
+        redisReply *st = e ? ctlredis_argv(ctl, 3, status) : NULL;
+        if (!e || !st) {
+            if (e)
+                freeReplyObject(e);
+            return CTLRUN_FAIL;
+        }
+        bool present = e->type == REDIS_REPLY_INTEGER && e->integer > 0;
+        bool redis_cancelled = st->type == REDIS_REPLY_STRING && strcmp(st->str, "CANCELLED") == 0;
+        freeReplyObject(e);
+        freeReplyObject(st);
+        if (redis_cancelled && !cancelled) {
+            const char *unwatch[] = { "UNWATCH" };
+            r = ctlredis_argv(ctl, 1, unwatch);
+            if (r)
+                freeReplyObject(r);
+            return ctlout_fail(ctl, "activity %" PRId64 " is cancelled in Redis but not in MySQL (an "
+                               "interrupted 'activity cancel'?): run 'seckillctl activity cancel %" PRId64
+                               "' to finish it; warming it would reopen the sale", row->id, row->id);
+        }
+        rc = present ? ctlactivitywarmup_refresh(ctl, c, row, &k, report, reportlen)
+                     : ctlactivitywarmup_rebuild(ctl, c, row, &k, report, reportlen);
+    }
+    if (rc == CTLACTIVITYWARMUP_RETRY)
+        return ctlout_fail(ctl, "activity %" PRId64 ": the activity kept changing during warmup; "
+                           "is another warmup or cancel running?", row->id);
+    if (rc != CTLRUN_OK || !cancelled)
+        return rc;
+    /* A kept stock key of a cancelled sale may hold units the reaper released after the
+     * cancel; cancel.lua moves them into 'returned' and makes sure the hash says
+     * CANCELLED. Idempotent. */
+    struct ctlactivity_cancelled cc;
+    if ((rc = ctlactivity_cancel_redis(ctl, row->id, &cc)) != CTLRUN_OK)
+        return rc;
+    if (cc.moved > 0) {
+        size_t used = strlen(report);
+        snprintf(report + used, reportlen - used, "; cancelled: %" PRId64 " released unit(s) moved "
+                 "to returned (%" PRId64 " in all)", cc.moved, cc.returned);
+    }
+    return CTLRUN_OK;
+}
+
+int ctlactivitywarmup_run(struct ctlrun *ctl, int argc, char **argv)
+{
+    int64_t id;
+    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTLRUN_OK)
+        return rc;
+    struct ctlactivity_row row;
+    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
+        return rc;
+    char report[256] = "";
+    if ((rc = ctlactivitywarmup_warm(ctl, &row, report, sizeof(report))) != CTLRUN_OK)
+        return rc;
+    if (ctl->json) {
+        cJSON *obj = cJSON_CreateObject();
+        cJSON_AddNumberToObject(obj, "id", (double)id);
+        cJSON_AddStringToObject(obj, "status", ctlactivity_status_at(&row, clock_wall_ms()));
+        cJSON_AddStringToObject(obj, "warmup", report);
+        return ctlout_json(ctl, obj);
+    }
+    printf("activity %" PRId64 " warmed: %s\n", id, report);
+    return CTLRUN_OK;
+}
+
