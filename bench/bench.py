@@ -6,8 +6,9 @@
 Starts and stops the processes it measures itself (bench/baseline, seckill-server,
 order-consumer), one after the other, and writes every figure to RESULT.json, which
 bench/report.py turns into the Markdown report and the plot. Python standard library
-only; Redis through a small RESP client, MariaDB through the `mariadb` command-line
-client, load through wrk with bench/execute.lua. bench/README.md describes the scenarios.
+only; Redis through the test suites' RESP client and the configuration through seckillctl
+(test/lib: resp.py, ctlconf.py), MariaDB through the `mariadb` command-line client, load
+through wrk with bench/execute.lua. bench/README.md describes the scenarios.
 
 Environment (all optional):
   BENCH_SECONDS      length of each measured wrk run (default 12)
@@ -35,6 +36,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "test" / "lib"))
+from ctlconf import Conf  # noqa: E402 - test/lib is on the path only from here
+from resp import Redis, RedisError  # noqa: E402
 LUA = ROOT / "bench" / "execute.lua"
 BUILD = Path(os.environ.get("BUILD") or "build")
 BUILD = BUILD if BUILD.is_absolute() else ROOT / BUILD
@@ -78,68 +82,6 @@ def now_utc():
 
 
 # ---- configuration and backends ----------------------------------------------------------
-
-
-class Conf:
-    """Keys as the project's own loader sees them (file, then SECKILL_* variables)."""
-
-    def __init__(self, path):
-        self.path = str(path)
-        self.cache = {}
-
-    def get(self, key):
-        if key not in self.cache:
-            p = subprocess.run([str(CTL), "-c", self.path, "config", "get", key],
-                               capture_output=True, text=True)
-            if p.returncode != 0:
-                raise RuntimeError(f"config get {key}: {p.stderr.strip()}")
-            self.cache[key] = p.stdout.strip()
-        return self.cache[key]
-
-    def http_addr(self):
-        host = self.get("http.host")
-        if host in ("", "0.0.0.0"):
-            host = "127.0.0.1"
-        return host, int(self.get("http.port"))
-
-
-class Redis:
-    """Just enough RESP2 for the checks: one connection, one command at a time."""
-
-    def __init__(self, host, port):
-        self.sock = socket.create_connection((host, int(port)), timeout=60)
-        self.file = self.sock.makefile("rb")
-
-    def _read(self):
-        line = self.file.readline()
-        if not line.endswith(b"\r\n"):
-            raise ConnectionError("redis closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RuntimeError(f"redis: {rest.decode()}")
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            return None if n < 0 else self.file.read(n + 2)[:-2].decode()
-        if kind == b"*":
-            n = int(rest)
-            return None if n < 0 else [self._read() for _ in range(n)]
-        raise RuntimeError(f"redis: unexpected reply {line!r}")
-
-    def __call__(self, *args):
-        out = [f"*{len(args)}\r\n".encode()]
-        for a in args:
-            b = str(a).encode()
-            out.append(b"$%d\r\n%s\r\n" % (len(b), b))
-        self.sock.sendall(b"".join(out))
-        return self._read()
-
-    def close(self):
-        self.file.close()
-        self.sock.close()
 
 
 class MySQL:
@@ -409,11 +351,12 @@ def run_wrk(addr, conns, seconds, activity, user_base):
 class Bench:
     def __init__(self, args):
         self.args = args
-        self.conf = Conf(args.conf)
+        # Keys as the project's own loader sees them: the file, then SECKILL_* variables.
+        self.conf = Conf(args.conf, CTL)
         self.logs = Path(args.logs)
         Proc.RUN_DIR = str(self.logs / "run")
-        self.addr = self.conf.http_addr()
-        self.redis = Redis(self.conf.get("redis.host"), self.conf.get("redis.port"))
+        self.addr = (self.conf.http_host, self.conf.http_port)
+        self.redis = Redis(self.conf.get("redis.host"), self.conf.get("redis.port"), timeout=60)
         self.mysql = MySQL(self.conf)
         var = ROOT / "var"
         self.service_pids = {
@@ -693,12 +636,12 @@ class Bench:
                                    baseline_id=f"baseline-{conns}")
 
     def stock_left(self, activity):
-        return int(self.redis("GET", f"{self.conf.get('seckill.stock.prefix')}:{{{activity}}}") or 0)
+        return int(self.redis("GET", self.conf.key("stock", activity)) or 0)
 
     def live_reservations(self, activity):
-        return (self.redis("ZCARD", f"seckill:resv:{{{activity}}}")
-                + self.redis("SCARD", f"seckill:queued:{{{activity}}}")
-                + self.redis("SCARD", f"seckill:claimed:{{{activity}}}"))
+        return (self.redis("ZCARD", self.conf.key("resv", activity))
+                + self.redis("SCARD", self.conf.key("queued", activity))
+                + self.redis("SCARD", self.conf.key("claimed", activity)))
 
     def prefill(self, activity):
         """Tops the contended activity's orders up to PREFILL with unmeasured wrk runs."""
@@ -725,7 +668,7 @@ class Bench:
     def consumer_throughput(self, activity):
         expected = self.activities["contended"]["stock"] - self.stock_left(activity)
         deadline_live = time.monotonic() + 30
-        while self.redis("ZCARD", f"seckill:resv:{{{activity}}}") and time.monotonic() < deadline_live:
+        while self.redis("ZCARD", self.conf.key("resv", activity)) and time.monotonic() < deadline_live:
             time.sleep(0.1)  # every accepted order marked queued (durably in Kafka)
         rows0 = self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
         log(f"consumer: {expected:,} order events waiting in Kafka ({rows0} rows already), starting it")
@@ -806,7 +749,7 @@ class Bench:
         coupons = self.mysql.count(
             f"SELECT COUNT(*) FROM user_coupon uc JOIN seckill_order o ON uc.source_ref = o.order_no "
             f"WHERE o.activity_id = {aid}")
-        statuses = self.redis("HVALS", f"seckill:order:{{{aid}}}") or []
+        statuses = self.redis("HVALS", self.conf.key("orders", aid)) or []
         success = sum(1 for s in statuses if s == "SUCCESS")
         v = ctl(self.conf, "verify", aid, check=False, timeout=600)
         rows = int(distinct[0])
@@ -1018,7 +961,7 @@ class Bench:
                 self.mysql.rows(f"DELETE FROM coupon WHERE id = {coupon}")
             self.results["data_removed"] = True
             log(f"removed the run's activities from Redis and MariaDB in {time.monotonic() - t0:.1f}s")
-        except (RuntimeError, OSError) as e:
+        except (RuntimeError, OSError, RedisError) as e:
             self.error("cleanup", e)
 
     def shutdown(self):

@@ -2,7 +2,8 @@
 real service or binary while it runs, then quiescence and independent checks of I1-I6.
 
 Reuses the integration suite's helpers (test/integration/conftest.py: the binaries as
-Service objects, seckillctl, the RESP client, the mariadb CLI wrapper, the config writer),
+Service objects, seckillctl, the mariadb CLI wrapper, the config writer; through it the
+RESP client and the configuration of test/lib),
 imported under its own module name so that it never clashes with this directory's
 conftest. The services (Redis, Kafka, MariaDB) are the stack's, driven through
 scripts/{redis,kafka,mariadb}.sh with CONF naming the stack's configuration.
@@ -37,6 +38,8 @@ from collections import deque
 from pathlib import Path
 
 import pytest
+
+from resp import RedisError
 
 _IT_PATH = Path(__file__).resolve().parents[1] / "integration" / "conftest.py"
 _spec = importlib.util.spec_from_file_location("seckill_integration_conftest", _IT_PATH)
@@ -157,33 +160,8 @@ class Stack:
 
 def check_services():
     """The backing services answer and the binaries exist, or the whole suite stops with
-    one clear message (the integration suite's check, without its fixture machinery)."""
-    base = it.Conf(BASE_CONF, it.read_conf(BASE_CONF))
-    problems = []
-    for name in ("seckill-server", "order-consumer", "seckillctl"):
-        if not (BIN / name).exists():
-            problems.append(f"{BIN / name} is not built")
-    redis = it.Redis(base.get("redis.host"), base.get("redis.port"))
-    try:
-        if redis("PING") != "PONG":
-            problems.append("redis does not answer PING")
-    except (OSError, ConnectionError, it.RedisError) as e:
-        problems.append(f"redis {redis.addr[0]}:{redis.addr[1]} does not answer: {e}")
-    mysql = it.MySQL(base)
-    try:
-        mysql.scalar("SELECT COUNT(*) FROM seckill_order WHERE 1 = 0")
-    except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
-        problems.append(f"mariadb: {e}")
-    brokers = base.values.get("kafka.brokers", "127.0.0.1:19092").split(",")[0]
-    host, _, port = brokers.rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=3).close()
-    except OSError as e:
-        problems.append(f"kafka {brokers} does not accept connections: {e}")
-    if problems:
-        pytest.exit("the chaos suite needs the backing services (bash scripts/stack.sh up "
-                    "--services-only) and the binaries:\n  " + "\n  ".join(problems), returncode=1)
-    return {"redis": redis, "mysql": mysql}
+    one clear message (the integration suite's check)."""
+    return it.connect_backends(it.conf_of(BASE_CONF), "the chaos suite")
 
 
 # ---- a persistent SQL session, for the I6 sampler ---------------------------------------
@@ -576,7 +554,7 @@ def _quiesce(ctx, timeout):
                      "rows": ctx.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {ctx.a}"),
                      "success": it.success_count(ctx.redis, ctx.conf, ctx.a)}
             ok = state["live"] == 0 and state["rows"] == state["success"]
-        except (AssertionError, OSError, it.RedisError) as e:
+        except (AssertionError, OSError, RedisError) as e:
             state = {"error": str(e)}
             ok = False
         stable = stable + 1 if ok else 0

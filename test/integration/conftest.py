@@ -15,6 +15,9 @@ Environment:
 
 Every test creates its own coupon and activity, so the suite runs again and again
 against the same services without relying on empty tables or an empty Kafka topic.
+
+Configuration values come from seckillctl (test/lib/ctlconf.py), Redis is reached through
+test/lib/resp.py; test/pytest.ini puts test/lib on the import path.
 """
 
 import base64
@@ -34,6 +37,10 @@ from pathlib import Path
 
 import pytest
 import requests
+
+from ctlconf import Conf
+from resp import Redis, RedisError
+from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
 
 ROOT = Path(os.environ.get("SECKILL_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 
@@ -68,22 +75,6 @@ TEST_LIMITS = {
     "seckill.anti-brush-threshold": "1000",
 }
 
-# Built-in defaults (src/config.c) of the keys this suite reads, for a base file that
-# leaves them out.
-CONF_DEFAULTS = {
-    "http.host": "127.0.0.1",
-    "redis.host": "127.0.0.1",
-    "redis.port": "16379",
-    "mysql.host": "127.0.0.1",
-    "mysql.port": "13306",
-    "mysql.user": "seckill",
-    "mysql.password": "seckill",
-    "mysql.database": "seckill",
-    "seckill.stock.prefix": "seckill:stock",
-    "seckill.user.prefix": "seckill:user",
-    "http.request-timeout-ms": "10000",
-}
-
 SANITIZER_LINE = re.compile(r"ERROR: \w*Sanitizer|runtime error:|SUMMARY: \w*Sanitizer")
 
 # Every wait of the suite is a bounded poll at this period.
@@ -106,65 +97,22 @@ def poll_until(predicate, timeout, what, interval=POLL):
 # ---- configuration -----------------------------------------------------------------------
 
 
-def read_conf(path):
-    values = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if not line or "=" not in line:
-                continue
-            key, _, value = line.partition("=")
-            values[key.strip()] = value.strip()
-    return values
-
-
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-class Conf:
-    """One configuration file: the base file followed by the overrides (the loader reads
-    lines in order, so the later value of a key wins)."""
-
-    def __init__(self, path, values):
-        self.path = Path(path)
-        self.values = values
-
-    def get(self, key):
-        return self.values.get(key, CONF_DEFAULTS.get(key))
-
-    @property
-    def http_port(self):
-        return int(self.get("http.port"))
-
-    @property
-    def base_url(self):
-        host = self.get("http.host")
-        if host in ("0.0.0.0", ""):
-            host = "127.0.0.1"
-        return f"http://{host}:{self.http_port}"
-
-    # Redis keys of one activity (include/keys.h).
-    def key(self, kind, activity_id):
-        prefix = {
-            "activity": "seckill:activity",
-            "stock": self.get("seckill.stock.prefix"),
-            "users": self.get("seckill.user.prefix"),
-            "orders": "seckill:order",
-            "resv": "seckill:resv",
-            "queued": "seckill:queued",
-            "claimed": "seckill:claimed",
-        }[kind]
-        return f"{prefix}:{{{activity_id}}}"
+def conf_of(path):
+    """A configuration file as the binaries under test read it (the environment they get
+    from child_env, so a SECKILL_* variable of the caller does not leak in)."""
+    return Conf(path, BIN / "seckillctl", child_env())
 
 
 def write_conf(path, overrides=None):
     """Writes a config file derived from BASE_CONF: a free HTTP port and a free port for
     the consumer's /metrics, the relaxed limits of TEST_LIMITS, then `overrides` (a dict,
     applied last)."""
-    values = read_conf(BASE_CONF)
     extra = {"http.port": str(free_port()), "consumer.metrics-port": str(free_port())}
     extra.update(TEST_LIMITS)
     extra.update({k: str(v) for k, v in (overrides or {}).items()})
@@ -172,8 +120,7 @@ def write_conf(path, overrides=None):
     lines = [text.rstrip("\n"), "", "# --- integration test overrides ---"]
     lines += [f"{k} = {v}" for k, v in extra.items()]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    values.update(extra)
-    return Conf(path, values)
+    return conf_of(path)
 
 
 def child_env():
@@ -185,74 +132,6 @@ def child_env():
 
 
 # ---- backends ----------------------------------------------------------------------------
-
-
-class RedisError(Exception):
-    pass
-
-
-class Redis:
-    """A tiny RESP2 client: enough for GET, HGETALL, ZCARD and friends."""
-
-    def __init__(self, host, port):
-        self.addr = (host, int(port))
-        self.lock = threading.Lock()
-        self.sock = None
-        self.file = None
-
-    def _connect(self):
-        self.close()
-        self.sock = socket.create_connection(self.addr, timeout=10)
-        self.file = self.sock.makefile("rb")
-
-    def close(self):
-        if self.file:
-            self.file.close()
-        if self.sock:
-            self.sock.close()
-        self.sock = self.file = None
-
-    def _read(self):
-        line = self.file.readline()
-        if not line.endswith(b"\r\n"):
-            raise ConnectionError("redis closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RedisError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.file.read(n + 2)
-            return data[:-2].decode()
-        if kind == b"*":
-            n = int(rest)
-            if n < 0:
-                return None
-            return [self._read() for _ in range(n)]
-        raise RedisError(f"unexpected reply {line!r}")
-
-    def __call__(self, *args):
-        parts = [f"*{len(args)}\r\n".encode()]
-        for a in args:
-            b = str(a).encode()
-            parts.append(f"${len(b)}\r\n".encode() + b + b"\r\n")
-        payload = b"".join(parts)
-        with self.lock:
-            for attempt in (0, 1):
-                try:
-                    if self.sock is None:
-                        self._connect()
-                    self.sock.sendall(payload)
-                    return self._read()
-                except (OSError, ConnectionError):
-                    self.close()
-                    if attempt:
-                        raise
 
 
 class MySQL:
@@ -734,6 +613,19 @@ def raw_http(port, data, timeout=10, source=None, method=None):
         sock.close()
 
 
+def gateway_metrics(port):
+    """The gateway's GET /metrics as {series: value}, series being the sample line up to
+    its value (the name and any labels)."""
+    r = raw_http(port, http_bytes("GET", "/metrics"))
+    assert r.code == 200, repr(r)
+    samples = {}
+    for line in r.text.splitlines():
+        if line and not line.startswith("#"):
+            series, _, value = line.rpartition(" ")
+            samples[series] = float(value)
+    return samples
+
+
 def b64url(data):
     if isinstance(data, str):
         data = data.encode()
@@ -809,44 +701,50 @@ def wait_for_consumer(mysql, redis, conf, activity_id, expected_rows=None, consu
 # ---- fixtures ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def base_conf():
-    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found"
-    values = read_conf(BASE_CONF)
-    return Conf(BASE_CONF, values)
-
-
-@pytest.fixture(scope="session")
-def services(base_conf):
-    """The backing services answer, or the whole suite stops with one clear message."""
+def connect_backends(conf, who):
+    """Redis and MariaDB clients for `conf` once the binaries exist and Redis, MariaDB and
+    Kafka answer; otherwise the whole run stops with one clear message naming `who`."""
+    missing = [f"{BIN / name} is not built (make; make SANITIZE=1 BUILD=build/asan)"
+               for name in ("seckill-server", "order-consumer", "seckillctl")
+               if not (BIN / name).exists()]
+    if missing:
+        pytest.exit(f"{who} need the binaries:\n  " + "\n  ".join(missing), returncode=1)
     problems = []
-    for name in ("seckill-server", "order-consumer", "seckillctl"):
-        if not (BIN / name).exists():
-            problems.append(f"{BIN / name} is not built (make; make SANITIZE=1 BUILD=build/asan)")
-    redis = Redis(base_conf.get("redis.host"), base_conf.get("redis.port"))
+    redis = Redis(conf.get("redis.host"), conf.get("redis.port"))
     try:
         pong = redis("PING")
         if pong != "PONG":
             problems.append(f"redis answered {pong!r} to PING")
     except (OSError, ConnectionError, RedisError) as e:
         problems.append(f"redis {redis.addr[0]}:{redis.addr[1]} does not answer: {e}")
-    mysql = MySQL(base_conf)
+    mysql = MySQL(conf)
     try:
         if mysql.scalar("SELECT COUNT(*) FROM seckill_order WHERE 1 = 0") != "0":
             problems.append("mariadb: unexpected answer")
     except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
-        problems.append(f"mariadb {base_conf.get('mysql.host')}:{base_conf.get('mysql.port')}: {e}")
-    brokers = base_conf.values.get("kafka.brokers", "127.0.0.1:19092").split(",")[0]
+        problems.append(f"mariadb {conf.get('mysql.host')}:{conf.get('mysql.port')}: {e}")
+    brokers = conf.get("kafka.brokers").split(",")[0]
     host, _, port = brokers.rpartition(":")
     try:
         socket.create_connection((host, int(port)), timeout=3).close()
     except OSError as e:
         problems.append(f"kafka {brokers} does not accept connections: {e}")
     if problems:
-        pytest.exit("integration tests need the backing services "
-                    "(bash scripts/stack.sh up --services-only) and the binaries:\n  "
-                    + "\n  ".join(problems), returncode=1)
+        pytest.exit(f"{who} need the backing services (bash scripts/stack.sh up "
+                    "--services-only):\n  " + "\n  ".join(problems), returncode=1)
     return {"redis": redis, "mysql": mysql}
+
+
+@pytest.fixture(scope="session")
+def base_conf():
+    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found"
+    return conf_of(BASE_CONF)
+
+
+@pytest.fixture(scope="session")
+def services(base_conf):
+    """The backing services answer, or the whole suite stops with one clear message."""
+    return connect_backends(base_conf, "integration tests")
 
 
 @pytest.fixture(scope="session")
