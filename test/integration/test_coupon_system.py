@@ -12,15 +12,8 @@ import time
 
 import pytest
 
-from conftest import (BIN, Attempt, ROOT, child_env, poll_until, run_load, wait_for_consumer)
-
-
-@pytest.fixture(scope="module")
-def ids():
-    """Fresh user ids for every call, distinct across runs against the same services."""
-    base = int(time.time() * 1000) % 10**12 * 1000
-    counter = iter(range(base + 1, base + 10**6))
-    return lambda: next(counter)
+from conftest import BIN, ROOT, child_env, poll_until, wait_for_consumer
+from gatewayhttp import Attempt, run_load
 
 
 def coupon_count(mysql):

@@ -7,7 +7,8 @@ import time
 import pytest
 import requests
 
-from conftest import gateway_metrics, order_rows, poll_until
+from conftest import order_rows, poll_until
+from gatewayhttp import gateway_metrics
 
 STOCK = 10
 ACCEPTED = "seckill_orders_accepted_total"
