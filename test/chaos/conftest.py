@@ -10,12 +10,9 @@ scenario, whatever happened.
 import pytest
 
 import chaoslib
+from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
 
 RESULTS = []
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "short: the scenarios make test runs (consumer kill -9, Kafka stop)")
 
 
 @pytest.fixture(scope="session")

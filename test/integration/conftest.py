@@ -15,25 +15,27 @@ Environment:
 
 Every test creates its own coupon and activity, so the suite runs again and again
 against the same services without relying on empty tables or an empty Kafka topic.
+
+Configuration values come from seckillctl (test/lib/ctlconf.py), Redis is reached through
+test/lib/resp.py, the gateway through test/lib/gatewayhttp.py; test/pytest.ini puts
+test/lib on the import path.
 """
 
-import base64
-import hashlib
-import hmac
 import http.client
-import json
 import os
-import queue
 import re
 import signal
 import socket
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
-import requests
+
+from ctlconf import Conf
+from gatewayhttp import Api
+from resp import Redis, RedisError
+from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
 
 ROOT = Path(os.environ.get("SECKILL_ROOT") or Path(__file__).resolve().parents[2]).resolve()
 
@@ -68,22 +70,6 @@ TEST_LIMITS = {
     "seckill.anti-brush-threshold": "1000",
 }
 
-# Built-in defaults (src/config.c) of the keys this suite reads, for a base file that
-# leaves them out.
-CONF_DEFAULTS = {
-    "http.host": "127.0.0.1",
-    "redis.host": "127.0.0.1",
-    "redis.port": "16379",
-    "mysql.host": "127.0.0.1",
-    "mysql.port": "13306",
-    "mysql.user": "seckill",
-    "mysql.password": "seckill",
-    "mysql.database": "seckill",
-    "seckill.stock.prefix": "seckill:stock",
-    "seckill.user.prefix": "seckill:user",
-    "http.request-timeout-ms": "10000",
-}
-
 SANITIZER_LINE = re.compile(r"ERROR: \w*Sanitizer|runtime error:|SUMMARY: \w*Sanitizer")
 
 # Every wait of the suite is a bounded poll at this period.
@@ -106,65 +92,22 @@ def poll_until(predicate, timeout, what, interval=POLL):
 # ---- configuration -----------------------------------------------------------------------
 
 
-def read_conf(path):
-    values = {}
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if not line or "=" not in line:
-                continue
-            key, _, value = line.partition("=")
-            values[key.strip()] = value.strip()
-    return values
-
-
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
-class Conf:
-    """One configuration file: the base file followed by the overrides (the loader reads
-    lines in order, so the later value of a key wins)."""
-
-    def __init__(self, path, values):
-        self.path = Path(path)
-        self.values = values
-
-    def get(self, key):
-        return self.values.get(key, CONF_DEFAULTS.get(key))
-
-    @property
-    def http_port(self):
-        return int(self.get("http.port"))
-
-    @property
-    def base_url(self):
-        host = self.get("http.host")
-        if host in ("0.0.0.0", ""):
-            host = "127.0.0.1"
-        return f"http://{host}:{self.http_port}"
-
-    # Redis keys of one activity (include/keys.h).
-    def key(self, kind, activity_id):
-        prefix = {
-            "activity": "seckill:activity",
-            "stock": self.get("seckill.stock.prefix"),
-            "users": self.get("seckill.user.prefix"),
-            "orders": "seckill:order",
-            "resv": "seckill:resv",
-            "queued": "seckill:queued",
-            "claimed": "seckill:claimed",
-        }[kind]
-        return f"{prefix}:{{{activity_id}}}"
+def conf_of(path):
+    """A configuration file as the binaries under test read it (the environment they get
+    from child_env, so a SECKILL_* variable of the caller does not leak in)."""
+    return Conf(path, BIN / "seckillctl", child_env())
 
 
 def write_conf(path, overrides=None):
     """Writes a config file derived from BASE_CONF: a free HTTP port and a free port for
     the consumer's /metrics, the relaxed limits of TEST_LIMITS, then `overrides` (a dict,
     applied last)."""
-    values = read_conf(BASE_CONF)
     extra = {"http.port": str(free_port()), "consumer.metrics-port": str(free_port())}
     extra.update(TEST_LIMITS)
     extra.update({k: str(v) for k, v in (overrides or {}).items()})
@@ -172,8 +115,7 @@ def write_conf(path, overrides=None):
     lines = [text.rstrip("\n"), "", "# --- integration test overrides ---"]
     lines += [f"{k} = {v}" for k, v in extra.items()]
     Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
-    values.update(extra)
-    return Conf(path, values)
+    return conf_of(path)
 
 
 def child_env():
@@ -185,74 +127,6 @@ def child_env():
 
 
 # ---- backends ----------------------------------------------------------------------------
-
-
-class RedisError(Exception):
-    pass
-
-
-class Redis:
-    """A tiny RESP2 client: enough for GET, HGETALL, ZCARD and friends."""
-
-    def __init__(self, host, port):
-        self.addr = (host, int(port))
-        self.lock = threading.Lock()
-        self.sock = None
-        self.file = None
-
-    def _connect(self):
-        self.close()
-        self.sock = socket.create_connection(self.addr, timeout=10)
-        self.file = self.sock.makefile("rb")
-
-    def close(self):
-        if self.file:
-            self.file.close()
-        if self.sock:
-            self.sock.close()
-        self.sock = self.file = None
-
-    def _read(self):
-        line = self.file.readline()
-        if not line.endswith(b"\r\n"):
-            raise ConnectionError("redis closed the connection")
-        kind, rest = line[:1], line[1:-2]
-        if kind == b"+":
-            return rest.decode()
-        if kind == b"-":
-            raise RedisError(rest.decode())
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self.file.read(n + 2)
-            return data[:-2].decode()
-        if kind == b"*":
-            n = int(rest)
-            if n < 0:
-                return None
-            return [self._read() for _ in range(n)]
-        raise RedisError(f"unexpected reply {line!r}")
-
-    def __call__(self, *args):
-        parts = [f"*{len(args)}\r\n".encode()]
-        for a in args:
-            b = str(a).encode()
-            parts.append(f"${len(b)}\r\n".encode() + b + b"\r\n")
-        payload = b"".join(parts)
-        with self.lock:
-            for attempt in (0, 1):
-                try:
-                    if self.sock is None:
-                        self._connect()
-                    self.sock.sendall(payload)
-                    return self._read()
-                except (OSError, ConnectionError):
-                    self.close()
-                    if attempt:
-                        raise
 
 
 class MySQL:
@@ -493,269 +367,6 @@ class Ctl:
         return Sale(self.create_id(*args), coupon, stock)
 
 
-# ---- HTTP --------------------------------------------------------------------------------
-
-
-class Reply:
-    """A gateway answer: the status code, the headers and the parsed JSON body. Every
-    answer of the gateway must be JSON; building a Reply asserts it."""
-
-    def __init__(self, code, headers, text, what):
-        self.code = code
-        self.headers = headers
-        self.text = text
-        ctype = headers.get("Content-Type", "")
-        assert ctype.split(";")[0].strip() == "application/json", (
-            f"{what}: {code} with Content-Type {ctype!r}, not JSON: {text[:300]!r}")
-        try:
-            self.json = json.loads(text)
-        except ValueError:
-            raise AssertionError(f"{what}: {code} with a body that is not JSON: {text[:300]!r}")
-        assert isinstance(self.json, dict) and isinstance(self.json.get("success"), bool), (
-            f"{what}: {code} without a boolean 'success': {text[:300]!r}")
-        if not self.json["success"]:
-            assert "status" in self.json and "message" in self.json, (
-                f"{what}: failure without status and message: {text[:300]!r}")
-
-    def __getitem__(self, key):
-        return self.json[key]
-
-    def get(self, key, default=None):
-        return self.json.get(key, default)
-
-    @property
-    def status(self):
-        return self.json.get("status")
-
-    def __repr__(self):
-        return f"{self.code} {self.text}"
-
-
-class Api:
-    """requests-based client of one gateway, for the one-at-a-time tests."""
-
-    def __init__(self, base_url):
-        self.base_url = base_url
-        self.session = requests.Session()
-
-    def request(self, method, path, **kw):
-        kw.setdefault("timeout", 30)
-        r = self.session.request(method, self.base_url + path, **kw)
-        return Reply(r.status_code, r.headers, r.text, f"{method} {path}")
-
-    def get(self, path, **kw):
-        return self.request("GET", path, **kw)
-
-    def post(self, path, **kw):
-        return self.request("POST", path, **kw)
-
-    def execute(self, user_id, activity_id):
-        return self.post("/seckill/execute", params={"userId": user_id, "activityId": activity_id})
-
-    def stock(self, activity_id):
-        r = self.get(f"/seckill/stock/{activity_id}")
-        assert r.code == 200, repr(r)
-        return r["stock"]
-
-    def order_status(self, order_no):
-        r = self.get(f"/seckill/orders/{order_no}")
-        assert r.code == 200, repr(r)
-        return r["status"]
-
-
-def raw_execute(conn, user_id, activity_id):
-    """One POST /seckill/execute on a keep-alive http.client connection. Returns
-    (code, parsed JSON body) and asserts the body is JSON."""
-    conn.request("POST", f"/seckill/execute?userId={user_id}&activityId={activity_id}",
-                 body=b"", headers={"Content-Length": "0"})
-    resp = conn.getresponse()
-    body = resp.read().decode("utf-8", "replace")
-    reply = Reply(resp.status, resp.headers, body, f"execute user {user_id}")
-    if resp.getheader("Connection", "").lower() == "close":
-        conn.close()
-    return reply
-
-
-class Attempt:
-    """One POST /seckill/execute of a load run and what came of it: `reply` (a Reply) or
-    `error` (the exception: refused or dropped connection, an answer that is not JSON)."""
-
-    __slots__ = ("user", "activity", "repeat", "reply", "error", "sent", "done")
-
-    def __init__(self, user, activity, repeat=False):
-        self.user, self.activity, self.repeat = user, activity, repeat
-        self.reply = self.error = None
-        self.sent = self.done = None
-
-    def __repr__(self):
-        what = repr(self.reply) if self.reply is not None else f"error {self.error!r}"
-        return f"user {self.user}{' (repeat)' if self.repeat else ''}: {what}"
-
-
-def run_load(port, attempts, threads, follow_up=None, stop=None, timeout=30):
-    """Sends the attempts from `threads` threads, each with its own keep-alive
-    connection (a new one after an error or a `Connection: close`). `follow_up(attempt)`,
-    called once the attempt is answered, may return another Attempt, which is queued then:
-    so a repeat is sent only after the first request of its user has its answer. A set
-    `stop` event makes the threads leave the rest unsent. Returns the finished attempts."""
-    work = queue.Queue()
-    for a in attempts:
-        work.put(a)
-    done = []
-    lock = threading.Lock()
-    outstanding = [len(attempts)]
-    if not attempts:
-        return done
-
-    def finish(a, nxt):
-        with lock:
-            done.append(a)
-            if nxt is not None:
-                outstanding[0] += 1
-                work.put(nxt)
-            outstanding[0] -= 1
-            if outstanding[0] == 0:
-                for _ in range(threads):
-                    work.put(None)
-
-    def worker():
-        conn = None
-        while True:
-            a = work.get()
-            if a is None:
-                break
-            if stop is not None and stop.is_set():
-                finish(a, None)
-                continue
-            a.sent = time.monotonic()
-            try:
-                if conn is None:
-                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-                a.reply = raw_execute(conn, a.user, a.activity)
-            except Exception as e:  # noqa: BLE001 - every failure is a result here
-                a.error = e
-                if conn is not None:
-                    conn.close()
-                conn = None
-            a.done = time.monotonic()
-            nxt = None
-            if follow_up is not None and a.reply is not None:
-                nxt = follow_up(a)
-            finish(a, nxt)
-        if conn is not None:
-            conn.close()
-
-    pool = [threading.Thread(target=worker, daemon=True) for _ in range(threads)]
-    for t in pool:
-        t.start()
-    for t in pool:
-        t.join()
-    return done
-
-
-def describe_failures(attempts):
-    """'N requests failed: 3 ConnectionResetError, ...; e.g. [...]' for an assertion."""
-    kinds = {}
-    for a in attempts:
-        name = type(a.error).__name__ if a.error is not None else f"HTTP {a.reply.code}"
-        kinds[name] = kinds.get(name, 0) + 1
-    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1]))
-    return f"{len(attempts)} requests failed ({summary}), e.g. {attempts[:5]}"
-
-
-# ---- raw HTTP and JWT -------------------------------------------------------------------
-
-
-class RawReply:
-    """An answer read off a socket: code, reason, headers (an http.client.HTTPMessage),
-    body bytes. Unlike Reply it accepts anything: evhttp answers some malformed requests
-    itself with an HTML page. `reply()` turns it into a Reply, asserting JSON."""
-
-    def __init__(self, code, reason, headers, body):
-        self.code, self.reason, self.headers, self.body = code, reason, headers, body
-
-    @property
-    def text(self):
-        return self.body.decode("utf-8", "replace")
-
-    @property
-    def is_json(self):
-        return self.headers.get("Content-Type", "").split(";")[0].strip() == "application/json"
-
-    def reply(self, what="raw request"):
-        return Reply(self.code, self.headers, self.text, what)
-
-    def __repr__(self):
-        return f"{self.code} {self.reason} {self.text[:300]!r}"
-
-
-def http_bytes(method, target, headers=None, body=b"", version="HTTP/1.1"):
-    """The bytes of one request. Host and Content-Length are added unless `headers` names
-    them (a value of None leaves a header out); `body` may be str or bytes."""
-    if isinstance(body, str):
-        body = body.encode()
-    hdrs = {"Host": "127.0.0.1"}
-    if body or method in ("POST", "PUT", "PATCH"):
-        hdrs["Content-Length"] = str(len(body))
-    for k, v in (headers or {}).items():
-        for existing in [e for e in hdrs if e.lower() == k.lower()]:
-            del hdrs[existing]
-        hdrs[k] = v
-    lines = [f"{method} {target} {version}"]
-    lines += [f"{k}: {v}" for k, v in hdrs.items() if v is not None]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-
-
-def read_raw_reply(sock, method="GET"):
-    """Reads one HTTP answer from a connected socket (keep-alive safe: one request, one
-    answer at a time)."""
-    resp = http.client.HTTPResponse(sock, method=method)
-    resp.begin()
-    body = resp.read()
-    return RawReply(resp.status, resp.reason, resp.headers, body)
-
-
-def raw_http(port, data, timeout=10, source=None, method=None):
-    """Sends `data` (a whole request, see http_bytes) on a new connection and returns the
-    RawReply. `source` binds the client to another loopback address (127.0.0.2) so the
-    gateway sees another peer. A server that answers before reading everything (a body
-    over its limit) may reset the rest of the send: that is not an error here."""
-    if method is None:
-        method = data.split(b" ", 1)[0].decode("latin-1")
-    sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
-                                    source_address=(source, 0) if source else None)
-    try:
-        try:
-            sock.sendall(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        return read_raw_reply(sock, method)
-    finally:
-        sock.close()
-
-
-def b64url(data):
-    if isinstance(data, str):
-        data = data.encode()
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-JWT_HASHES = {"HS256": hashlib.sha256, "HS384": hashlib.sha384, "HS512": hashlib.sha512}
-
-
-def jwt_sign(claims, secret, alg="HS256", header=None):
-    """A compact JWT: `claims` (a dict, or the payload text as str) signed with HMAC under
-    `alg` (HS256/HS384/HS512; "none" leaves the signature empty). `header` (a dict)
-    replaces the default {"alg": alg, "typ": "JWT"}."""
-    head = header if header is not None else {"alg": alg, "typ": "JWT"}
-    payload = claims if isinstance(claims, str) else json.dumps(claims, separators=(",", ":"))
-    signing_input = b64url(json.dumps(head, separators=(",", ":"))) + "." + b64url(payload)
-    if alg == "none":
-        return signing_input + "."
-    mac = hmac.new(secret.encode(), signing_input.encode("ascii"), JWT_HASHES[alg]).digest()
-    return signing_input + "." + b64url(mac)
-
-
 # ---- sale state --------------------------------------------------------------------------
 
 
@@ -809,44 +420,50 @@ def wait_for_consumer(mysql, redis, conf, activity_id, expected_rows=None, consu
 # ---- fixtures ----------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def base_conf():
-    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found"
-    values = read_conf(BASE_CONF)
-    return Conf(BASE_CONF, values)
-
-
-@pytest.fixture(scope="session")
-def services(base_conf):
-    """The backing services answer, or the whole suite stops with one clear message."""
+def connect_backends(conf, who):
+    """Redis and MariaDB clients for `conf` once the binaries exist and Redis, MariaDB and
+    Kafka answer; otherwise the whole run stops with one clear message naming `who`."""
+    missing = [f"{BIN / name} is not built (make; make SANITIZE=1 BUILD=build/asan)"
+               for name in ("seckill-server", "order-consumer", "seckillctl")
+               if not (BIN / name).exists()]
+    if missing:
+        pytest.exit(f"{who} need the binaries:\n  " + "\n  ".join(missing), returncode=1)
     problems = []
-    for name in ("seckill-server", "order-consumer", "seckillctl"):
-        if not (BIN / name).exists():
-            problems.append(f"{BIN / name} is not built (make; make SANITIZE=1 BUILD=build/asan)")
-    redis = Redis(base_conf.get("redis.host"), base_conf.get("redis.port"))
+    redis = Redis(conf.get("redis.host"), conf.get("redis.port"))
     try:
         pong = redis("PING")
         if pong != "PONG":
             problems.append(f"redis answered {pong!r} to PING")
     except (OSError, ConnectionError, RedisError) as e:
         problems.append(f"redis {redis.addr[0]}:{redis.addr[1]} does not answer: {e}")
-    mysql = MySQL(base_conf)
+    mysql = MySQL(conf)
     try:
         if mysql.scalar("SELECT COUNT(*) FROM seckill_order WHERE 1 = 0") != "0":
             problems.append("mariadb: unexpected answer")
     except (AssertionError, OSError, subprocess.TimeoutExpired) as e:
-        problems.append(f"mariadb {base_conf.get('mysql.host')}:{base_conf.get('mysql.port')}: {e}")
-    brokers = base_conf.values.get("kafka.brokers", "127.0.0.1:19092").split(",")[0]
+        problems.append(f"mariadb {conf.get('mysql.host')}:{conf.get('mysql.port')}: {e}")
+    brokers = conf.get("kafka.brokers").split(",")[0]
     host, _, port = brokers.rpartition(":")
     try:
         socket.create_connection((host, int(port)), timeout=3).close()
     except OSError as e:
         problems.append(f"kafka {brokers} does not accept connections: {e}")
     if problems:
-        pytest.exit("integration tests need the backing services "
-                    "(bash scripts/stack.sh up --services-only) and the binaries:\n  "
-                    + "\n  ".join(problems), returncode=1)
+        pytest.exit(f"{who} need the backing services (bash scripts/stack.sh up "
+                    "--services-only):\n  " + "\n  ".join(problems), returncode=1)
     return {"redis": redis, "mysql": mysql}
+
+
+@pytest.fixture(scope="session")
+def base_conf():
+    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found"
+    return conf_of(BASE_CONF)
+
+
+@pytest.fixture(scope="session")
+def services(base_conf):
+    """The backing services answer, or the whole suite stops with one clear message."""
+    return connect_backends(base_conf, "integration tests")
 
 
 @pytest.fixture(scope="session")
@@ -865,6 +482,14 @@ def conf(request, tmp_path_factory, services):
     overrides = getattr(request.module, "CONF_OVERRIDES", {})
     d = tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1])
     return write_conf(d / "seckill.conf", overrides)
+
+
+@pytest.fixture(scope="module")
+def ids():
+    """Fresh user ids for every call, distinct across runs against the same services."""
+    base = int(time.time() * 1000) % 10**12 * 1000
+    counter = iter(range(base + 1, base + 10**6))
+    return lambda: next(counter)
 
 
 @pytest.fixture(scope="module")

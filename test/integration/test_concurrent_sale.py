@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from conftest import Attempt, describe_failures, order_rows, run_load, wait_for_consumer
+from conftest import order_rows, wait_for_consumer
+from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 500
 USERS = 2000

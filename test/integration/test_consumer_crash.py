@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from conftest import Attempt, describe_failures, order_rows, poll_until, run_load, wait_for_consumer
+from conftest import order_rows, poll_until, wait_for_consumer
+from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 2000
 THREADS = 32

@@ -1,6 +1,7 @@
-"""The order consumer's GET /metrics (consumer.metrics-host:consumer.metrics-port): after a
-sale is persisted it counts the batches and the rows, its histograms have observations,
-the lag is back to 0, and the whole answer is Prometheus text. Another path is a JSON 404;
+"""The order consumer's GET /metrics (consumer.metrics-host:consumer.metrics-port): across
+a sale its counters move by exactly the sale's rows, no retry, rejection or dead letter;
+every batch is observed once by each histogram, whose batch sizes add up to the sale; the
+lag is back to 0, and the whole answer is Prometheus text. Another path is a JSON 404;
 a port already taken stops start-up with an error naming the key."""
 
 import re
@@ -64,44 +65,77 @@ def sale(ctl, gateway, consumer):
     return ctl.create_sale(ORDERS)
 
 
-def test_metrics_after_a_sale(conf, api, consumer, sale, mysql, redis):
-    a = sale.activity_id
+RETRIES = [f'seckill_consumer_retries_total{{step="{step}",backend="{backend}"}}'
+           for step, backend in (("dead-letter", "kafka"), ("claim", "redis"), ("persist", "mysql"),
+                                 ("publish", "redis"), ("finalize", "redis"))]
+HISTOGRAMS = ("seckill_consumer_batch_size", "seckill_consumer_insert_duration_seconds",
+              "seckill_consumer_batch_duration_seconds")
+
+
+def quiet_scrape(conf, what, done=lambda s: True):
+    """A scrape once the consumer has caught up (lag 0) and its batch count stood still
+    between two scrapes, and `done(samples)` holds: no batch is between its offset commit
+    and its counters."""
+    state = {"last": None}
+
+    def settled():
+        samples, types = scrape(conf)
+        last, state["last"] = state["last"], samples
+        if samples["seckill_consumer_lag"] != 0 or not done(samples) or last is None:
+            return None
+        if last["seckill_consumer_batches_total"] != samples["seckill_consumer_batches_total"]:
+            return None
+        return samples, types
+
+    return poll_until(settled, 30, what)
+
+
+def test_metrics_after_a_sale(conf, api, ctl, consumer, sale, mysql, redis):
     base = int(time.time() * 1000) % 10**12 * 1000
+    # One order of another sale first: once it is in MySQL the consumer has its partitions
+    # and whatever other modules left in the shared topic (the group id is the suite's) is
+    # behind it, so the counters below move by this sale's orders alone.
+    sentinel = ctl.create_sale(1).activity_id
+    r = api.execute(base, sentinel)
+    assert r.code == 200, repr(r)
+    wait_for_consumer(mysql, redis, conf, sentinel, 1, consumer)
+    before, _ = quiet_scrape(conf, "the consumer to settle before the sale")
+
+    a = sale.activity_id
     for i in range(1, ORDERS + 1):
         r = api.execute(base + i, a)
         assert r.code == 200, repr(r)
     wait_for_consumer(mysql, redis, conf, a, ORDERS, consumer)
+    persisted = "seckill_consumer_orders_persisted_total"
+    s, types = quiet_scrape(conf, f"{ORDERS} more orders persisted and seckill_consumer_lag 0",
+                            lambda s: s[persisted] - before[persisted] >= ORDERS)
 
-    # The lag is measured after each pass of the consumer's loop: it reaches 0 once the
-    # consumer has caught up (other modules' orders may still be replaying at start-up).
-    state = {}
-
-    def caught_up():
-        state["samples"], state["types"] = scrape(conf)
-        return state["samples"]["seckill_consumer_lag"] == 0
-
-    poll_until(caught_up, 30, "seckill_consumer_lag 0 at quiescence")
-    s, types = state["samples"], state["types"]
+    def delta(series):
+        return s[series] - before[series]
 
     assert types["seckill_consumer_batches_total"] == "counter"
     assert types["seckill_consumer_retries_total"] == "counter"
     assert types["seckill_consumer_lag"] == "gauge"
-    # Rows newly inserted by this process: the sale's, and possibly orders other modules
-    # left in the shared topic (the group id is the suite's, shared by every module).
-    assert s["seckill_consumer_orders_persisted_total"] >= ORDERS
-    assert s["seckill_consumer_batches_total"] >= 1
     assert s["seckill_consumer_ready"] == 1
-    assert s["seckill_consumer_dead_letters_total"] >= 0
-    assert 'seckill_consumer_retries_total{step="persist",backend="mysql"}' in s
-    for name in ("seckill_consumer_batch_size", "seckill_consumer_insert_duration_seconds",
-                 "seckill_consumer_batch_duration_seconds"):
+    assert delta(persisted) == ORDERS
+    assert delta("seckill_consumer_orders_rejected_total") == 0
+    assert delta("seckill_consumer_dead_letters_total") == 0
+    assert delta("seckill_consumer_coupon_uses_persisted_total") == 0
+    for series in RETRIES:
+        assert delta(series) == 0, f"{series}: {delta(series)} retries in a healthy sale"
+    batches = delta("seckill_consumer_batches_total")
+    assert 1 <= batches <= ORDERS, f"{batches} batches for {ORDERS} orders"
+    # Each batch observes its size and its duration once, and (every batch holding an
+    # order here) one MySQL transaction.
+    for name in HISTOGRAMS:
         assert types[name] == "histogram"
         count, total = histogram(s, name)
-        assert count >= 1, f"{name}: no observation"
-        assert total > 0, f"{name}: _sum {total}"
+        count0, total0 = histogram(before, name)
+        assert count - count0 == batches, f"{name}: {count - count0} observations, {batches} batches"
+        assert total > total0, f"{name}: _sum did not grow ({total0} -> {total})"
     count, total = histogram(s, "seckill_consumer_batch_size")
-    assert total >= ORDERS, f"batch sizes sum to {total}, fewer than the {ORDERS} orders"
-    assert count == s["seckill_consumer_batches_total"]
+    count0, total0 = histogram(before, "seckill_consumer_batch_size")
+    assert total - total0 == ORDERS, f"batch sizes sum to {total - total0}, not the {ORDERS} orders"
 
 
 def test_other_paths_are_404(conf, consumer):

@@ -62,7 +62,7 @@ def test_use_once(api, winners, mysql):
     assert (again["discount"], again["payable"], again["orderRef"]) == ("5.00", "95.00", ref)
 
     other = api.post(f"/coupons/{uc_id}/use", json=dict(body, orderRef=ref + "-b"))
-    assert other.code == 409, repr(other)
+    assert other.code == 409 and other.status == "USED", repr(other)
     assert other["success"] is False
 
     c = listed(api, user)[0]
@@ -82,11 +82,12 @@ def test_refusals_leave_the_coupon_unused(api, winners):
     ok = {"userId": user, "orderAmount": "100.00", "orderRef": f"r-{user}"}
 
     below = api.post(f"/coupons/{uc_id}/use", json=dict(ok, orderAmount="9.99"))
-    assert below.code == 409 and below["success"] is False, repr(below)
+    assert below.code == 409 and below.status == "BELOW_MIN_ORDER", repr(below)
+    assert below["success"] is False and below["minOrder"] == "10.00", repr(below)
     stranger = api.post(f"/coupons/{uc_id}/use", json=dict(ok, userId=user + 1000))
-    assert stranger.code == 404, repr(stranger)
+    assert stranger.code == 404 and stranger.status == "NOT_FOUND", repr(stranger)
     unknown = api.post("/coupons/9007199254740000/use", json=ok)
-    assert unknown.code == 404, repr(unknown)
+    assert unknown.code == 404 and unknown.status == "NOT_FOUND", repr(unknown)
 
     for bad in (dict(ok, orderAmount="abc"), dict(ok, orderAmount="1.234"),
                 dict(ok, orderAmount="-5.00"), dict(ok, userId="0"), dict(ok, orderRef="a b"),
@@ -97,7 +98,7 @@ def test_refusals_leave_the_coupon_unused(api, winners):
     r = api.post("/coupons/abc/use", json=ok)
     assert r.code == 400 and r.status == "INVALID", repr(r)
     r = api.get(f"/coupons/{uc_id}/use")
-    assert r.code == 405, repr(r)
+    assert r.code == 405 and r.status == "METHOD_NOT_ALLOWED", repr(r)
     r = api.get("/coupons")
     assert r.code == 400 and r.status == "INVALID", repr(r)
 

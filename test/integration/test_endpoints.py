@@ -1,14 +1,22 @@
 """The HTTP API one request at a time: an order from accept to SUCCESS in MySQL, the read
 endpoints, and every kind of bad input answered with a JSON error and no side effect."""
 
+import re
 import time
 
 import pytest
 import requests
 
 from conftest import order_rows, poll_until
+from gatewayhttp import gateway_metrics
 
 STOCK = 10
+ACCEPTED = "seckill_orders_accepted_total"
+# The gateway's counters (include/gateway/metrics.h).
+COUNTERS = (ACCEPTED, "seckill_orders_rolled_back_total", "seckill_reservations_expired_total",
+            "seckill_kafka_delivery_failures_total", "seckill_redis_timeouts_total",
+            "seckill_local_answers_total", "seckill_coupons_redeemed_total",
+            "seckill_http_accept_pauses_total")
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +42,27 @@ def test_metrics(gateway):
     assert r.status_code == 200, r.text[:300]
     assert r.headers.get("Content-Type", "").startswith("text/plain"), r.headers
     samples = [line for line in r.text.splitlines() if line and not line.startswith("#")]
-    assert samples, r.text[:300]
     for line in samples:
         name, _, value = line.rpartition(" ")
         assert name, line
         float(value)  # a sample ends in a number (NaN and +Inf included)
+    names = {line.rpartition(" ")[0] for line in samples}
+    missing = [c for c in COUNTERS if c not in names]
+    assert not missing, f"counters missing from /metrics: {missing}"
 
 
 def test_order_from_accept_to_success(api, sale, mysql, redis, conf, consumer, user_base):
     a = sale.activity_id
     user = user_base + 1
     assert api.stock(a) == STOCK
+    accepted = gateway_metrics(conf.http_port)[ACCEPTED]
 
     r = api.execute(user, a)
     assert r.code == 200, repr(r)
     assert r["success"] is True and r["status"] == "PROCESSING", repr(r)
     order_no = r["orderNo"]
-    assert isinstance(order_no, str) and order_no, repr(r)
+    assert re.fullmatch(rf"[1-9][0-9]*-{a}", order_no), repr(r)
+    assert gateway_metrics(conf.http_port)[ACCEPTED] == accepted + 1
 
     poll_until(lambda: api.order_status(order_no) == "SUCCESS", 20, f"order {order_no} to be SUCCESS")
 
@@ -70,7 +82,7 @@ def test_order_from_accept_to_success(api, sale, mysql, redis, conf, consumer, u
 
     act = api.get(f"/seckill/activities/{a}")
     assert act.code == 200, repr(act)
-    assert act["name"], repr(act)
+    assert act["name"] == "t seckill", repr(act)   # the coupon's name: create_sale names none
     assert act["couponId"] == sale.coupon_id
     assert act["stock"] == STOCK
     assert act["stockLeft"] == STOCK - 1
@@ -82,11 +94,13 @@ def test_order_from_accept_to_success(api, sale, mysql, redis, conf, consumer, u
     assert again.code == 409 and again.status == "DUPLICATE", repr(again)
     assert again["orderNo"] == order_no
     assert api.stock(a) == STOCK - 1
+    assert gateway_metrics(conf.http_port)[ACCEPTED] == accepted + 1
 
 
 def test_json_and_form_bodies(api, sale, mysql, redis, conf, consumer, user_base):
     a = sale.activity_id
     before = api.stock(a)
+    accepted = gateway_metrics(conf.http_port)[ACCEPTED]
     j = api.post("/seckill/execute", json={"userId": user_base + 2, "activityId": a})
     assert j.code == 200 and j["status"] == "PROCESSING", repr(j)
     js = api.post("/seckill/execute", json={"userId": str(user_base + 3), "activityId": str(a)})
@@ -94,6 +108,7 @@ def test_json_and_form_bodies(api, sale, mysql, redis, conf, consumer, user_base
     f = api.post("/seckill/execute", data={"userId": user_base + 4, "activityId": a})
     assert f.code == 200 and f["status"] == "PROCESSING", repr(f)
     assert api.stock(a) == before - 3
+    assert gateway_metrics(conf.http_port)[ACCEPTED] == accepted + 3
     for r, user in ((j, user_base + 2), (js, user_base + 3), (f, user_base + 4)):
         res = api.get("/seckill/result", params={"userId": user, "activityId": a})
         assert res.code == 200 and res["orderNo"] == r["orderNo"], repr(res)
@@ -160,7 +175,7 @@ def test_too_large_body_is_413(api, sale):
     before = api.stock(a)
     body = '{"userId": 7, "activityId": %d, "pad": "%s"}' % (a, "x" * 20000)
     r = api.post("/seckill/execute", data=body, headers={"Content-Type": "application/json"})
-    assert r.code == 413, repr(r)
+    assert r.code == 413 and r.status == "TOO_LARGE", repr(r)
     assert r["success"] is False
     assert api.stock(a) == before
 
@@ -178,18 +193,19 @@ def test_wrong_method_is_405(api, sale):
     a = sale.activity_id
     before = api.stock(a)
     r = api.get("/seckill/execute", params={"userId": 7, "activityId": a})
-    assert r.code == 405, repr(r)
+    assert r.code == 405 and r.status == "METHOD_NOT_ALLOWED", repr(r)
     assert r["success"] is False
-    assert "POST" in r.headers.get("Allow", ""), r.headers
+    assert r.headers.get("Allow") == "POST", r.headers
     r = api.post(f"/seckill/stock/{a}")
-    assert r.code == 405, repr(r)
+    assert r.code == 405 and r.status == "METHOD_NOT_ALLOWED", repr(r)
+    assert r.headers.get("Allow") == "GET", r.headers
     assert api.stock(a) == before
 
 
 def test_unknown_path_is_404(api):
     for path in ("/", "/nope", "/seckill", "/seckill/executes", "/seckill/stock/"):
         r = api.get(path)
-        assert r.code == 404, f"{path}: {r!r}"
+        assert r.code == 404 and r.status == "NOT_FOUND", f"{path}: {r!r}"
         assert r["success"] is False
 
 

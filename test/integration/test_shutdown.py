@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from conftest import Attempt, describe_failures, order_rows, poll_until, run_load, success_count, wait_for_consumer
+from conftest import order_rows, poll_until, success_count, wait_for_consumer
+from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 100000
 THREADS = 16

@@ -1,0 +1,351 @@
+"""What the chaos suite runs next to a fault (chaoslib.run): the paced load of distinct
+users (Load, one Try per request), the I6 sampler that checks for a MySQL row the moment
+an order shows SUCCESS (Sampler, with SqlPipe, a long-lived mariadb session), and the
+scraper that keeps each gateway process's counters (MetricsScraper)."""
+
+import http.client
+import json
+import os
+import random
+import re
+import select
+import socket
+import subprocess
+import threading
+import time
+from collections import deque
+
+from gatewayhttp import raw_execute
+
+HTTP_TIMEOUT = 10.0      # client timeout: longer than any answer may take (4 s bound)
+
+
+# ---- a persistent SQL session, for the I6 sampler ---------------------------------------
+
+
+class SqlPipe:
+    """One long-lived `mariadb` client reading statements from a pipe: a query costs a
+    round trip instead of a process start, so the I6 check runs right after SUCCESS is
+    seen. Any trouble (server down, timeout) answers None and starts a fresh client next
+    time."""
+
+    END = "#END#"
+
+    def __init__(self, conf):
+        self.args = ["mariadb", "-h", conf.get("mysql.host"), "-P", conf.get("mysql.port"),
+                     "-u", conf.get("mysql.user"), conf.get("mysql.database"),
+                     "-N", "-B", "-n", "--force", "--connect-timeout=2"]
+        self.env = dict(os.environ, MYSQL_PWD=conf.get("mysql.password"))
+        self.proc = None
+        self.buf = b""
+
+    def close(self):
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(5)
+            except OSError:
+                pass
+            for f in (self.proc.stdin, self.proc.stdout):
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        self.proc = None
+        self.buf = b""
+
+    def scalar(self, sql, timeout=3.0):
+        try:
+            if self.proc is None:
+                self.proc = subprocess.Popen(self.args, env=self.env, stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            self.proc.stdin.write(f"{sql};\nSELECT '{self.END}';\n".encode())
+            self.proc.stdin.flush()
+            lines = []
+            deadline = time.monotonic() + timeout
+            fd = self.proc.stdout.fileno()
+            while True:
+                while b"\n" in self.buf:
+                    line, self.buf = self.buf.split(b"\n", 1)
+                    text = line.decode()
+                    if text == self.END:
+                        return lines[0] if lines else None
+                    lines.append(text)
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([fd], [], [], left)[0]:
+                    raise TimeoutError
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    raise EOFError
+                self.buf += chunk
+        except (OSError, TimeoutError, EOFError, ValueError):
+            self.close()
+            return None
+
+
+# ---- load ----------------------------------------------------------------------------------
+
+
+class Try:
+    """One POST /seckill/execute: the reply (an integration Reply) or the error."""
+
+    __slots__ = ("user", "repeat", "reply", "error", "sent", "done")
+
+    def __init__(self, user, repeat=False):
+        self.user, self.repeat = user, repeat
+        self.reply = self.error = None
+        self.sent = self.done = None
+
+    @property
+    def code(self):
+        return self.reply.code if self.reply is not None else None
+
+    @property
+    def latency(self):
+        return self.done - self.sent
+
+    def kind(self):
+        """200, 409, 503 ... for answers; refused, dropped, timeout or bad for errors."""
+        if self.reply is not None:
+            return str(self.reply.code)
+        e = self.error
+        if isinstance(e, ConnectionRefusedError):
+            return "refused"
+        if isinstance(e, (socket.timeout, TimeoutError)):
+            return "timeout"
+        if isinstance(e, (ConnectionError, http.client.RemoteDisconnected, http.client.BadStatusLine,
+                          http.client.IncompleteRead, OSError)):
+            return "dropped"
+        return "bad"   # an answer that is not JSON, or without success/status
+
+    def __repr__(self):
+        what = repr(self.reply) if self.reply is not None else f"{self.kind()} {self.error!r}"
+        return f"user {self.user}{' (repeat)' if self.repeat else ''}: {what}"
+
+
+class Load:
+    """A bounded, paced load: `threads` threads, each with its own keep-alive connection,
+    together about `rate` requests a second (no catch-up bursts after a slow answer), at
+    most `max_requests` requests. Distinct users, plus `repeat_share` second attempts by
+    users already answered. `on_accept(order_no)` sees every 200."""
+
+    def __init__(self, port, activity, user_base, rate, threads, max_requests,
+                 repeat_share=0.05, on_accept=None):
+        self.port, self.activity, self.user_base = port, activity, user_base
+        self.rate, self.threads, self.max_requests = rate, threads, max_requests
+        self.repeat_share = repeat_share
+        self.on_accept = on_accept
+        self.tries = []
+        self.lock = threading.Lock()
+        self.stop_ev = threading.Event()
+        self.next_user = 0
+        self.issued = 0
+        self.answered_users = []
+        self.repeated = set()
+        self.last_accept = 0.0
+        self.accepted = 0
+        self.rng = random.Random(activity)
+        self.pool = []
+
+    def _next(self):
+        with self.lock:
+            if self.issued >= self.max_requests:
+                return None
+            self.issued += 1
+            if self.answered_users and self.rng.random() < self.repeat_share:
+                u = self.answered_users[self.rng.randrange(len(self.answered_users))]
+                if u not in self.repeated:
+                    self.repeated.add(u)
+                    return Try(u, repeat=True)
+            self.next_user += 1
+            return Try(self.user_base + self.next_user)
+
+    def _record(self, t):
+        with self.lock:
+            self.tries.append(t)
+            if not t.repeat and t.reply is not None:
+                self.answered_users.append(t.user)
+            if t.code == 200:
+                self.accepted += 1
+                self.last_accept = t.done
+        if t.code == 200 and self.on_accept is not None:
+            self.on_accept(t.reply.get("orderNo"))
+
+    def _worker(self):
+        conn = None
+        interval = self.threads / self.rate
+        nxt = time.monotonic() + random.random() * interval
+        while not self.stop_ev.is_set():
+            now = time.monotonic()
+            if nxt > now:
+                self.stop_ev.wait(nxt - now)
+                continue
+            nxt = max(nxt + interval, now)
+            t = self._next()
+            if t is None:
+                break
+            t.sent = time.monotonic()
+            try:
+                if conn is None:
+                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=HTTP_TIMEOUT)
+                t.reply = raw_execute(conn, t.user, self.activity)
+            except Exception as e:  # noqa: BLE001 - every failure is a result here
+                t.error = e
+                if conn is not None:
+                    conn.close()
+                conn = None
+            t.done = time.monotonic()
+            self._record(t)
+        if conn is not None:
+            conn.close()
+
+    def start(self):
+        self.pool = [threading.Thread(target=self._worker, daemon=True) for _ in range(self.threads)]
+        for th in self.pool:
+            th.start()
+        return self
+
+    def stop(self, timeout=30):
+        self.stop_ev.set()
+        for th in self.pool:
+            th.join(timeout)
+        assert not any(th.is_alive() for th in self.pool), "load threads did not stop"
+
+    @property
+    def finished(self):
+        return all(not th.is_alive() for th in self.pool)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.tries)
+
+
+# ---- I6 sampler and /metrics scraper ---------------------------------------------------------
+
+
+class Sampler(threading.Thread):
+    """I6: polls GET /seckill/orders/{orderNo} for recently accepted orders; whenever one
+    shows SUCCESS, asks MySQL at once whether its row exists. A sample is 'seen turning'
+    when the same order was PROCESSING on the previous poll, so the row check follows the
+    moment SUCCESS became visible by at most one polling round."""
+
+    WATCH = 24
+
+    def __init__(self, port, conf):
+        super().__init__(daemon=True)
+        self.port = port
+        self.sql = SqlPipe(conf)
+        self.incoming = deque(maxlen=2000)
+        self.stop_ev = threading.Event()
+        self.samples = self.turning = self.unchecked = self.failed_seen = 0
+        self.violations = []
+        self.check_ms = []
+
+    def offer(self, order_no):
+        if order_no and re.fullmatch(r"[0-9]+-[0-9]+", order_no):
+            self.incoming.append(order_no)
+
+    def _status(self, conn, order_no):
+        conn.request("GET", f"/seckill/orders/{order_no}")
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            return None
+        return json.loads(body).get("status")
+
+    def run(self):
+        watch = {}   # order_no -> last status seen
+        conn = None
+        while not self.stop_ev.is_set():
+            while len(watch) < self.WATCH and self.incoming:
+                watch.setdefault(self.incoming.pop(), None)
+            if not watch:
+                self.stop_ev.wait(0.02)
+                continue
+            for order_no in list(watch):
+                if self.stop_ev.is_set():
+                    break
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3)
+                    status = self._status(conn, order_no)
+                except Exception:  # noqa: BLE001 - the gateway may be down on purpose
+                    if conn is not None:
+                        conn.close()
+                    conn = None
+                    self.stop_ev.wait(0.1)
+                    break
+                if status == "SUCCESS":
+                    t0 = time.monotonic()
+                    n = self.sql.scalar(
+                        f"SELECT COUNT(*) FROM seckill_order WHERE order_no = '{order_no}'")
+                    self.check_ms.append((time.monotonic() - t0) * 1000)
+                    if n is None:
+                        self.unchecked += 1
+                    else:
+                        self.samples += 1
+                        if watch[order_no] == "PROCESSING":
+                            self.turning += 1
+                        if n != "1":
+                            self.violations.append(order_no)
+                    del watch[order_no]
+                elif status == "FAILED":
+                    self.failed_seen += 1
+                    del watch[order_no]
+                else:
+                    watch[order_no] = status
+            self.stop_ev.wait(0.005)
+        if conn is not None:
+            conn.close()
+        self.sql.close()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join(10)
+
+
+METRIC_NAMES = ("seckill_orders_accepted_total", "seckill_orders_rolled_back_total",
+                "seckill_reservations_expired_total", "seckill_kafka_delivery_failures_total",
+                "seckill_redis_timeouts_total")
+
+
+class MetricsScraper(threading.Thread):
+    """The gateway's counters, scraped every half second and kept per gateway process:
+    a process killed with -9 keeps the values of its last scrape."""
+
+    def __init__(self, gateway):
+        super().__init__(daemon=True)
+        self.gateway = gateway
+        self.stop_ev = threading.Event()
+        self.per_pid = {}
+
+    def scrape(self):
+        try:
+            pid = self.gateway.pid if self.gateway.running else None
+            if pid is None:
+                return
+            c = http.client.HTTPConnection("127.0.0.1", self.gateway.conf.http_port, timeout=2)
+            c.request("GET", "/metrics")
+            text = c.getresponse().read().decode()
+            c.close()
+        except Exception:  # noqa: BLE001
+            return
+        values = {}
+        for line in text.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[0] in METRIC_NAMES:
+                values[parts[0]] = int(float(parts[1]))
+        if values:
+            self.per_pid[pid] = values
+
+    def run(self):
+        while not self.stop_ev.wait(0.5):
+            self.scrape()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join(10)
+        self.scrape()
+
+    def total(self, name):
+        return sum(v.get(name, 0) for v in self.per_pid.values())
