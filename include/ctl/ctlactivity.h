@@ -41,6 +41,9 @@ struct ctlactivity_redis {
 
 /* Reads the row; CTLRUN_OK, or CTLRUN_FAIL after printing (missing row included). */
 int ctlactivity_load(struct ctlrun *ctl, int64_t id, struct ctlactivity_row *row);
+/* The row of the command line's one argument, an activity id (`activity show ID` and the
+ * like): CTLRUN_OK, CTLRUN_USAGE or CTLRUN_FAIL after printing. */
+int ctlactivity_load_arg(struct ctlrun *ctl, int argc, char **argv, struct ctlactivity_row *row);
 /* The activities of a coupon (coupon_id > 0) or all of them (0), by id; lock adds FOR
  * UPDATE (inside the caller's transaction). *rows is the caller's to free. */
 int ctlactivity_list(struct ctlrun *ctl, int64_t coupon_id, bool lock, struct ctlactivity_row **rows,

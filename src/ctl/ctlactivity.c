@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl/ctlargs.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 
@@ -171,4 +172,13 @@ int ctlactivity_cancel_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_
     }
     freeReplyObject(r);
     return rc;
+}
+
+int ctlactivity_load_arg(struct ctlrun *ctl, int argc, char **argv, struct ctlactivity_row *row)
+{
+    int64_t id;
+    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    if (rc != CTLRUN_OK)
+        return rc;
+    return ctlactivity_load(ctl, id, row);
 }

@@ -47,13 +47,11 @@ static int ctlactivitycancel_print(struct ctlrun *ctl, const struct ctlactivity_
  * two errs on the safe side; running cancel again finishes it. */
 int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    int64_t id;
-    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    struct ctlactivity_row row;
+    int rc = ctlactivity_load_arg(ctl, argc, argv, &row);
     if (rc != CTLRUN_OK)
         return rc;
-    struct ctlactivity_row row;
-    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
-        return rc;
+    int64_t id = row.id;
     bool already = ctlactivity_is_cancelled(&row);
     int64_t now = clock_wall_ms();
     if (!already && now >= row.end_ms) {

@@ -54,13 +54,11 @@ static int ctlactivityshow_live(struct ctlrun *ctl, int64_t id, struct ctlactivi
 
 int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    int64_t id;
-    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    struct ctlactivity_row row;
+    int rc = ctlactivity_load_arg(ctl, argc, argv, &row);
     if (rc != CTLRUN_OK)
         return rc;
-    struct ctlactivity_row row;
-    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
-        return rc;
+    int64_t id = row.id;
     char sql[256], coupon_name[CTLACTIVITY_NAME_BYTES] = "?", coupon_type[16] = "?";
     snprintf(sql, sizeof(sql), "SELECT name, type FROM coupon WHERE id = %" PRId64, row.coupon_id);
     MYSQL_RES *res = ctldb_query(ctl, sql);

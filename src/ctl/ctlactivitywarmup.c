@@ -335,13 +335,11 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
 
 int ctlactivitywarmup_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    int64_t id;
-    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    struct ctlactivity_row row;
+    int rc = ctlactivity_load_arg(ctl, argc, argv, &row);
     if (rc != CTLRUN_OK)
         return rc;
-    struct ctlactivity_row row;
-    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
-        return rc;
+    int64_t id = row.id;
     char report[256] = "";
     if ((rc = ctlactivitywarmup_warm(ctl, &row, report, sizeof(report))) != CTLRUN_OK)
         return rc;

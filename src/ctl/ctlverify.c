@@ -437,13 +437,11 @@ static void ctlverify_i5(struct ctlverify_check *c, const struct ctlverify_mysql
 
 int ctlverify_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    int64_t id;
-    int rc = ctlargs_single_id(ctl, argc, argv, "activity id", &id);
+    struct ctlactivity_row row;
+    int rc = ctlactivity_load_arg(ctl, argc, argv, &row);
     if (rc != CTLRUN_OK)
         return rc;
-    struct ctlactivity_row row;
-    if ((rc = ctlactivity_load(ctl, id, &row)) != CTLRUN_OK)
-        return rc;
+    int64_t id = row.id;
 
     struct ctlverify_redis rd;
     struct ctlverify_mysql my;
