@@ -260,59 +260,94 @@ struct xres {
     char sent_no[ORDERNO_LEN];  /* the order number this attempt offered */
 };
 
-static struct xres execute_at(int64_t user, const char *ip, int64_t now,
-                              const struct exec_opts *o)
+/* One request of an execute call. */
+struct xreq {
+    int64_t user;
+    const char *ip;
+    int64_t now;
+};
+
+/* One execute.lua call carrying n requests of activity A (the gateway's coalesced batch);
+ * out[i] is request i's verdict. */
+static void execute_batch(const struct xreq *reqs, size_t n, const struct exec_opts *o, struct xres *out)
 {
-    struct xres x;
-    memset(&x, 0, sizeof(x));
-    char k[10][KEYS_LEN];
-    char uid[24];
-    snprintf(uid, sizeof(uid), "%" PRId64, user);
+    enum { MAX = 64 };
+    assert_true(n >= 1 && n <= MAX);
+    static char k[5 + 5 * MAX][KEYS_LEN + 64];
+    static char uid[MAX][24], now_s[MAX][24];
+    const char *keys[5 + 5 * MAX];
+    const char *args[7 + 3 * MAX];
     key(k[0], KEYS_ACTIVITY);
     key(k[1], KEYS_STOCK);
     key(k[2], KEYS_USERS);
     key(k[3], KEYS_ORDERS);
     key(k[4], KEYS_RESERVED);
-    subject_key(k[5], KEYS_RATE_USER, uid);
-    subject_key(k[6], KEYS_RATE_IP, ip);
-    subject_key(k[7], KEYS_BRUSH, uid);
-    subject_key(k[8], KEYS_BAN, uid);
-    subject_key(k[9], KEYS_TOKEN, o->token_nonce ? o->token_nonce : "-");
-    assert_true(orderno_format(x.sent_no, sizeof(x.sent_no), orderno_next(&gen, gen_clock), A) >
-                0);
-    char now_s[24], pu[24], pi[24], th[24], ban[24];
-    snprintf(now_s, sizeof(now_s), "%" PRId64, now);
+    char pu[24], pi[24], th[24], ban[24];
     snprintf(pu, sizeof(pu), "%" PRId64, o->per_user);
     snprintf(pi, sizeof(pi), "%" PRId64, o->per_ip);
     snprintf(th, sizeof(th), "%" PRId64, o->threshold);
     snprintf(ban, sizeof(ban), "%" PRId64, o->ban_seconds);
-    const char *keys[10];
-    for (int i = 0; i < 10; i++)
+    args[0] = o->limits ? "1" : "0";
+    args[1] = pu;
+    args[2] = pi;
+    args[3] = o->brush ? "1" : "0";
+    args[4] = th;
+    args[5] = ban;
+    args[6] = o->token_nonce ? "60" : "0";
+    for (size_t i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof(out[i]));
+        snprintf(uid[i], sizeof(uid[i]), "%" PRId64, reqs[i].user);
+        snprintf(now_s[i], sizeof(now_s[i]), "%" PRId64, reqs[i].now);
+        char *rk = k[5 + 5 * i];
+        subject_key(rk, KEYS_RATE_USER, uid[i]);
+        subject_key(rk + sizeof(k[0]), KEYS_RATE_IP, reqs[i].ip);
+        subject_key(rk + 2 * sizeof(k[0]), KEYS_BRUSH, uid[i]);
+        subject_key(rk + 3 * sizeof(k[0]), KEYS_BAN, uid[i]);
+        subject_key(rk + 4 * sizeof(k[0]), KEYS_TOKEN, o->token_nonce ? o->token_nonce : "-");
+        assert_true(orderno_format(out[i].sent_no, sizeof(out[i].sent_no), orderno_next(&gen, gen_clock), A) > 0);
+        args[7 + 3 * i] = uid[i];
+        args[8 + 3 * i] = out[i].sent_no;
+        args[9 + 3 * i] = now_s[i];
+    }
+    for (size_t i = 0; i < 5 + 5 * n; i++)
         keys[i] = k[i];
-    const char *args[10] = { uid, x.sent_no, now_s, o->limits ? "1" : "0", pu, pi,
-                             o->brush ? "1" : "0", th, ban, o->token_nonce ? "60" : "0" };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_EXECUTE], 10, keys, 10, args);
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_EXECUTE], (int)(5 + 5 * n), keys,
+                                        (int)(7 + 3 * n), args);
     if (!r)
         fail_msg("execute: %s", redis->errstr);
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1)
-        fail_msg("execute: unexpected reply type %d %s", r->type,
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+        fail_msg("execute: unexpected reply type %d with %zu elements %s", r->type, r->elements,
                  r->type == REDIS_REPLY_ERROR ? r->str : "");
-    snprintf(x.status, sizeof(x.status), "%s", r->element[0]->str);
-    if (strcmp(x.status, "OK") == 0) {
-        assert_int_equal(r->elements, 3);
-        snprintf(x.order_no, sizeof(x.order_no), "%s", r->element[1]->str);
-        snprintf(x.coupon, sizeof(x.coupon), "%s", r->element[2]->str);
-    } else if (strcmp(x.status, "DUPLICATE") == 0) {
-        assert_int_equal(r->elements, 2);
-        snprintf(x.order_no, sizeof(x.order_no), "%s", r->element[1]->str);
-    } else if (strcmp(x.status, "RATE_LIMITED") == 0 || strcmp(x.status, "BLOCKED") == 0) {
-        assert_int_equal(r->elements, 2);
-        assert_int_equal(r->element[1]->type, REDIS_REPLY_INTEGER);
-        x.retry_after = r->element[1]->integer;
-    } else {
-        assert_int_equal(r->elements, 1);
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *v = r->element[i];
+        struct xres *x = &out[i];
+        assert_int_equal(v->type, REDIS_REPLY_ARRAY);
+        assert_true(v->elements >= 1);
+        snprintf(x->status, sizeof(x->status), "%s", v->element[0]->str);
+        if (strcmp(x->status, "OK") == 0) {
+            assert_int_equal(v->elements, 3);
+            snprintf(x->order_no, sizeof(x->order_no), "%s", v->element[1]->str);
+            snprintf(x->coupon, sizeof(x->coupon), "%s", v->element[2]->str);
+        } else if (strcmp(x->status, "DUPLICATE") == 0) {
+            assert_int_equal(v->elements, 2);
+            snprintf(x->order_no, sizeof(x->order_no), "%s", v->element[1]->str);
+        } else if (strcmp(x->status, "RATE_LIMITED") == 0 || strcmp(x->status, "BLOCKED") == 0) {
+            assert_int_equal(v->elements, 2);
+            assert_int_equal(v->element[1]->type, REDIS_REPLY_INTEGER);
+            x->retry_after = v->element[1]->integer;
+        } else {
+            assert_int_equal(v->elements, 1);
+        }
     }
     freeReplyObject(r);
+}
+
+static struct xres execute_at(int64_t user, const char *ip, int64_t now,
+                              const struct exec_opts *o)
+{
+    struct xreq req = { user, ip, now };
+    struct xres x;
+    execute_batch(&req, 1, o, &x);
     return x;
 }
 
@@ -620,6 +655,96 @@ static void test_window_and_status(void **state)
     x = execute_at(2, "10.0.0.1", end - 1, &limits);
     assert_str(x.status, "OK");
     assert_int_equal(stock_left(), 8);
+}
+
+/* The coalesced call: one execute.lua call for many requests gives every request the
+ * verdict it would have had alone, in order, and leaves Redis as the single calls do.
+ * The same mix (repeat users, shared IPs, limits, anti-brush, stock running out in the
+ * middle) runs once as single calls on one activity and once as one call on a twin. */
+static void test_batch_equals_single_calls(void **state)
+{
+    (void)state;
+    enum { N = 48 };
+    const struct exec_opts o = { true, 3, 10, true, 4, 60, NULL };
+    struct xreq reqs[N];
+    static const char *const ips[] = { "10.1.0.1", "10.1.0.2", "10.1.0.3" };
+    for (int i = 0; i < N; i++) {
+        /* users 1..12, user 5 hammering (anti-brush), user 7 twice in a row */
+        int64_t user = (i % 4 == 1) ? 5 : 1 + (i * 7) % 12;
+        if (i == 20 || i == 21)
+            user = 7;
+        reqs[i] = (struct xreq){ user, ips[i % 3], NOW + i };
+    }
+    const int64_t stock = 6;
+    struct xres single[N], batch[N];
+
+    warm_open(stock);
+    for (int i = 0; i < N; i++)
+        single[i] = execute_at(reqs[i].user, reqs[i].ip, reqs[i].now, &o);
+    int64_t single_stock = stock_left();
+    int64_t single_users = count("HLEN", KEYS_USERS);
+    int64_t single_resv = count("ZCARD", KEYS_RESERVED);
+
+    int64_t first = A;
+    A = next_activity++;
+    assert_int_equal(delete_activity_keys(A), 0);
+    warm_open(stock);
+    execute_batch(reqs, N, &o, batch);
+
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        if (strcmp(single[i].status, batch[i].status) != 0)
+            fail_msg("request %d (user %" PRId64 "): alone %s, in the batch %s", i, reqs[i].user,
+                     single[i].status, batch[i].status);
+        assert_int_equal(single[i].retry_after, batch[i].retry_after);
+        if (strcmp(batch[i].status, "OK") == 0) {
+            assert_string_equal(batch[i].order_no, batch[i].sent_no);
+            ok++;
+        }
+        if (strcmp(batch[i].status, "DUPLICATE") == 0) {
+            /* the order of the request that won for this user, in both runs */
+            int won = -1;
+            for (int j = 0; j < i; j++)
+                if (reqs[j].user == reqs[i].user && strcmp(batch[j].status, "OK") == 0)
+                    won = j;
+            assert_true(won >= 0);
+            assert_string_equal(batch[i].order_no, batch[won].sent_no);
+            assert_string_equal(single[i].order_no, single[won].sent_no);
+        }
+    }
+    assert_int_equal(ok, stock);  /* the mix sells out within the batch */
+    assert_int_equal(stock_left(), single_stock);
+    assert_int_equal(count("HLEN", KEYS_USERS), single_users);
+    assert_int_equal(count("ZCARD", KEYS_RESERVED), single_resv);
+    assert_int_equal(count("HLEN", KEYS_ORDERS), ok);
+
+    delete_activity_keys(A);
+    A = first;  /* teardown cleans the first one */
+}
+
+/* A call whose keys and arguments do not describe whole requests is refused before it
+ * touches anything. */
+static void test_batch_malformed_is_refused(void **state)
+{
+    (void)state;
+    warm_open(5);
+    char k[6][KEYS_LEN + 64];
+    key(k[0], KEYS_ACTIVITY);
+    key(k[1], KEYS_STOCK);
+    key(k[2], KEYS_USERS);
+    key(k[3], KEYS_ORDERS);
+    key(k[4], KEYS_RESERVED);
+    subject_key(k[5], KEYS_RATE_USER, "1");
+    const char *keys[6] = { k[0], k[1], k[2], k[3], k[4], k[5] };
+    char now_s[24];
+    snprintf(now_s, sizeof(now_s), "%" PRId64, (int64_t)NOW);
+    const char *args[10] = { "0", "10", "100", "0", "5", "60", "0", "1", "1-1", now_s };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_EXECUTE], 6, keys, 10, args);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    freeReplyObject(r);
+    assert_int_equal(stock_left(), 5);
+    assert_int_equal(count("HLEN", KEYS_USERS), 0);
 }
 
 static void test_per_user_limit(void **state)
@@ -1319,6 +1444,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_stock_never_below_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_per_user, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_and_status, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_equals_single_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_malformed_is_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_user_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_per_ip_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_anti_brush, setup, teardown),
