@@ -70,6 +70,7 @@ struct config {
     int64_t anti_brush_threshold;
     int64_t anti_brush_ban_seconds;
     bool reply_after_ack;
+    int64_t execute_batch_max;
     bool require_token;
     char *token_secret;
     int64_t token_ttl_seconds;

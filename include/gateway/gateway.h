@@ -25,6 +25,7 @@ struct gateway {
     struct kafkaprod *kafka;
     struct activity_cache *activities;
     struct queuedmarks *marks;
+    struct executebatch *batch;   /* execute requests coalesced per loop pass */
     struct tokenbucket bucket;
     struct orderno_gen orderno;
     bool node_ready;          /* order numbers need a node id from Redis first */

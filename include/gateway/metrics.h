@@ -22,7 +22,8 @@
 #define METRICS_HISTOGRAMS(X)                                                                    \
     X(EXECUTE_LATENCY, "seckill_execute_duration_seconds", "POST /seckill/execute from parse to reply, when it reached Redis") \
     X(REDIS_ROUNDTRIP, "seckill_redis_roundtrip_seconds", "Redis command round trips") \
-    X(KAFKA_DELIVERY, "seckill_kafka_delivery_seconds", "Kafka produce to delivery report")
+    X(KAFKA_DELIVERY, "seckill_kafka_delivery_seconds", "Kafka produce to delivery report") \
+    X(EXECUTE_BATCH_SIZE, "seckill_execute_batch_size", "Execute requests carried by one execute.lua call (one pass of the event loop, one activity)")
 
 #define METRICS_ENUM(id, name, help) METRIC_##id,
 enum metrics_counter { METRICS_COUNTERS(METRICS_ENUM) METRICS_COUNTER_COUNT };
@@ -32,6 +33,8 @@ enum metrics_histogram { METRICS_HISTOGRAMS(METRICS_ENUM) METRICS_HISTOGRAM_COUN
 void metrics_inc(enum metrics_counter counter);
 void metrics_add(enum metrics_counter counter, uint64_t n);
 void metrics_observe_us(enum metrics_histogram histogram, int64_t microseconds);
+/* For the histograms of counts (EXECUTE_BATCH_SIZE). */
+void metrics_observe_count(enum metrics_histogram histogram, int64_t count);
 /* Requests by route (index into the router's table, names given at start-up). */
 void metrics_set_routes(const char *const *names, size_t count);
 void metrics_request(size_t route);

@@ -78,6 +78,7 @@ static const struct config_entry config_table[] = {
     INT("seckill.anti-brush-threshold", anti_brush_threshold, "5", 1, 100000000),
     INT("seckill.anti-brush.ban-seconds", anti_brush_ban_seconds, "60", 1, 86400),
     BOOL("seckill.order.reply-after-ack", reply_after_ack, "true"),
+    INT("seckill.execute-batch-max", execute_batch_max, "64", 1, 512),
     BOOL("seckill.require-token", require_token, "false"),
     STR("seckill.token-secret", token_secret, ""),
     INT("seckill.token-ttl-seconds", token_ttl_seconds, "60", 1, 86400),

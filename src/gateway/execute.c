@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "gateway/clientip.h"
 #include "common/clock.h"
 #include "gateway/delivery.h"
+#include "gateway/executebatch.h"
 #include "gateway/httpparams.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -26,6 +28,7 @@
  * until the one reply is sent, NULL after. */
 struct order {
     struct delivery d;  /* first: the delivery's callbacks hand it back */
+    struct executebatch_req script;  /* its part of this pass's execute.lua call */
     struct gateway *gw;
     int64_t user_id;
     int64_t activity_id;
@@ -200,9 +203,10 @@ static void remember_winner(struct order *r, const char *order_no)
         intmap_put(&a->winners, r->user_id, id);
 }
 
-static void on_executed(redisReply *reply, void *privdata)
+/* executebatch's verdict: reply is this request's element of the script's answer. */
+static void on_executed(struct executebatch_req *script, const redisReply *reply)
 {
-    struct order *r = privdata;
+    struct order *r = (struct order *)((char *)script - offsetof(struct order, script));
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
         reply->element[0]->type != REDIS_REPLY_STRING) {
         if (reply && reply->type == REDIS_REPLY_ERROR)
@@ -299,43 +303,6 @@ static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t
     return true;
 }
 
-static void send_execute(struct order *r, const char *ip, const char *nonce)
-{
-    struct gateway *gw = r->gw;
-    const struct config *cfg = gw->cfg;
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(gw->activities, r->activity_id, &scratch);
-    if (!keys) {
-        answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
-        req_finish(r);
-        return;
-    }
-    char k_rl_user[KEYS_LEN + 64], k_rl_ip[KEYS_LEN + 64], k_brush[KEYS_LEN + 64], k_ban[KEYS_LEN + 64],
-        k_token[KEYS_LEN + 64];
-    keys_subject(k_rl_user, sizeof(k_rl_user), KEYS_RATE_USER, r->activity_id, r->user);
-    keys_subject(k_rl_ip, sizeof(k_rl_ip), KEYS_RATE_IP, r->activity_id, ip);
-    keys_subject(k_brush, sizeof(k_brush), KEYS_BRUSH, r->activity_id, r->user);
-    keys_subject(k_ban, sizeof(k_ban), KEYS_BAN, r->activity_id, r->user);
-    keys_subject(k_token, sizeof(k_token), KEYS_TOKEN, r->activity_id, nonce);
-    char now[24], per_user[24], per_ip[24], threshold[24], ban[24], token_ttl[24];
-    snprintf(now, sizeof(now), "%" PRId64, r->accepted_ms);
-    snprintf(per_user, sizeof(per_user), "%" PRId64, cfg->max_requests_per_user);
-    snprintf(per_ip, sizeof(per_ip), "%" PRId64, cfg->max_requests_per_ip);
-    snprintf(threshold, sizeof(threshold), "%" PRId64, cfg->anti_brush_threshold);
-    snprintf(ban, sizeof(ban), "%" PRId64, cfg->anti_brush_ban_seconds);
-    snprintf(token_ttl, sizeof(token_ttl), "%" PRId64, cfg->require_token ? cfg->token_ttl_seconds : 0);
-    const char *argv[] = {
-        keys->name[KEYS_ACTIVITY], keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-        keys->name[KEYS_RESERVED], k_rl_user, k_rl_ip, k_brush, k_ban, k_token,
-        r->user, r->order_no, now, cfg->enable_rate_limit ? "1" : "0", per_user, per_ip,
-        cfg->enable_anti_brush ? "1" : "0", threshold, ban, token_ttl,
-    };
-    if (redisconn_eval(gw->redis, LUASCRIPT_EXECUTE, 10, 10, argv, NULL, on_executed, r) != 0) {
-        answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
-        req_finish(r);
-    }
-}
-
 void execute_request(struct gateway *gw, struct evhttp_request *req)
 {
     struct httpparams params;
@@ -389,7 +356,12 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     snprintf(r->user, sizeof(r->user), "%" PRId64, user_id);
     orderno_format(r->order_no, sizeof(r->order_no), r->order_id, activity_id);
     gw->in_flight++;
-    char ip[INET6_ADDRSTRLEN];
-    clientip_of(gw->cfg, req, ip, sizeof(ip));
-    send_execute(r, ip, nonce);
+    r->script.activity_id = activity_id;
+    r->script.user = r->user;
+    r->script.order_no = r->order_no;
+    r->script.accepted_ms = r->accepted_ms;
+    r->script.verdict = on_executed;
+    clientip_of(gw->cfg, req, r->script.ip, sizeof(r->script.ip));
+    snprintf(r->script.nonce, sizeof(r->script.nonce), "%s", nonce);
+    executebatch_add(gw->batch, &r->script);
 }

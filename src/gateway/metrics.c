@@ -25,7 +25,7 @@ static const char *const histogram_help[] = { METRICS_HISTOGRAMS(METRICS_HELP) }
  * metrics_render, on the same thread. */
 static struct {
     uint64_t counters[METRICS_COUNTER_COUNT];
-    struct histogram histograms[METRICS_HISTOGRAM_COUNT];  /* durations: unit 0, SECONDS */
+    struct histogram histograms[METRICS_HISTOGRAM_COUNT];  /* durations (SECONDS, 0) unless set below */
     const char *route_names[METRICS_MAX_ROUTES];
     uint64_t route_requests[METRICS_MAX_ROUTES];
     size_t route_count;
@@ -35,7 +35,7 @@ static struct {
         uint64_t count;
     } responses[METRICS_MAX_STATUSES];
     size_t response_count;
-} metrics;
+} metrics = { .histograms = { [METRIC_EXECUTE_BATCH_SIZE] = { .unit = HISTOGRAM_COUNT } } };
 
 void metrics_inc(enum metrics_counter counter) { metrics.counters[counter]++; }
 
@@ -44,6 +44,11 @@ void metrics_add(enum metrics_counter counter, uint64_t n) { metrics.counters[co
 void metrics_observe_us(enum metrics_histogram histogram, int64_t microseconds)
 {
     histogram_observe(&metrics.histograms[histogram], microseconds);
+}
+
+void metrics_observe_count(enum metrics_histogram histogram, int64_t count)
+{
+    histogram_observe(&metrics.histograms[histogram], count);
 }
 
 void metrics_set_routes(const char *const *names, size_t count)

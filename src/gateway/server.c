@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "common/keys.h"
 #include "gateway/gateway.h"
+#include "gateway/executebatch.h"
 #include "gateway/http.h"
 #include "gateway/kafkaprod.h"
 #include "common/log.h"
@@ -125,6 +126,11 @@ int main(int argc, char **argv)
     gw.redis = redisconn_new(gw.base, &cfg, &gw.scripts);
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
     gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
+    gw.batch = executebatch_new(gw.base, &cfg, gw.redis, gw.activities);
+    if (!gw.batch) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     redisconn_on_connect(gw.redis, on_redis_connect, &gw);
     struct reaper *reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities);
     struct http *http = http_new(&gw, err, sizeof(err));
@@ -142,6 +148,11 @@ int main(int argc, char **argv)
 
     event_base_dispatch(gw.base);
 
+    /* A loopbreak can leave a flush unrun: its requests are answered 503 while their
+     * HTTP requests still exist. */
+    executebatch_free(gw.batch);
+    gw.batch = NULL;
+
     /* Every request has its delivery report by now unless the drain deadline passed;
      * flushing serves any stragglers (they roll back if Kafka cannot take them). */
     if (kafkaprod_flush(gw.kafka, 5000) != 0)
@@ -154,6 +165,7 @@ int main(int argc, char **argv)
     status = 0;
     LOG_INFO("stopped");
 out:
+    executebatch_free(gw.batch);
     redisconn_free(gw.redis);  /* pending callbacks still see the cache and marks */
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);

@@ -1,0 +1,228 @@
+#include "gateway/executebatch.h"
+
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/keys.h"
+#include "common/log.h"
+#include "gateway/metrics.h"
+
+/* A subject key: "seckill:rl:ip:{A}:<address>" and the like. */
+#define EXECUTEBATCH_KEY_LEN (KEYS_LEN + 64)
+#define EXECUTEBATCH_NUM_LEN 24
+
+/* The requests of one activity queued in this pass, in arrival order. */
+struct executebatch_group {
+    int64_t activity_id;
+    struct executebatch_req *head;
+    struct executebatch_req **tail;
+};
+
+/* One call in flight: its requests in the order of the script's verdicts. Allocated by
+ * the flush, freed by the Redis callback (which hiredis runs exactly once). */
+struct executebatch_call {
+    size_t count;
+    struct executebatch_req *reqs[];
+};
+
+struct executebatch {
+    const struct config *cfg;
+    struct redisconn *redis;
+    struct activity_cache *activities;
+    struct event *flush_event;
+    bool flush_scheduled;
+    struct executebatch_group *groups;  /* this pass's activities */
+    size_t group_count, group_cap;
+    /* Scratch for formatting one call: redisconn_eval copies the command before it
+     * returns, so one set serves every call. Sized for execute-batch-max requests. */
+    char (*subject_keys)[EXECUTEBATCH_KEY_LEN];
+    char (*numbers)[EXECUTEBATCH_NUM_LEN];
+    const char **argv;
+    char settings[6][EXECUTEBATCH_NUM_LEN];
+};
+
+static void executebatch_fail_all(struct executebatch_req *const *reqs, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        reqs[i]->verdict(reqs[i], NULL);
+}
+
+static void on_called(redisReply *reply, void *privdata)
+{
+    struct executebatch_call *call = privdata;
+    if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == call->count) {
+        for (size_t i = 0; i < call->count; i++)
+            call->reqs[i]->verdict(call->reqs[i], reply->element[i]);
+    } else {
+        if (reply && reply->type == REDIS_REPLY_ERROR)
+            LOG_WARN("execute script failed for %zu request(s): %s", call->count, reply->str);
+        else if (reply)
+            LOG_WARN("execute script answered %zu verdict(s) for %zu request(s)",
+                     reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0, call->count);
+        executebatch_fail_all(call->reqs, call->count);
+    }
+    free(call);
+}
+
+/* Sends reqs (all of one activity, count <= execute-batch-max) as one execute.lua call;
+ * on failure their verdicts are NULL at once. */
+static void executebatch_call_send(struct executebatch *b, struct executebatch_req *const *reqs, size_t count)
+{
+    struct executebatch_call *call = malloc(sizeof(*call) + count * sizeof(call->reqs[0]));
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_keys(b->activities, reqs[0]->activity_id, &scratch);
+    if (!call || !keys) {
+        free(call);
+        executebatch_fail_all(reqs, count);
+        return;
+    }
+    call->count = count;
+    memcpy(call->reqs, reqs, count * sizeof(reqs[0]));
+    metrics_observe_count(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
+
+    const char **argv = b->argv;
+    size_t nkeys = 5 + 5 * count, nargs = 7 + 3 * count;
+    argv[0] = keys->name[KEYS_ACTIVITY];
+    argv[1] = keys->name[KEYS_STOCK];
+    argv[2] = keys->name[KEYS_USERS];
+    argv[3] = keys->name[KEYS_ORDERS];
+    argv[4] = keys->name[KEYS_RESERVED];
+    const char **args = argv + nkeys;
+    args[0] = b->cfg->enable_rate_limit ? "1" : "0";
+    args[1] = b->settings[0];
+    args[2] = b->settings[1];
+    args[3] = b->cfg->enable_anti_brush ? "1" : "0";
+    args[4] = b->settings[2];
+    args[5] = b->settings[3];
+    args[6] = b->settings[4];
+    for (size_t i = 0; i < count; i++) {
+        const struct executebatch_req *r = reqs[i];
+        char (*k)[EXECUTEBATCH_KEY_LEN] = &b->subject_keys[5 * i];
+        keys_subject(k[0], sizeof(k[0]), KEYS_RATE_USER, r->activity_id, r->user);
+        keys_subject(k[1], sizeof(k[1]), KEYS_RATE_IP, r->activity_id, r->ip);
+        keys_subject(k[2], sizeof(k[2]), KEYS_BRUSH, r->activity_id, r->user);
+        keys_subject(k[3], sizeof(k[3]), KEYS_BAN, r->activity_id, r->user);
+        keys_subject(k[4], sizeof(k[4]), KEYS_TOKEN, r->activity_id, r->nonce);
+        for (size_t j = 0; j < 5; j++)
+            argv[5 + 5 * i + j] = k[j];
+        snprintf(b->numbers[i], sizeof(b->numbers[i]), "%" PRId64, r->accepted_ms);
+        args[7 + 3 * i] = r->user;
+        args[8 + 3 * i] = r->order_no;
+        args[9 + 3 * i] = b->numbers[i];
+    }
+    if (redisconn_eval(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL, on_called, call) != 0) {
+        free(call);
+        executebatch_fail_all(reqs, count);
+    }
+}
+
+/* Runs at the end of the pass in which the first request of the batch was added (see
+ * the header for why that is where event_active puts it). */
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct executebatch *b = arg;
+    b->flush_scheduled = false;
+    /* Detached first: a verdict given during the flush (a send that failed) may lead to
+     * new requests only through the loop, but the lists must not change under us. */
+    size_t group_count = b->group_count;
+    b->group_count = 0;
+    size_t max = (size_t)b->cfg->execute_batch_max;
+    struct executebatch_req *chunk[512];
+    for (size_t g = 0; g < group_count; g++) {
+        struct executebatch_req *r = b->groups[g].head;
+        while (r) {
+            size_t n = 0;
+            while (r && n < max) {
+                struct executebatch_req *next = r->next;
+                r->next = NULL;
+                chunk[n++] = r;
+                r = next;
+            }
+            executebatch_call_send(b, chunk, n);
+        }
+    }
+}
+
+void executebatch_add(struct executebatch *b, struct executebatch_req *req)
+{
+    req->next = NULL;
+    struct executebatch_group *g = NULL;
+    for (size_t i = 0; i < b->group_count; i++)
+        if (b->groups[i].activity_id == req->activity_id)
+            g = &b->groups[i];
+    if (!g) {
+        if (b->group_count == b->group_cap) {
+            size_t cap = b->group_cap ? b->group_cap * 2 : 8;
+            struct executebatch_group *grown = realloc(b->groups, cap * sizeof(*grown));
+            if (!grown) {
+                LOG_WARN("execute batch: out of memory for a new activity group");
+                req->verdict(req, NULL);
+                return;
+            }
+            b->groups = grown;
+            b->group_cap = cap;
+        }
+        g = &b->groups[b->group_count++];
+        g->activity_id = req->activity_id;
+        g->head = NULL;
+        g->tail = &g->head;
+    }
+    *g->tail = req;
+    g->tail = &req->next;
+    if (!b->flush_scheduled) {
+        b->flush_scheduled = true;
+        event_active(b->flush_event, EV_TIMEOUT, 0);
+    }
+}
+
+struct executebatch *executebatch_new(struct event_base *base, const struct config *cfg,
+                                      struct redisconn *redis, struct activity_cache *activities)
+{
+    struct executebatch *b = calloc(1, sizeof(*b));
+    if (!b)
+        return NULL;
+    size_t max = (size_t)cfg->execute_batch_max;
+    b->cfg = cfg;
+    b->redis = redis;
+    b->activities = activities;
+    b->flush_event = event_new(base, -1, 0, on_flush, b);
+    b->subject_keys = calloc(5 * max, sizeof(*b->subject_keys));
+    b->numbers = calloc(max, sizeof(*b->numbers));
+    b->argv = calloc(5 + 5 * max + 7 + 3 * max, sizeof(*b->argv));
+    if (!b->flush_event || !b->subject_keys || !b->numbers || !b->argv) {
+        executebatch_free(b);
+        return NULL;
+    }
+    snprintf(b->settings[0], sizeof(b->settings[0]), "%" PRId64, cfg->max_requests_per_user);
+    snprintf(b->settings[1], sizeof(b->settings[1]), "%" PRId64, cfg->max_requests_per_ip);
+    snprintf(b->settings[2], sizeof(b->settings[2]), "%" PRId64, cfg->anti_brush_threshold);
+    snprintf(b->settings[3], sizeof(b->settings[3]), "%" PRId64, cfg->anti_brush_ban_seconds);
+    snprintf(b->settings[4], sizeof(b->settings[4]), "%" PRId64, cfg->require_token ? cfg->token_ttl_seconds : 0);
+    return b;
+}
+
+void executebatch_free(struct executebatch *b)
+{
+    if (!b)
+        return;
+    for (size_t g = 0; g < b->group_count; g++) {
+        struct executebatch_req *r = b->groups[g].head;
+        while (r) {
+            struct executebatch_req *next = r->next;
+            r->verdict(r, NULL);
+            r = next;
+        }
+    }
+    if (b->flush_event)
+        event_free(b->flush_event);
+    free(b->groups);
+    free(b->subject_keys);
+    free(b->numbers);
+    free(b->argv);
+    free(b);
+}
