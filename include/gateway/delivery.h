@@ -46,8 +46,9 @@ struct delivery {
 };
 
 void delivery_init(struct delivery *d, const struct delivery_ops *ops, struct evhttp_request *http);
-/* Produces payload keyed by key (a C string); len < 0 means the encoder failed, which
- * counts as a message too large. d belongs to the delivery from here (see above). */
+/* Produces payload keyed by key (a C string), or without a key (NULL): keyless messages
+ * are batched "sticky" into one partition at a time by librdkafka; len < 0 means the
+ * encoder failed, which counts as a message too large. d belongs to the delivery from here (see above). */
 void delivery_send(struct delivery *d, struct kafkaprod *kp, bool reply_after_ack, const char *key,
                    const void *payload, int len);
 /* Sends the success reply if the client still waits. */

@@ -172,7 +172,9 @@ static void produce(struct order *r)
     ev.created_ms = r->accepted_ms;
     char payload[256];
     int len = orderevent_encode(&ev, payload, sizeof(payload));
-    delivery_send(&r->d, r->gw->kafka, r->gw->cfg->reply_after_ack, r->user, payload, len);
+    /* No key: keyless orders go sticky into one partition per linger window, so a produce
+     * request carries many orders (docs/protocol.md, "Orders on the topic"). */
+    delivery_send(&r->d, r->gw->kafka, r->gw->cfg->reply_after_ack, NULL, payload, len);
 }
 
 static int64_t element_int(const redisReply *reply, size_t i, int64_t fallback)
