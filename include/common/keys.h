@@ -59,5 +59,8 @@ int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activ
 
 int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
                  const char *subject);
+/* The part of a subject key before the subject ("seckill:rl:ip:{A}:"), for callers that
+ * build the keys of many subjects of one activity; returns its length or -1. */
+int keys_subject_prefix(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id);
 
 #endif

@@ -11,5 +11,7 @@
  * delivery.h, and the reply follows the delivery report (seckill.order.reply-after-ack)
  * or the rollback of a failed one. */
 void execute_request(struct gateway *gw, struct evhttp_request *req);
+/* Frees the finished orders kept for reuse (at shutdown). */
+void execute_free_spares(struct gateway *gw);
 
 #endif

@@ -15,6 +15,8 @@
 #include "gateway/redisconn.h"
 #include "gateway/tokenbucket.h"
 
+struct order;
+
 /* The gateway's parts, wired together by server.c and handed to every handler. Owned by
  * server.c's main; lives as long as the loop. */
 struct gateway {
@@ -32,6 +34,8 @@ struct gateway {
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
+    struct order *spare_orders;  /* finished execute requests kept for reuse (execute.c) */
+    unsigned spare_count;
 };
 
 #endif

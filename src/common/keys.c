@@ -2,6 +2,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,
                   int64_t activity_id)
@@ -30,8 +31,7 @@ int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activ
     return 0;
 }
 
-int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
-                 const char *subject)
+int keys_subject_prefix(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id)
 {
     const char *what = "rl:user";
     switch (kind) {
@@ -41,6 +41,19 @@ int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t act
     case KEYS_BAN: what = "ban"; break;
     case KEYS_TOKEN: what = "token"; break;
     }
-    int n = snprintf(buf, len, "seckill:%s:{%" PRId64 "}:%s", what, activity_id, subject);
+    int n = snprintf(buf, len, "seckill:%s:{%" PRId64 "}:", what, activity_id);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
+int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
+                 const char *subject)
+{
+    int n = keys_subject_prefix(buf, len, kind, activity_id);
+    if (n < 0)
+        return -1;
+    size_t rest = strlen(subject);
+    if ((size_t)n + rest >= len)
+        return -1;
+    memcpy(buf + n, subject, rest + 1);
+    return n + (int)rest;
 }

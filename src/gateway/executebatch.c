@@ -44,6 +44,21 @@ struct executebatch {
     char settings[6][EXECUTEBATCH_NUM_LEN];
 };
 
+/* A non-negative millisecond count in decimal (out holds EXECUTEBATCH_NUM_LEN). */
+static void executebatch_format_int(char *out, int64_t v)
+{
+    char digits[EXECUTEBATCH_NUM_LEN];
+    size_t n = 0;
+    uint64_t u = v > 0 ? (uint64_t)v : 0;
+    do {
+        digits[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u && n < sizeof(digits) - 1);
+    for (size_t i = 0; i < n; i++)
+        out[i] = digits[n - 1 - i];
+    out[n] = '\0';
+}
+
 static void executebatch_fail_all(struct executebatch_req *const *reqs, size_t count)
 {
     for (size_t i = 0; i < count; i++)
@@ -98,17 +113,32 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     args[4] = b->settings[2];
     args[5] = b->settings[3];
     args[6] = b->settings[4];
+    /* The five subject keys of a request differ from another request's only after their
+     * prefix, which every request of the call shares. */
+    static const enum keys_subject_kind kinds[5] = { KEYS_RATE_USER, KEYS_RATE_IP, KEYS_BRUSH, KEYS_BAN, KEYS_TOKEN };
+    char prefix[5][EXECUTEBATCH_KEY_LEN];
+    size_t prefix_len[5];
+    for (size_t j = 0; j < 5; j++) {
+        int n = keys_subject_prefix(prefix[j], sizeof(prefix[j]), kinds[j], reqs[0]->activity_id);
+        if (n < 0) {
+            free(call);
+            executebatch_fail_all(reqs, count);
+            return;
+        }
+        prefix_len[j] = (size_t)n;
+    }
     for (size_t i = 0; i < count; i++) {
         const struct executebatch_req *r = reqs[i];
+        const char *subject[5] = { r->user, r->ip, r->user, r->user, r->nonce };
         char (*k)[EXECUTEBATCH_KEY_LEN] = &b->subject_keys[5 * i];
-        keys_subject(k[0], sizeof(k[0]), KEYS_RATE_USER, r->activity_id, r->user);
-        keys_subject(k[1], sizeof(k[1]), KEYS_RATE_IP, r->activity_id, r->ip);
-        keys_subject(k[2], sizeof(k[2]), KEYS_BRUSH, r->activity_id, r->user);
-        keys_subject(k[3], sizeof(k[3]), KEYS_BAN, r->activity_id, r->user);
-        keys_subject(k[4], sizeof(k[4]), KEYS_TOKEN, r->activity_id, r->nonce);
-        for (size_t j = 0; j < 5; j++)
+        for (size_t j = 0; j < 5; j++) {
+            size_t rest = strnlen(subject[j], EXECUTEBATCH_KEY_LEN - 1 - prefix_len[j]);
+            memcpy(k[j], prefix[j], prefix_len[j]);
+            memcpy(k[j] + prefix_len[j], subject[j], rest);
+            k[j][prefix_len[j] + rest] = '\0';
             argv[5 + 5 * i + j] = k[j];
-        snprintf(b->numbers[i], sizeof(b->numbers[i]), "%" PRId64, r->accepted_ms);
+        }
+        executebatch_format_int(b->numbers[i], r->accepted_ms);
         args[7 + 3 * i] = r->user;
         args[8 + 3 * i] = r->order_no;
         args[9 + 3 * i] = b->numbers[i];

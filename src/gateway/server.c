@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "common/keys.h"
 #include "gateway/gateway.h"
+#include "gateway/execute.h"
 #include "gateway/executebatch.h"
 #include "gateway/http.h"
 #include "gateway/kafkaprod.h"
@@ -170,6 +171,7 @@ out:
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
     kafkaprod_free(gw.kafka);
+    execute_free_spares(&gw);  /* last: the callbacks above may still finish orders */
     event_base_free(gw.base);
     luascript_free_all(&gw.scripts);
     config_free(&cfg);
