@@ -19,24 +19,6 @@ JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"
 TOKEN_SECRET = "integration-purchase-token-secret-0123456789"
 
 
-@pytest.fixture
-def gateway_with(tmp_path, services):
-    """Starts gateways with their own settings (on top of the suite's relaxed limits);
-    each is stopped and checked (exit 0, sanitizer-clean log) at the end of the test."""
-    started = []
-
-    def start(overrides):
-        d = tmp_path / f"gateway{len(started)}"
-        d.mkdir()
-        g = Gateway(write_conf(d / "seckill.conf", overrides), d)
-        started.append(g)
-        return g.start()
-
-    yield start
-    for g in started:
-        g.finish(timeout=int(g.conf.get("http.request-timeout-ms")) / 1000 + 20)
-
-
 def execute_req(user, activity, headers=None, extra=""):
     target = f"/seckill/execute?activityId={activity}"
     if user is not None:
