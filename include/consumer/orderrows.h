@@ -34,18 +34,13 @@ int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *cou
  * adds its sold_count / issued_count increments to tx. Returns 0 or -1 with tx->err set. */
 int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct persist_stats *stats);
 
-/* The statements, built without I/O (db only quotes): */
-/* INSERT ... ON DUPLICATE KEY UPDATE of orders[start, end). */
-void orderrows_insert_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
-                          size_t start, size_t end);
+/* The SELECTs, built without I/O (db only quotes); the INSERTs are orderbulk's. */
 /* SELECT order_no of orders[start, end) that have their row. */
 void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
                            size_t start, size_t end);
-/* INSERT of the user coupons of the orders from *next on that have their row, at most
- * PERSIST_ROWS_PER_STATEMENT; *next moves past them. Returns the rows (0: nothing left). */
-size_t orderrows_coupon_insert_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
-                                   size_t *next);
-/* The same for the SELECT of those user coupons' ids. */
+/* SELECT of the ids of the user coupons of the orders from *next on that have their row,
+ * at most PERSIST_ROWS_PER_STATEMENT; *next moves past them. Returns the rows (0: nothing
+ * left). */
 size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
                                    size_t *next);
 /* Binary search of order_no in the run. Returns 0 with its index in *pos, or -1. */

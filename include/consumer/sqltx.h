@@ -10,12 +10,17 @@
 
 /* The state of persist_batch's one transaction, shared by the modules writing its parts
  * (orderrows, couponuse, counters). Ownership: sql and the counters are the transaction's,
- * released by sqltx_free; db and err are the caller's. */
+ * released by sqltx_free; db, bulk and err are the caller's. */
+struct orderbulk;
+
 struct sqltx {
     MYSQL *db;
+    struct orderbulk *bulk;  /* the connection's prepared INSERTs, kept across batches */
     struct sqltext sql;      /* the statement being built */
     char *err;
     size_t errlen;
+    unsigned int errcode;    /* the MySQL error code of the failed step: a prepared
+                              * statement's is not always the connection's */
     struct counters activities;
     struct counters coupons;
 };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "consumer/orderbulk.h"
 #include "consumer/sqltx.h"
 
 int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *coupon_id)
@@ -23,41 +24,9 @@ int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *cou
     return 0;
 }
 
-void orderrows_insert_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
-                          size_t start, size_t end)
-{
-    sqltext_reset(s);
-    sqltext_printf(s, "INSERT INTO seckill_order "
-                      "(order_no,user_id,activity_id,coupon_id,accepted_at) VALUES ");
-    for (size_t i = start; i < end; i++) {
-        const struct orderevent *ev = &r->orders[i];
-        sqltext_printf(s, "%s(", i > start ? "," : "");
-        sqltext_quoted(s, db, ev->order_no);
-        sqltext_printf(s, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",", ev->user_id, r->activity_id,
-                       r->coupon_id);
-        sqltext_datetime(s, ev->created_ms);
-        sqltext_printf(s, ")");
-    }
-    /* No CLIENT_FOUND_ROWS: a duplicate counts 0, a new row 1. */
-    sqltext_printf(s, " ON DUPLICATE KEY UPDATE id=id");
-}
-
 static size_t chunk_end(size_t start, size_t count)
 {
     return count - start < PERSIST_ROWS_PER_STATEMENT ? count : start + PERSIST_ROWS_PER_STATEMENT;
-}
-
-static int insert_orders(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
-{
-    *added = 0;
-    for (size_t start = 0; start < r->count; start += PERSIST_ROWS_PER_STATEMENT) {
-        orderrows_insert_sql(&tx->sql, tx->db, r, start, chunk_end(start, r->count));
-        uint64_t n;
-        if (sqltx_run(tx, "insert seckill_order", &n) != 0)
-            return -1;
-        *added += n;
-    }
-    return 0;
 }
 
 int orderrows_find(const struct orderrows_run *r, const char *order_no, size_t *pos)
@@ -111,40 +80,6 @@ static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
     return 0;
 }
 
-size_t orderrows_coupon_insert_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
-                                   size_t *next)
-{
-    sqltext_reset(s);
-    sqltext_printf(s, "INSERT INTO user_coupon (user_id,coupon_id,source_ref) VALUES ");
-    size_t rows = 0, i = *next;
-    for (; i < r->count && rows < PERSIST_ROWS_PER_STATEMENT; i++) {
-        if (!r->in_db[i])
-            continue;
-        const struct orderevent *ev = &r->orders[i];
-        sqltext_printf(s, "%s(%" PRId64 ",%" PRId64 ",", rows ? "," : "", ev->user_id,
-                       r->coupon_id);
-        sqltext_quoted(s, db, ev->order_no);
-        sqltext_printf(s, ")");
-        rows++;
-    }
-    sqltext_printf(s, " ON DUPLICATE KEY UPDATE id=id");
-    *next = i;
-    return rows;
-}
-
-static int insert_user_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
-{
-    *added = 0;
-    size_t next = 0;
-    while (orderrows_coupon_insert_sql(&tx->sql, tx->db, r, &next) > 0) {
-        uint64_t n;
-        if (sqltx_run(tx, "insert user_coupon", &n) != 0)
-            return -1;
-        *added += n;
-    }
-    return 0;
-}
-
 size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
                                    size_t *next)
 {
@@ -187,7 +122,7 @@ static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r)
 int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct persist_stats *stats)
 {
     uint64_t orders_added, coupons_added;
-    if (insert_orders(tx, r, &orders_added) != 0)
+    if (orderbulk_insert_orders(tx, r, &orders_added) != 0)
         return -1;
     if (orders_added == r->count) {
         memset(r->in_db, 1, r->count);
@@ -205,7 +140,7 @@ int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct pers
     coupons_added = 0;
     if (r->coupon_id == 0)
         LOG_WARN("activity %" PRId64 " has no coupon: no user coupon issued", r->activity_id);
-    else if (insert_user_coupons(tx, r, &coupons_added) != 0 || find_user_coupons(tx, r) != 0)
+    else if (orderbulk_insert_coupons(tx, r, &coupons_added) != 0 || find_user_coupons(tx, r) != 0)
         return -1;
     if (counters_add(&tx->activities, r->activity_id, orders_added, 0) != 0 ||
         counters_add(&tx->coupons, r->coupon_id, coupons_added, 0) != 0) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "consumer/couponuse.h"
+#include "consumer/orderbulk.h"
 #include "consumer/orderrows.h"
 #include "consumer/sqltx.h"
 
@@ -61,16 +62,20 @@ static void clear_results(struct batch *b, struct persist_stats *stats)
         memset(b->use_results, 0, b->use_count * sizeof(*b->use_results));
 }
 
+/* The consumer has one MySQL session at a time: its prepared INSERTs are kept from batch to
+ * batch (orderbulk prepares them again when the session is another one). */
+static struct orderbulk bulk;
+
 enum persist_result persist_batch(MYSQL *db, struct batch *b, struct persist_stats *stats,
                                   char *err, size_t errlen)
 {
     clear_results(b, stats);
     if (b->accepted_count == 0 && b->use_count == 0)
         return PERSIST_OK;
-    struct sqltx tx = { .db = db, .err = err, .errlen = errlen };
+    struct sqltx tx = { .db = db, .bulk = &bulk, .err = err, .errlen = errlen };
     enum persist_result result = PERSIST_OK;
     if (write_all(&tx, b, stats) != 0) {
-        unsigned int code = mysql_errno(db);
+        unsigned int code = tx.errcode ? tx.errcode : mysql_errno(db);
         result = PERSIST_FAILED;
         /* A session that cannot even roll back is beyond use. */
         if (persist_connection_lost(code) || mysql_query(db, "ROLLBACK") != 0)

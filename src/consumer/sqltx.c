@@ -10,6 +10,7 @@ int sqltx_run(struct sqltx *tx, const char *what, uint64_t *affected)
         return -1;
     }
     if (mysql_real_query(tx->db, tx->sql.data, (unsigned long)tx->sql.len) != 0) {
+        tx->errcode = mysql_errno(tx->db);
         snprintf(tx->err, tx->errlen, "%s: %s (%u)", what, mysql_error(tx->db),
                  mysql_errno(tx->db));
         return -1;
@@ -24,8 +25,10 @@ MYSQL_RES *sqltx_select(struct sqltx *tx, const char *what)
     if (sqltx_run(tx, what, NULL) != 0)
         return NULL;
     MYSQL_RES *res = mysql_store_result(tx->db);
-    if (!res)
+    if (!res) {
+        tx->errcode = mysql_errno(tx->db);
         snprintf(tx->err, tx->errlen, "%s: %s (%u)", what, mysql_error(tx->db), mysql_errno(tx->db));
+    }
     return res;
 }
 

@@ -13,6 +13,7 @@
 
 #include "consumer/counters.h"
 #include "consumer/couponuse.h"
+#include "consumer/orderbulk.h"
 #include "consumer/orderrows.h"
 #include "consumer/persist.h"
 #include "consumer/sqltext.h"
@@ -57,6 +58,29 @@ static void test_datetime_literal(void **state)
     sqltext_free(&s);
     assert_string_equal(datetime(&s, -1), "(failed)");
     sqltext_free(&s);
+}
+
+static const char *mysql_time(const MYSQL_TIME *t)
+{
+    static char buf[40];
+    snprintf(buf, sizeof(buf), "%04u-%02u-%02u %02u:%02u:%02u.%06lu", t->year, t->month, t->day,
+             t->hour, t->minute, t->second, t->second_part);
+    return t->time_type == MYSQL_TIMESTAMP_DATETIME && !t->neg ? buf : "(not a DATETIME)";
+}
+
+/* The bound DATETIME(3) holds the same instant as the text literal did. */
+static void test_datetime_bound(void **state)
+{
+    (void)state;
+    MYSQL_TIME t;
+    assert_int_equal(orderbulk_datetime(T0, &t), 0);
+    assert_string_equal(mysql_time(&t), "2026-12-01 12:00:00.250000");
+    assert_int_equal(orderbulk_datetime(4102444799999LL, &t), 0);
+    assert_string_equal(mysql_time(&t), "2099-12-31 23:59:59.999000");
+    assert_int_equal(orderbulk_datetime(PERSIST_MAX_ACCEPTED_MS, &t), 0);
+    assert_string_equal(mysql_time(&t), "9999-12-31 23:59:59.999000");
+    assert_int_equal(orderbulk_datetime(PERSIST_MAX_ACCEPTED_MS + 1, &t), -1);
+    assert_int_equal(orderbulk_datetime(-1, &t), -1);
 }
 
 static void test_cents_literal(void **state)
@@ -163,13 +187,23 @@ static void test_order_statements(void **state)
     struct orderrows_run r = { orders, in_db, coupons, 3, 5, 8 };
     struct sqltext s = { 0 };
 
-    orderrows_insert_sql(&s, quoter, &r, 0, 2);
-    assert_false(s.failed);
-    assert_string_equal(s.data,
-                        "INSERT INTO seckill_order (order_no,user_id,activity_id,coupon_id,"
-                        "accepted_at) VALUES ('100-5',1,5,8,'2026-12-01 12:00:00.250'),"
-                        "('200-5',2,5,8,'1970-01-01 00:00:00.000') "
-                        "ON DUPLICATE KEY UPDATE id=id");
+    /* The rows bound to the prepared INSERT: the run's activity and resolved coupon on
+     * every row, the acceptance time as DATETIME(3). */
+    struct orderbulk_order rows[3];
+    memset(rows, 0xa5, sizeof(rows));
+    assert_int_equal(orderbulk_order_rows(&r, 0, 2, rows), 0);
+    assert_string_equal(rows[0].order_no, "100-5");
+    assert_int_equal(rows[0].order_no_len, 5);
+    assert_int_equal(rows[0].user_id, 1);
+    assert_int_equal(rows[0].activity_id, 5);
+    assert_int_equal(rows[0].coupon_id, 8);
+    assert_string_equal(mysql_time(&rows[0].accepted_at), "2026-12-01 12:00:00.250000");
+    assert_string_equal(rows[1].order_no, "200-5");
+    assert_int_equal(rows[1].user_id, 2);
+    assert_string_equal(mysql_time(&rows[1].accepted_at), "1970-01-01 00:00:00.000000");
+    assert_int_equal(orderbulk_order_rows(&r, 2, 3, rows), 0);
+    assert_string_equal(rows[0].order_no, "300-5");
+    assert_int_equal(rows[0].user_id, 3);
 
     orderrows_present_sql(&s, quoter, &r, 1, 3);
     assert_string_equal(s.data,
@@ -177,11 +211,18 @@ static void test_order_statements(void **state)
 
     /* Only the orders that have their row get a user coupon. */
     size_t next = 0;
-    assert_int_equal(orderrows_coupon_insert_sql(&s, quoter, &r, &next), 2);
+    struct orderbulk_coupon ucs[3];
+    memset(ucs, 0xa5, sizeof(ucs));
+    assert_int_equal(orderbulk_coupon_rows(&r, &next, ucs), 2);
     assert_int_equal(next, 3);
-    assert_string_equal(s.data, "INSERT INTO user_coupon (user_id,coupon_id,source_ref) VALUES "
-                                "(1,8,'100-5'),(3,8,'300-5') ON DUPLICATE KEY UPDATE id=id");
-    assert_int_equal(orderrows_coupon_insert_sql(&s, quoter, &r, &next), 0);
+    assert_int_equal(ucs[0].user_id, 1);
+    assert_int_equal(ucs[0].coupon_id, 8);
+    assert_string_equal(ucs[0].source_ref, "100-5");
+    assert_int_equal(ucs[0].source_ref_len, 5);
+    assert_int_equal(ucs[1].user_id, 3);
+    assert_int_equal(ucs[1].coupon_id, 8);
+    assert_string_equal(ucs[1].source_ref, "300-5");
+    assert_int_equal(orderbulk_coupon_rows(&r, &next, ucs), 0);
 
     next = 0;
     assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 2);
@@ -191,8 +232,9 @@ static void test_order_statements(void **state)
 
     /* An order accepted beyond DATETIME cannot be written. */
     orders[1].created_ms = PERSIST_MAX_ACCEPTED_MS + 1;
-    orderrows_insert_sql(&s, quoter, &r, 0, 3);
-    assert_true(s.failed);
+    assert_int_equal(orderbulk_order_rows(&r, 0, 3, rows), -1);
+    orders[1].created_ms = -1;
+    assert_int_equal(orderbulk_order_rows(&r, 0, 3, rows), -1);
     sqltext_free(&s);
 }
 
@@ -215,10 +257,20 @@ static void test_user_coupon_statements_are_chunked(void **state)
         want += in_db[i];
     }
     struct orderrows_run r = { orders, in_db, coupons, N, 5, 8 };
-    struct sqltext s = { 0 };
+    struct orderbulk_coupon *ucs = calloc(PERSIST_ROWS_PER_STATEMENT, sizeof(*ucs));
+    assert_non_null(ucs);
     size_t next = 0, total = 0, statements = 0, rows;
-    while ((rows = orderrows_coupon_insert_sql(&s, quoter, &r, &next)) > 0) {
+    while ((rows = orderbulk_coupon_rows(&r, &next, ucs)) > 0) {
         assert_true(rows <= PERSIST_ROWS_PER_STATEMENT);
+        /* Each statement's rows are the next orders with their row, in order. */
+        for (size_t k = 0; k < rows; k++) {
+            size_t pos;
+            assert_int_equal(orderrows_find(&r, ucs[k].source_ref, &pos), 0);
+            assert_true(in_db[pos]);
+            assert_int_equal(ucs[k].user_id, (int64_t)pos);
+            if (k > 0)
+                assert_true(strcmp(ucs[k - 1].source_ref, ucs[k].source_ref) < 0);
+        }
         total += rows;
         statements++;
     }
@@ -235,7 +287,7 @@ static void test_user_coupon_statements_are_chunked(void **state)
     assert_int_equal(pos, N - 1);
     assert_int_equal(orderrows_find(&r, "004321-6", &pos), -1);
     assert_int_equal(orderrows_find(&r, "", &pos), -1);
-    sqltext_free(&s);
+    free(ucs);
     free(orders);
     free(in_db);
     free(coupons);
@@ -347,6 +399,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_datetime_literal),
+        cmocka_unit_test(test_datetime_bound),
         cmocka_unit_test(test_cents_literal),
         cmocka_unit_test(test_text_grows_and_failure_sticks),
         cmocka_unit_test(test_quoted_escapes),
