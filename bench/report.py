@@ -347,12 +347,16 @@ def sale_sections(result):
                  f"closed-loop maximum (contended-256, {fmt_int(ol[0]['closed_loop_max_rps'])} req/s); "
                  f"every request a new user, up to {ol[0]['connections']} keep-alive connections; the consumer "
                  f"stopped, as during the closed-loop run.\n")
-        L.append("| scenario | target rate | achieved | sent | answered | unanswered | socket errors | p50 | p90 | p99 | p99.9 | max | statuses | gateway + Redis + Kafka per accepted order |")
-        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        L.append("*sent at* is the requests over the time until the last one was written (below the target "
+                 "rate when the generator fell behind its schedule); *longest send wait* is the longest a due "
+                 "request waited for a free connection (part of its latency).\n")
+        L.append("| scenario | target rate | sent at | sent | answered | unanswered | socket errors | longest send wait | p50 | p90 | p99 | p99.9 | max | statuses | gateway + Redis + Kafka per accepted order |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for s in ol:
             lat = s["latency_ms"]
             L.append(f"| {s['id']} | {fmt_int(s['target_rate'])}/s | {fmt_int(s['achieved_rate'])}/s | {s['sent']:,} | "
-                     f"{s['answered']:,} | {s['unanswered']:,} | {s['socket_errors']} | {fmt(lat['p50'])} | "
+                     f"{s['answered']:,} | {s['unanswered']:,} | {s['socket_errors']} | "
+                     f"{fmt(s.get('max_send_wait_ms'), 1)} ms | {fmt(lat['p50'])} | "
                      f"{fmt(lat['p90'])} | {fmt(lat['p99'])} | {fmt(lat['p999'])} | {fmt(lat['max'], 1)} | "
                      f"{outcome_text(s['outcomes'])} | {fmt(s.get('stack_cpu_us_per_accepted_order'), 1)} µs |")
         L.append("")
@@ -367,7 +371,9 @@ def sale_sections(result):
                  f"counted {sp['stock']:,} rows, from the moment the first request was due.\n")
         L.append("| figure | value |")
         L.append("|---|---|")
-        for a, b in (("sent in (achieved rate)", f"{sp['send_seconds']} s ({fmt_int(sp['achieved_rate'])}/s)"),
+        for a, b in (("scheduled over / last request written at (rate sent at)",
+                      f"{sp['send_seconds']} s / {fmt(sp.get('last_sent_s'), 3)} s ({fmt_int(sp['achieved_rate'])}/s)"),
+                     ("longest a due request waited for a free connection", f"{fmt(sp.get('max_send_wait_ms'), 1)} ms"),
                      ("answered / unanswered / socket errors",
                       f"{sp['answered']:,} / {sp['unanswered']:,} / {sp['socket_errors']}"),
                      ("HTTP statuses", ", ".join(f"{k}: {v:,}" for k, v in sp["http_status"].items())),

@@ -144,8 +144,11 @@ class SaleScenarios:
             "target_rate": round(rate), "connections": kw.get("conns"),
             "due": o["due"], "sent": o["sent"], "answered": o["answered"], "unanswered": o["unanswered"],
             "socket_errors": o["socket_errors"], "reconnects": o["reconnects"],
-            "send_seconds": o["send_seconds"], "achieved_rate": round(o["sent"] / o["send_seconds"])
-            if o["send_seconds"] else None,
+            # The schedule's length, and when the last request actually went out: a generator
+            # short of free connections sends late (the wait counts in the latency).
+            "send_seconds": o["send_seconds"], "last_sent_s": o["last_sent_s"],
+            "max_send_wait_ms": o["max_send_wait_ms"],
+            "achieved_rate": round(o["sent"] / o["last_sent_s"]) if o["last_sent_s"] else None,
             "first_due_to_last_answer_s": o["first_due_to_last_answer_s"], "start_unix_ms": o["start_unix_ms"],
             "http_status": o["status"], "latency_ms": o["latency_ms"],
             "outcomes": outcomes, "expected": expected,
