@@ -271,10 +271,10 @@ def delta(after, before):
 # ---- wrk ----------------------------------------------------------------------------------------
 
 
-def run_wrk(addr, threads, conns, seconds, activity, user_base):
+def run_wrk(addr, threads, conns, seconds, activity, user_base, xff=False):
     url = f"http://{addr[0]}:{addr[1]}"
     argv = ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", str(LUA),
-            url, "--", str(activity), str(user_base)]
+            url, "--", str(activity), str(user_base)] + (["xff"] if xff else [])
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -285,6 +285,60 @@ def run_wrk(addr, threads, conns, seconds, activity, user_base):
     out["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     out["argv"] = " ".join(argv)
     return out
+
+
+# ---- bench/openloop ------------------------------------------------------------------------------
+
+
+def run_openloop(addr, activity, rate, first_user, seconds=None, count=None, conns=512, xff=False,
+                 drain_seconds=30):
+    """One run of build/bench/openloop (bench/openloop.c): its JSON line, its CPU seconds
+    and its command line."""
+    argv = [str(BUILD / "bench" / "openloop"), "-h", addr[0], "-p", str(addr[1]),
+            "-a", str(activity), "-r", f"{rate:.0f}", "-c", str(conns), "-u", str(first_user),
+            "-t", str(drain_seconds)]
+    argv += ["-d", str(seconds)] if count is None else ["-n", str(count)]
+    if xff:
+        argv.append("-x")
+    budget = (seconds or count / rate) + drain_seconds + 60
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=budget)
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    line = next((l for l in p.stdout.splitlines() if l.startswith("{")), None)
+    if p.returncode != 0 or line is None:
+        raise RuntimeError(f"openloop failed (rc {p.returncode}): {p.stderr.strip()} {p.stdout.strip()}")
+    out = json.loads(line)
+    out["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    out["argv"] = " ".join(argv).replace(str(ROOT) + "/", "")
+    return out
+
+
+def metric_value(addr, name):
+    """One unlabelled metric of a /metrics endpoint (the consumer's lag gauge), or None."""
+    try:
+        status, text = http_get(addr, "/metrics")
+    except (OSError, http.client.HTTPException):
+        return None
+    if status != 200:
+        return None
+    for line in text.splitlines():
+        m = METRIC_LINE.match(line)
+        if m and m.group(1) == name and not m.group(2):
+            return float(m.group(3))
+    return None
+
+
+def redis_persistence(redis):
+    """The forks Redis did since it started (INFO persistence): AOF rewrites and RDB saves,
+    and whether one is running now. A rewrite during a measured run costs a fork and the
+    copy-on-write of the data set: the run's figures then say so."""
+    info = {}
+    for line in str(redis("INFO", "persistence")).splitlines():
+        k, _, v = line.strip().partition(":")
+        if k in ("aof_rewrites", "rdb_saves", "aof_rewrite_in_progress", "rdb_bgsave_in_progress",
+                 "aof_rewrite_scheduled"):
+            info[k] = int(v)
+    return info
 
 
 # ---- the run's environment ------------------------------------------------------------

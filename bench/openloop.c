@@ -18,7 +18,10 @@
  *
  * Prints one JSON object: requests due and sent, answers by HTTP status, unanswered,
  * socket errors, the achieved send rate, latency percentiles in ms (p50 p90 p99 p99.9
- * max), and the time from the first request due to the last answer.
+ * max), the time from the first request due to the last answer, and when the first was
+ * due on the wall clock (start_unix_ms); last_sent_s (when the last request was written)
+ * and max_send_wait_ms (the longest a due request waited for a free connection) show
+ * how far behind its schedule the generator fell.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -69,6 +72,9 @@ struct openloop {
     int64_t next_due;        /* requests [0, next_due) are due */
     int64_t next_send;       /* requests [0, next_send) were sent; due and unsent wait */
     int64_t start_us;
+    int64_t start_wall_ms;   /* start_us on the wall clock, to compare with MariaDB's times */
+    int64_t last_send_us;    /* when the last request was written: later than due when behind */
+    int64_t max_send_wait_us; /* the longest a due request waited for a free connection */
     int64_t last_answer_us;
     int64_t errors;
     int64_t reconnects;
@@ -107,6 +113,10 @@ static void openloop_send(struct openloop_conn *c, int64_t index)
                      "Host: seckill\r\nContent-Length: 0\r\n\r\n",
                      user, ol->activity);
     }
+    int64_t now = openloop_now_us();
+    if (now - ol->due_us[index] > ol->max_send_wait_us)
+        ol->max_send_wait_us = now - ol->due_us[index];
+    ol->last_send_us = now;
     c->busy = true;
     c->index = index;
     c->status = 0;
@@ -288,6 +298,9 @@ static void openloop_on_start(evutil_socket_t fd, short what, void *arg)
         return;
     }
     ol->start_us = now;
+    struct timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    ol->start_wall_ms = (int64_t)wall.tv_sec * 1000 + wall.tv_nsec / 1000000;
     struct timeval zero = { 0, 0 };
     evtimer_add(ol->tick, &zero);
 }
@@ -326,6 +339,9 @@ static void openloop_report(struct openloop *ol, int64_t end_us)
     printf("},\"latency_ms\":{\"p50\":%.3f,\"p90\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f}",
            openloop_pct_ms(ol, 0.50), openloop_pct_ms(ol, 0.90), openloop_pct_ms(ol, 0.99),
            openloop_pct_ms(ol, 0.999), openloop_pct_ms(ol, 1.0));
+    printf(",\"start_unix_ms\":%" PRId64 ",\"last_sent_s\":%.3f,\"max_send_wait_ms\":%.3f", ol->start_wall_ms,
+           ol->last_send_us ? (double)(ol->last_send_us - ol->start_us) / 1e6 : 0.0,
+           (double)ol->max_send_wait_us / 1000.0);
     printf(",\"first_due_to_last_answer_s\":%.3f,\"wall_s\":%.3f}\n",
            ol->last_answer_us ? (double)(ol->last_answer_us - ol->start_us) / 1e6 : 0.0,
            (double)(end_us - ol->start_us) / 1e6);

@@ -45,15 +45,23 @@ def evaluate(result):
     def add(name, figure, value, met):
         out.append({"target": name, "figure": figure, "value": value, "met": bool(met)})
 
-    for conns in (64, 256):
+    for conns in (256, 64):
         s = scenario(result, f"contended-{conns}")
-        if s and "ratio_to_baseline" in s:
-            add(f"contended sale, {conns} connections: ≥ {t['contended_ratio']} × baseline req/s",
+        ratio = t.get(f"contended_ratio_{conns}", t.get("contended_ratio"))
+        if s and "ratio_to_baseline" in s and ratio is not None:
+            add(f"contended sale, {conns} connections: ≥ {ratio} × baseline req/s",
                 f"contended-{conns}", f"{s['ratio_to_baseline']:.2f} × ({fmt_int(s['rps'])} req/s)",
-                s["ratio_to_baseline"] >= t["contended_ratio"])
+                s["ratio_to_baseline"] >= ratio)
         if s and conns == 64:
             add(f"contended sale, 64 connections: p99 ≤ {t['contended_p99_ms_64']:g} ms", "contended-64",
                 f"{s['latency_ms']['p99']:.2f} ms", s["latency_ms"]["p99"] <= t["contended_p99_ms_64"])
+        cpu = t.get(f"stack_cpu_us_per_order_{conns}")
+        if s and cpu is not None and s.get("stack_cpu_us_per_accepted_order") is not None:
+            c = s["cpu_us_per_request"]
+            add(f"contended sale, {conns} connections: gateway + Redis + broker ≤ {cpu:g} µs CPU per accepted order",
+                f"contended-{conns}", f"{s['stack_cpu_us_per_accepted_order']:.1f} µs "
+                f"({fmt(c.get('server'), 1)} + {fmt(c.get('redis'), 1)} + {fmt(c.get('kafka'), 1)})",
+                s["stack_cpu_us_per_accepted_order"] <= cpu)
     for kind, what in (("soldout", "sold-out storm"), ("notstarted", "not-started storm")):
         for conns in (64, 256):
             s = scenario(result, f"{kind}-{conns}")
@@ -70,7 +78,14 @@ def evaluate(result):
         add(f"gateway RSS ≤ {t['idle_rss_mb']} MB holding {i['connections']:,} idle keep-alive connections",
             "idle-connections", f"{mb(i['rss_kb'])} ({i['held']:,} held)",
             i["rss_kb"] <= t["idle_rss_mb"] * 1024 and i["held"] == i["connections"])
+    sp = scenario(result, "spike")
+    if sp:
+        for name, ok in sp.get("checks", {}).items():
+            add(f"20:00 spike: {name}", "spike", spike_value(sp, name), ok)
     for s in result["scenarios"]:
+        if s.get("kind") in ("openloop", "spike") and "unanswered" in s:
+            add(f"{s['id']}: every request answered", s["id"], f"{s['unanswered']:,} unanswered",
+                s["unanswered"] == 0)
         if "socket_errors" in s:
             add(f"{s['id']}: zero socket errors", s["id"], fmt(s["socket_errors"]), s["socket_errors"] == 0)
         if "unexpected" in s:
@@ -79,6 +94,18 @@ def evaluate(result):
         add(f"correctness of the {k['activity']} sale (orders == stock sold, no duplicates, verify)",
             f"activity {k['activity_id']}", f"{k['rows']:,} rows, sold {k['sold']:,}", k["ok"])
     return out
+
+
+def spike_value(sp, name):
+    if "accepted" in name:
+        return f"{sp['accepted']:,}"
+    if "rows" in name:
+        return f"{sp['rows']:,}"
+    if "answered" in name:
+        return f"{sp['sent']:,} sent, {sp['answered']:,} answered, {sp['unanswered']:,} unanswered"
+    if "socket" in name:
+        return fmt(sp["socket_errors"])
+    return f"{sp['unexpected']:,} other"
 
 
 def outcome_text(outcomes):
@@ -111,7 +138,9 @@ def markdown(result, evaluation, stamp, command, png_name):
     L.append("")
     L.append(f"![throughput and p99 per scenario]({png_name})\n")
 
-    http = [s for s in result["scenarios"] if s.get("kind") in ("baseline", "contended", "soldout", "notstarted")]
+    http = [s for s in result["scenarios"]
+            if s.get("kind") in ("baseline", "contended", "soldout", "notstarted", "protection",
+                                 "protection-shipped", "steady")]
     L.append("## HTTP scenarios\n")
     L.append(f"wrk {st.get('wrk_threads')} threads, {st.get('wrk_seconds')} s per run, `--latency`, "
              f"bench/execute.lua (POST /seckill/execute, a new user on every request); a "
@@ -130,16 +159,18 @@ def markdown(result, evaluation, stamp, command, png_name):
              "(VmHWM, reset before each run), and how busy the machine was: *softirq* is kernel time charged "
              "to no process (mostly the loopback network's receive path), *other* is CPU taken by processes "
              "outside the benchmark (noise from other work on the machine).\n")
-    L.append("| scenario | server | Redis | Kafka | MariaDB | wrk | Σ | CPU-bound ceiling | server peak RSS | answered locally | machine busy | softirq | other |")
-    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    L.append("| scenario | server | Redis | Kafka | MariaDB | consumer | wrk | Σ | CPU-bound ceiling | server + Redis + Kafka per accepted order | server peak RSS | answered locally | machine busy | softirq | other |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     nproc = env_m.get("nproc") or 1
     for s in http:
         c = s["cpu_us_per_request"]
         m = s["machine"]
         total = sum(v for v in c.values() if v) + (s.get("wrk_cpu_us_per_request") or 0)
         L.append(f"| {s['id']} | {fmt(c.get('server'), 1)} | {fmt(c.get('redis'), 1)} | {fmt(c.get('kafka'), 1)} | "
-                 f"{fmt(c.get('mariadb'), 1)} | {fmt(s.get('wrk_cpu_us_per_request'), 1)} | {total:.1f} | "
-                 f"{fmt_int(nproc * 1e6 / total) if total else '–'} | {mb(s['peak_rss_kb'])} | "
+                 f"{fmt(c.get('mariadb'), 1)} | {fmt(c.get('consumer'), 1)} | "
+                 f"{fmt(s.get('wrk_cpu_us_per_request'), 1)} | {total:.1f} | "
+                 f"{fmt_int(nproc * 1e6 / total) if total else '–'} | "
+                 f"{fmt(s.get('stack_cpu_us_per_accepted_order'), 1)} | {mb(s['peak_rss_kb'])} | "
                  f"{fmt(s.get('local_answers'))} | {m['machine_busy_share']:.0%} | {m.get('softirq_share', 0):.0%} | "
                  f"{m['other_processes_share']:.0%} |")
     L.append("")
@@ -152,6 +183,8 @@ def markdown(result, evaluation, stamp, command, png_name):
         L.append(f"**Noise:** other processes on this machine took more than 10% of its CPU during "
                  f"{len(noisy)} scenario(s) (up to {worst:.0%}): those figures understate what the code can do; "
                  f"compare the CPU per request (which the noise changes little) and re-run on a quiet machine.\n")
+
+    L += sale_sections(result)
 
     c = scenario(result, "consumer")
     if c:
@@ -228,6 +261,8 @@ def markdown(result, evaluation, stamp, command, png_name):
                          f"`{k['verify_output'].strip().splitlines()[-1] if k['verify_output'].strip() else ''}`)")
         L.append("")
 
+    L += forks_section(result)
+
     stops = result.get("stops", {})
     if stops:
         L.append("Shutdown: " + "; ".join(
@@ -241,10 +276,151 @@ def markdown(result, evaluation, stamp, command, png_name):
     return "\n".join(L) + "\n"
 
 
+def sale_sections(result):
+    """Protection on, the steady state, open loop and the 20:00 spike (issue 10)."""
+    L = []
+    prot = [s for s in result["scenarios"] if s.get("kind") in ("protection", "protection-shipped")]
+    if prot:
+        settings = prot[0].get("protection_settings", {})
+        sh = next((s for s in prot if s["kind"] == "protection-shipped"), None)
+        shs = sh.get("protection_settings", {}) if sh else {}
+        bucket = (f"`seckill.rate-limit.permits-per-second={shs.get('seckill.rate-limit.permits-per-second')}`, "
+                  f"`burst-capacity={shs.get('seckill.rate-limit.burst-capacity')}`") if shs else "–"
+        L.append("## Protection on\n")
+        L.append("The contended sale with the shipped limits and anti-brush (conf/seckill.conf: "
+                 + ", ".join(f"`{k}={v}`" for k, v in settings.items()
+                             if "rate-limit." not in k) +
+                 "), clients spread over many IPs: bench/execute.lua sends `X-Forwarded-For: 10.a.b.c`, one "
+                 "address per 64 users, each user one request (under the per-user, per-IP and anti-brush "
+                 "limits). **bucket raised**: the global token bucket "
+                 "(`seckill.rate-limit.permits-per-second`) set to 10⁸ so that every request does the "
+                 "per-user, per-IP and anti-brush work and is accepted; **as shipped**: the bucket at its "
+                 f"shipped rate ({bucket}), so nearly everything is refused with 429 by the gateway itself. "
+                 "*× limits off* "
+                 "compares with the contended sale of the same run (limits off); the consumer is stopped during "
+                 "both.\n")
+        L.append("| scenario | protection | conn | req/s | × limits off | × baseline | p50 | p99 | accepted/s | outcomes | gateway + Redis + Kafka µs per request | per accepted order |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for s in prot:
+            c = s["cpu_us_per_request"]
+            stack = sum(c.get(k) or 0 for k in ("server", "redis", "kafka"))
+            ok = s["outcomes"].get("OK 200", 0)
+            L.append(f"| {s['id']} | {s.get('protection', '')} | {s['connections']} | {fmt_int(s['rps'])} | "
+                     f"{fmt(s.get('ratio_to_limits_off'))} | {fmt(s.get('ratio_to_baseline'))} | "
+                     f"{fmt(s['latency_ms']['p50'])} | {fmt(s['latency_ms']['p99'])} | "
+                     f"{fmt_int(ok / s['seconds']) if s['seconds'] else '–'} | {outcome_text(s['outcomes'])} | "
+                     f"{stack:.1f} | {fmt(s.get('stack_cpu_us_per_accepted_order'), 1)} |")
+        L.append("")
+
+    st = scenario(result, "steady-256")
+    if st:
+        L.append("## Steady state, consumer running\n")
+        L.append(f"{st['seconds']:.0f} s of the contended sale at 256 connections on a fresh activity with "
+                 f"`order-consumer` running. *persisted/s* is the rows in MariaDB when wrk stopped (counted "
+                 f"{st['rows_at_end_after_s']} s after it started) over that time; *behind at the end* is "
+                 f"accepted − rows then; the lag gauge is the consumer's `seckill_consumer_lag` (messages "
+                 f"behind the high watermark) at the same moment.\n")
+        L.append("| figure | value |")
+        L.append("|---|---|")
+        c = st["cpu_us_per_request"]
+        for a, b in (("orders accepted / s (HTTP 200)", fmt_int(st["accepted_per_s"])),
+                     ("orders persisted / s (rows in MariaDB)", fmt_int(st["persisted_per_s"])),
+                     ("accepted, rows at the end of the run", f"{st['accepted']:,}, {st['rows_at_end']:,}"),
+                     ("behind at the end (accepted − rows) / consumer lag gauge",
+                      f"{st['behind_at_end']:,} / {fmt(st.get('consumer_lag_gauge_at_end'))}"),
+                     ("then until every accepted order was in MariaDB", f"{st['drain_s']} s"),
+                     ("p50 / p99 / max (ms, wrk)", f"{fmt(st['latency_ms']['p50'])} / {fmt(st['latency_ms']['p99'])} / "
+                                                    f"{fmt(st['latency_ms']['max'], 1)}"),
+                     ("CPU µs per order: gateway / Redis / Kafka / MariaDB / consumer",
+                      " / ".join(fmt(c.get(k), 1) for k in ("server", "redis", "kafka", "mariadb", "consumer"))),
+                     ("outcomes", outcome_text(st["outcomes"])),
+                     ("socket errors / unexpected", f"{st['socket_errors']} / {st['unexpected']}")):
+            L.append(f"| {a} | {b} |")
+        L.append("\nThe correctness check of this sale (rows = accepted, no duplicates, verify) is in *Correctness*.\n")
+
+    ol = [s for s in result["scenarios"] if s.get("kind") == "openloop"]
+    if ol:
+        L.append("## Open-loop latency\n")
+        L.append(f"build/bench/openloop (bench/openloop.c): requests sent on a fixed schedule whatever the "
+                 f"answers do, latency counted from when each was due (no coordinated omission), at "
+                 f"{' and '.join(str(s['share_of_closed_loop_max_pct']) + ' %' for s in ol)} of this run's "
+                 f"closed-loop maximum (contended-256, {fmt_int(ol[0]['closed_loop_max_rps'])} req/s); "
+                 f"every request a new user, up to {ol[0]['connections']} keep-alive connections; the consumer "
+                 f"stopped, as during the closed-loop run.\n")
+        L.append("*sent at* is the requests over the time until the last one was written (below the target "
+                 "rate when the generator fell behind its schedule); *longest send wait* is the longest a due "
+                 "request waited for a free connection (part of its latency).\n")
+        L.append("| scenario | target rate | sent at | sent | answered | unanswered | socket errors | longest send wait | p50 | p90 | p99 | p99.9 | max | statuses | gateway + Redis + Kafka per accepted order |")
+        L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for s in ol:
+            lat = s["latency_ms"]
+            L.append(f"| {s['id']} | {fmt_int(s['target_rate'])}/s | {fmt_int(s['achieved_rate'])}/s | {s['sent']:,} | "
+                     f"{s['answered']:,} | {s['unanswered']:,} | {s['socket_errors']} | "
+                     f"{fmt(s.get('max_send_wait_ms'), 1)} ms | {fmt(lat['p50'])} | "
+                     f"{fmt(lat['p90'])} | {fmt(lat['p99'])} | {fmt(lat['p999'])} | {fmt(lat['max'], 1)} | "
+                     f"{outcome_text(s['outcomes'])} | {fmt(s.get('stack_cpu_us_per_accepted_order'), 1)} µs |")
+        L.append("")
+
+    sp = scenario(result, "spike")
+    if sp:
+        lat = sp["latency_ms"]
+        L.append("## The 20:00 spike\n")
+        L.append(f"A fresh sale with stock {sp['stock']:,}; {sp['users']:,} distinct users arriving at "
+                 f"{fmt_int(sp['target_rate'])}/s (build/bench/openloop -n {sp['users']} -r {sp['target_rate']} "
+                 f"-c {sp['connections']}), consumer running. *last row* is when a 20 ms poll of MariaDB first "
+                 f"counted {sp['stock']:,} rows, from the moment the first request was due.\n")
+        L.append("| figure | value |")
+        L.append("|---|---|")
+        for a, b in (("scheduled over / last request written at (rate sent at)",
+                      f"{sp['send_seconds']} s / {fmt(sp.get('last_sent_s'), 3)} s ({fmt_int(sp['achieved_rate'])}/s)"),
+                     ("longest a due request waited for a free connection", f"{fmt(sp.get('max_send_wait_ms'), 1)} ms"),
+                     ("answered / unanswered / socket errors",
+                      f"{sp['answered']:,} / {sp['unanswered']:,} / {sp['socket_errors']}"),
+                     ("HTTP statuses", ", ".join(f"{k}: {v:,}" for k, v in sp["http_status"].items())),
+                     ("outcomes (gateway)", outcome_text(sp["outcomes"])),
+                     ("orders accepted (200) / rows in MariaDB", f"{sp['accepted']:,} / {sp['rows']:,}"),
+                     ("latency p50 / p90 / p99 / p99.9 / max (ms)",
+                      " / ".join(fmt(lat[k]) for k in ("p50", "p90", "p99", "p999", "max"))),
+                     ("first request due → last answer", f"{sp['first_due_to_last_answer_s']} s"),
+                     ("first request due → last row in MariaDB", f"{fmt(sp['first_request_to_last_row_s'], 3)} s"),
+                     ("first accepted_at → last created_at (MariaDB's own clock)",
+                      f"{fmt(sp['first_accept_to_last_row_s_mariadb'], 3)} s")):
+            L.append(f"| {a} | {b} |")
+        L.append("")
+        L.append("| check | |")
+        L.append("|---|---|")
+        for name, ok in sp["checks"].items():
+            L.append(f"| {name} | {'ok' if ok else '**FAILED**'} |")
+        L.append("")
+    return L
+
+
+def forks_section(result):
+    aof = result.get("redis_auto_aof_rewrite")
+    forked = [s for s in result["scenarios"]
+              if s.get("redis_forks") and (s["redis_forks"]["aof_rewrites"] or s["redis_forks"]["rdb_saves"]
+                                           or s["redis_forks"]["in_progress"])]
+    L = ["## Redis background rewrites\n"]
+    text = ""
+    if aof:
+        text = (f"Automatic AOF rewrites were off during the run (`auto-aof-rewrite-percentage` "
+                 f"{aof['shipped_percentage']} → 0, restored at the end); each scenario also compares "
+                f"`aof_rewrites` and `rdb_saves` of INFO persistence before and after.")
+    if forked:
+        L.append(text + " Scenarios during which Redis forked (their figures include a rewrite): "
+                 + ", ".join(f"{s['id']} ({s['redis_forks']['aof_rewrites']} AOF rewrites, "
+                             f"{s['redis_forks']['rdb_saves']} RDB saves"
+                             f"{', one running at the end' if s['redis_forks']['in_progress'] else ''})"
+                             for s in forked) + ".\n")
+    else:
+        L.append(text + " No AOF rewrite or RDB save happened during any scenario.\n")
+    return L
+
+
 def plot(result, png):
     """Throughput and p99 per scenario, consumer orders/s against its target."""
-    kinds = [("baseline", "baseline"), ("contended", "contended"), ("soldout", "sold-out"),
-             ("notstarted", "not-started")]
+    kinds = [("baseline", "baseline"), ("contended", "contended"), ("protection", "protection on"),
+             ("soldout", "sold-out"), ("notstarted", "not-started")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-plot."))
     try:
         with open(tmp / "http.dat", "w") as f:
