@@ -731,6 +731,88 @@ static void test_file_syntax(void **state)
     tmp_remove(&t);
 }
 
+/* A value must reach the program whole whichever source it comes from: a '#' inside a
+ * secret used to end it in the file only. In the file, '#' starts a comment only at the
+ * start of a value or after a space or tab; double quotes hold anything else. */
+static void test_sources_agree_on_values(void **state)
+{
+    (void)state;
+    static const struct { const char *want, *file; } cases[] = {
+        { "abc#def", "abc#def" },
+        { "abc#def", "\"abc#def\"" },
+        { "a#b#c", "a#b#c   # a comment after the value" },
+        { "0123456789#0123456789#0123456789#", "0123456789#0123456789#0123456789#\t#c" },
+        { "p a #ss", "\"p a #ss\"" },
+        { " lead and trail ", "\" lead and trail \"  # kept" },
+        { "#starts", "\"#starts\"" },
+        { "q\"uo\\te", "\"q\\\"uo\\\\te\"" },
+        { "\"", "\"\\\"\"" },
+        { "", "\"\"" },
+        { "x\"y", "x\"y" },       /* a quote inside an unquoted value is an ordinary byte */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "seckill.token-secret = %s\nmysql.password=%s\n",
+                 cases[i].file, cases[i].file);
+        struct tmpfile t;
+        tmp_write(&t, text);
+        struct config file, env, set;
+        char err[CONFIG_ERR_LEN] = "";
+        config_init(&file);
+        if (config_load_file(&file, t.path, err, sizeof(err)) != 0)
+            fail_msg("case %zu (%s): %s", i, cases[i].file, err);
+        tmp_remove(&t);
+
+        char e1[600], e2[600];
+        snprintf(e1, sizeof(e1), "SECKILL_SECKILL_TOKEN_SECRET=%s", cases[i].want);
+        snprintf(e2, sizeof(e2), "SECKILL_MYSQL_PASSWORD=%s", cases[i].want);
+        char *envp[] = { e1, e2, NULL };
+        config_init(&env);
+        assert_int_equal(config_apply_env(&env, envp, err, sizeof(err)), 0);
+
+        char s1[600], s2[600];
+        snprintf(s1, sizeof(s1), "seckill.token-secret=%s", cases[i].want);
+        snprintf(s2, sizeof(s2), "mysql.password=%s", cases[i].want);
+        char a0[] = "x", a1[] = "-c", a2[] = "/dev/null", a3[] = "--set", a5[] = "--set";
+        char *argv[] = { a0, a1, a2, a3, s1, a5, s2, NULL };
+        config_init(&set);
+        if (config_from_args(&set, 7, argv, NULL, err, sizeof(err)) < 0)
+            fail_msg("case %zu: --set: %s", i, err);
+
+        const struct config *all[] = { &file, &env, &set };
+        for (size_t k = 0; k < 3; k++) {
+            if (strcmp(all[k]->token_secret, cases[i].want) != 0 ||
+                strcmp(all[k]->mysql_password, cases[i].want) != 0)
+                fail_msg("case %zu, source %zu: '%s' / '%s', expected '%s'", i, k,
+                         all[k]->token_secret, all[k]->mysql_password, cases[i].want);
+        }
+        config_free(&file);
+        config_free(&env);
+        config_free(&set);
+    }
+
+    /* A quote that opens a value must close it, with nothing but a comment after it. */
+    static const char *const bad[] = {
+        "mysql.password = \"open\n",
+        "mysql.password = \"a\" b\n",
+        "mysql.password = \"a\\n\"\n", /* only \" and \\ are escapes */
+        "mysql.password = \"a\\\"\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct tmpfile t;
+        tmp_write(&t, bad[i]);
+        struct config cfg;
+        config_init(&cfg);
+        char err[CONFIG_ERR_LEN] = "";
+        if (config_load_file(&cfg, t.path, err, sizeof(err)) == 0)
+            fail_msg("bad case %zu accepted: %s", i, bad[i]);
+        assert_contains(err, ":1:");
+        assert_contains(err, "mysql.password");
+        config_free(&cfg);
+        tmp_remove(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -746,6 +828,7 @@ int main(void)
         cmocka_unit_test(test_validate_cross_checks),
         cmocka_unit_test(test_format_round_trip),
         cmocka_unit_test(test_file_syntax),
+        cmocka_unit_test(test_sources_agree_on_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
