@@ -12,6 +12,9 @@
 
 #define CONFIG_ERR_LEN 256
 #define CONFIG_MAX_PASSTHROUGH 64
+/* The gateway's producer default (kafkaprod.c) when neither kafka.producer.message.timeout.ms
+ * nor its alias delivery.timeout.ms is set; config_validate checks it like a set value. */
+#define CONFIG_PRODUCER_MESSAGE_TIMEOUT_MS "5000"
 
 struct config_pair {
     char *key;   /* without the "kafka.producer." / "kafka.consumer." prefix */

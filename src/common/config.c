@@ -447,6 +447,46 @@ int config_apply_env(struct config *cfg, char *const *envp, char *err, size_t er
     return 0;
 }
 
+/* The producer's message timeout as librdkafka will have it: delivery.timeout.ms is an
+ * alias of message.timeout.ms, the pairs are applied in their order (the later name
+ * wins), and without either the gateway's default applies. */
+static int check_message_timeout(const struct config *cfg, char *err, size_t errlen)
+{
+    const char *name = "kafka.producer.message.timeout.ms";
+    const char *value = CONFIG_PRODUCER_MESSAGE_TIMEOUT_MS;
+    const char *origin = " (the gateway's default)";
+    for (size_t i = 0; i < cfg->kafka_producer_count; i++) {
+        const char *key = cfg->kafka_producer[i].key;
+        if (strcmp(key, "message.timeout.ms") == 0 || strcmp(key, "delivery.timeout.ms") == 0) {
+            name = strcmp(key, "message.timeout.ms") == 0 ? "kafka.producer.message.timeout.ms"
+                                                           : "kafka.producer.delivery.timeout.ms";
+            value = cfg->kafka_producer[i].value;
+            origin = "";
+        }
+    }
+    int64_t ms;
+    if (parse_int(value, &ms) != 0 || ms < 1) {
+        /* 0 is librdkafka's "never": a reservation would expire under a pending delivery. */
+        set_err(err, errlen, "%s: '%s' is not a number of milliseconds of at least 1", name, value);
+        return -1;
+    }
+    /* librdkafka notices a timed-out message up to about a second late (it checks on its
+     * reconnect timer), and the rollback after it needs a Redis round trip. A report
+     * later than the reservation would answer 200 for an order the reaper expired. */
+    int64_t latest = ms + 1000 + cfg->redis_timeout_ms;
+    if (latest >= cfg->pre_reduce_timeout * 1000) {
+        set_err(err, errlen, "%s: %" PRId64 "%s + 1 s + redis.timeout-ms must stay below "
+                "seckill.pre-reduce-timeout (%" PRId64 " s)", name, ms, origin, cfg->pre_reduce_timeout);
+        return -1;
+    }
+    if (latest > cfg->http_request_timeout_ms) {
+        set_err(err, errlen, "%s: %" PRId64 "%s + 1 s + redis.timeout-ms must not exceed "
+                "http.request-timeout-ms (%" PRId64 ")", name, ms, origin, cfg->http_request_timeout_ms);
+        return -1;
+    }
+    return 0;
+}
+
 int config_validate(const struct config *cfg, char *err, size_t errlen)
 {
     if (cfg->burst_capacity < 1) {
@@ -502,17 +542,8 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         set_err(err, errlen, "seckill.enable-pre-reduce: false is not supported");
         return -1;
     }
-    for (size_t i = 0; i < cfg->kafka_producer_count; i++) {
-        /* librdkafka notices a timed-out message up to about a second late (it checks on
-         * its reconnect timer), and the rollback after it needs a Redis round trip. */
-        if (strcmp(cfg->kafka_producer[i].key, "message.timeout.ms") == 0 &&
-            strtoll(cfg->kafka_producer[i].value, NULL, 10) + 1000 + cfg->redis_timeout_ms >
-                cfg->http_request_timeout_ms) {
-            set_err(err, errlen, "kafka.producer.message.timeout.ms: must stay 1 s + redis.timeout-ms below "
-                                 "http.request-timeout-ms");
-            return -1;
-        }
-    }
+    if (check_message_timeout(cfg, err, errlen) != 0)
+        return -1;
     if (strcmp(cfg->kafka_topic, cfg->kafka_dead_letter_topic) == 0) {
         set_err(err, errlen, "kafka.dead-letter-topic: must differ from kafka.topic");
         return -1;

@@ -583,6 +583,27 @@ static void test_validate_cross_checks(void **state)
         { { { "kafka.brokers", "" } }, "kafka.brokers" },
         { { { "seckill.stock.prefix", "" } }, "seckill.stock.prefix" },
         { { { "kafka.dead-letter-topic", "seckill.orders" } }, "kafka.dead-letter-topic" },
+        /* The producer's effective message timeout, whatever its name, stays 1 s +
+         * redis.timeout-ms under the request timeout, itself under the reservation's. */
+        { { { "kafka.producer.message.timeout.ms", "8001" } }, "kafka.producer.message.timeout.ms" },
+        { { { "kafka.producer.message.timeout.ms", "8001" } }, "http.request-timeout-ms" },
+        { { { "kafka.producer.message.timeout.ms", "8000" } }, NULL },
+        { { { "kafka.producer.message.timeout.ms", "8001" }, { "redis.timeout-ms", "999" } }, NULL },
+        { { { "kafka.producer.delivery.timeout.ms", "20000" } }, "kafka.producer.delivery.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "300000" } }, "seckill.pre-reduce-timeout" },
+        { { { "kafka.producer.delivery.timeout.ms", "8001" } }, "kafka.producer.delivery.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "8000" } }, NULL },
+        /* librdkafka takes 0 as "no timeout"; a non-number would fail only at start-up. */
+        { { { "kafka.producer.message.timeout.ms", "0" } }, "kafka.producer.message.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "5s" } }, "kafka.producer.delivery.timeout.ms" },
+        /* Both aliases set: the later one is what librdkafka keeps. */
+        { { { "kafka.producer.message.timeout.ms", "3000" }, { "kafka.producer.delivery.timeout.ms", "20000" } },
+          "kafka.producer.delivery.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "20000" }, { "kafka.producer.message.timeout.ms", "3000" } },
+          NULL },
+        /* Unset, the gateway's own default (5000) counts: 5000 + 1000 + 1000 > 6000. */
+        { { { "http.request-timeout-ms", "6000" } }, "kafka.producer.message.timeout.ms" },
+        { { { "http.request-timeout-ms", "7000" } }, NULL },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct config cfg;
