@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole stack in the background: Redis, MariaDB, Kafka, then the order consumer and
 # the gateway.
-#   stack.sh up|down|status [--services-only]
-# --services-only leaves out the project's own processes (up, status); `down` always
-# stops everything, since the processes are useless without their services.
+#   stack.sh up|down|status|running [--services-only]
+# status prints what runs and exits 0; running prints nothing and exits 0 only when all of
+# it runs. --services-only leaves out the project's own processes (up, status, running);
+# `down` always stops everything, since the processes are useless without their services.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -12,7 +13,7 @@ S=$ROOT/scripts
 RUN=$VAR/run
 LOGDIR=$VAR/log
 
-usage() { echo "usage: $0 up|down|status [--services-only]" >&2; exit 2; }
+usage() { echo "usage: $0 up|down|status|running [--services-only]" >&2; exit 2; }
 
 action=${1:-}
 services_only=false
@@ -130,21 +131,44 @@ down() {
   return "$failed"
 }
 
-status() {
-  local failed=0
-  "$S/redis.sh" status || failed=1
-  "$S/mariadb.sh" status || failed=1
-  "$S/kafka.sh" status || failed=1
+# parts_status: one line per part; sets TOTAL and STOPPED.
+parts_status() {
+  local part
+  TOTAL=0 STOPPED=0
+  for part in redis mariadb kafka; do
+    TOTAL=$((TOTAL + 1))
+    "$S/$part.sh" status || STOPPED=$((STOPPED + 1))
+  done
   if ! $services_only; then
-    status_line order-consumer "$RUN/order-consumer.pid" "$ROOT/build/order-consumer" || failed=1
-    status_line seckill-server "$RUN/seckill-server.pid" "$ROOT/build/seckill-server" || failed=1
+    TOTAL=$((TOTAL + 2))
+    status_line order-consumer "$RUN/order-consumer.pid" "$ROOT/build/order-consumer" || STOPPED=$((STOPPED + 1))
+    status_line seckill-server "$RUN/seckill-server.pid" "$ROOT/build/seckill-server" || STOPPED=$((STOPPED + 1))
   fi
-  return "$failed"
+}
+
+# A report for people (make status): a stopped stack is an answer, not an error, so it
+# exits 0 whatever runs. Scripts ask `running` instead.
+status() {
+  parts_status
+  if ((STOPPED == 0)); then
+    echo "stack: up"
+  elif ((STOPPED == TOTAL)); then
+    echo "stack: down (make up starts it)"
+  else
+    echo "stack: partly down, $STOPPED of $TOTAL parts stopped (make up starts them)"
+  fi
+}
+
+# Exit status 0 when every part runs, 1 otherwise; prints nothing.
+running() {
+  parts_status >/dev/null 2>&1
+  ((STOPPED == 0))
 }
 
 case $action in
   up) take_lock stack; up ;;
   down) take_lock stack; down ;;
   status) status ;;
+  running) running ;;
   *) usage ;;
 esac

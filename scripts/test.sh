@@ -18,7 +18,7 @@ make -s all || die "build failed"
 make -s SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
 
 was_up=false
-bash scripts/stack.sh status --services-only >/dev/null 2>&1 && was_up=true
+bash scripts/stack.sh running --services-only && was_up=true
 bash scripts/stack.sh up --services-only || die "starting the services failed"
 
 # "passed failed" of a pytest JUnit report, one count per test case; a missing or

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef SK_LUA_DIR
 #define SK_LUA_DIR "schema/lua"
@@ -590,10 +591,41 @@ int config_format(const struct config *cfg, const char *key, char *out, size_t o
     return 0;
 }
 
+#define CONFIG_DEFAULT_FILE "conf/seckill.conf"
+/* Directories above the binary's own that are searched: build/seckillctl and
+ * build/asan/seckillctl both reach the checkout, and so do the unit tests. */
+#define CONFIG_SEARCH_UP 4
+
+/* conf/seckill.conf of the working directory, else of the first of the binary's directory
+ * and its parents that has one, so seckillctl works from anywhere in a checkout and
+ * outside it. NULL when there is none. */
+static const char *default_file(char *buf, size_t len)
+{
+    if (access(CONFIG_DEFAULT_FILE, F_OK) == 0)
+        return CONFIG_DEFAULT_FILE;
+    char dir[4096];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    if (n <= 0)
+        return NULL;
+    dir[n] = '\0';
+    for (int up = 0; up <= CONFIG_SEARCH_UP; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            return NULL;
+        *slash = '\0';
+        if ((size_t)snprintf(buf, len, "%s/" CONFIG_DEFAULT_FILE, dir) < len && access(buf, F_OK) == 0)
+            return buf;
+        if (dir[0] == '\0')
+            return NULL;
+    }
+    return NULL;
+}
+
 int config_from_args(struct config *cfg, int argc, char **argv, char *const *envp,
                      char *err, size_t errlen)
 {
     const char *path = NULL;
+    char found[4096];
     int out = 1;
     /* The file is read before any --set, whatever their order on the command line. */
     for (int i = 1; i < argc; i++) {
@@ -611,7 +643,12 @@ int config_from_args(struct config *cfg, int argc, char **argv, char *const *env
             for (char *const *e = envp; *e; e++)
                 if (strncmp(*e, "SECKILL_CONF=", 13) == 0)
                     env_path = *e + 13;
-        path = env_path ? env_path : "conf/seckill.conf";
+        path = env_path ? env_path : default_file(found, sizeof(found));
+        if (!path) {
+            set_err(err, errlen, CONFIG_DEFAULT_FILE ": not in the working directory nor beside the "
+                                 "binary or above it; name one with -c FILE or SECKILL_CONF");
+            return -1;
+        }
     }
     if (config_load_file(cfg, path, err, errlen) != 0)
         return -1;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -434,6 +435,46 @@ static void test_conf_from_env_and_missing_file(void **state)
     tmp_remove(&t);
 }
 
+/* Outside the checkout, without -c or SECKILL_CONF, the binary finds the checkout's file
+ * from its own location (this test runs from build[/asan]/test/common/). */
+static void test_default_file_found_from_the_binary(void **state)
+{
+    (void)state;
+    char cwd[4096], dir[] = "/tmp/sk-test-config-cwd-XXXXXX";
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chdir(dir), 0);
+    char a0[] = "seckillctl";
+    char *argv[] = { a0, NULL };
+    char *envp[] = { "PATH=/usr/bin", NULL };
+    struct config cfg;
+    config_init(&cfg);
+    char err[CONFIG_ERR_LEN] = "";
+    int rc = config_from_args(&cfg, 1, argv, envp, err, sizeof(err));
+    config_free(&cfg);
+
+    /* The working directory's conf/seckill.conf comes first. */
+    assert_int_equal(mkdir("conf", 0700), 0);
+    FILE *f = fopen("conf/seckill.conf", "w");
+    assert_non_null(f);
+    fputs("http.port = 4343\n", f);
+    assert_int_equal(fclose(f), 0);
+    config_init(&cfg);
+    char err2[CONFIG_ERR_LEN] = "";
+    int rc2 = config_from_args(&cfg, 1, argv, envp, err2, sizeof(err2));
+    int64_t port = cfg.http_port;
+    config_free(&cfg);
+    assert_int_equal(unlink("conf/seckill.conf"), 0);
+    assert_int_equal(rmdir("conf"), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rmdir(dir), 0);
+    if (rc != 1)
+        fail_msg("no conf/seckill.conf found from the binary: %s", err);
+    if (rc2 != 1)
+        fail_msg("%s", err2);
+    assert_true(port == 4343);
+}
+
 static void test_env_mapping(void **state)
 {
     (void)state;
@@ -844,6 +885,7 @@ int main(void)
         cmocka_unit_test(test_bad_values_name_the_key),
         cmocka_unit_test(test_set_beats_env_beats_file),
         cmocka_unit_test(test_conf_from_env_and_missing_file),
+        cmocka_unit_test(test_default_file_found_from_the_binary),
         cmocka_unit_test(test_env_mapping),
         cmocka_unit_test(test_kafka_passthrough),
         cmocka_unit_test(test_validate_cross_checks),
