@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/configline.h"
+
 #ifndef SK_LUA_DIR
 #define SK_LUA_DIR "schema/lua"
 #endif
@@ -286,65 +288,6 @@ void config_free(struct config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    return s;
-}
-
-/* '#' starts a comment at the start of a value or after a space or tab, so a secret
- * such as abc#def stays whole, as it does from SECKILL_* and --set. */
-static bool comment_at(const char *start, const char *p)
-{
-    return *p == '#' && (p == start || p[-1] == ' ' || p[-1] == '\t');
-}
-
-/* The value of a line, from just after its '=': either up to a comment, trimmed, or a
- * double-quoted string (\" and \\ are its only escapes) followed by nothing but an
- * optional comment. The quotes let a value hold anything else a line can: leading or
- * trailing blanks, " #", a leading quote. Decoded in place; NULL with why in err. */
-static char *line_value(char *s, char *err, size_t errlen)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    if (*s != '"') {
-        char *end = s;
-        while (*end && !comment_at(s, end))
-            end++;
-        *end = '\0';
-        return trim(s);
-    }
-    char *out = s, *in = s + 1;
-    for (;; in++) {
-        if (*in == '\0' || *in == '\n' || *in == '\r') {
-            set_err(err, errlen, "no closing double quote");
-            return NULL;
-        }
-        if (*in == '"')
-            break;
-        if (*in == '\\') {
-            in++;
-            if (*in != '"' && *in != '\\') {
-                set_err(err, errlen, "only \\\" and \\\\ are escapes inside double quotes");
-                return NULL;
-            }
-        }
-        *out++ = *in;
-    }
-    *out = '\0';
-    for (in++; isspace((unsigned char)*in); in++)
-        ;
-    if (*in != '\0' && *in != '#') {
-        set_err(err, errlen, "text after the closing double quote");
-        return NULL;
-    }
-    return s;
-}
-
 int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err, size_t errlen)
 {
     /* Read by hand, not with fgets or getline: the byte count shows a NUL inside a line,
@@ -376,25 +319,13 @@ int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err,
             rc = -1;
             break;
         }
-        char *s = line;
-        while (isspace((unsigned char)*s))
-            s++;
-        if (*s == '\0' || *s == '#')
-            continue;
-        char *eq = s;
-        while (*eq && *eq != '=' && !comment_at(s, eq))
-            eq++;
-        if (*eq != '=') {
-            set_err(err, errlen, "%s:%d: expected 'key = value'", name, lineno);
-            rc = -1;
-            break;
-        }
-        *eq = '\0';
-        char *key = trim(s);
+        char *key, *value;
         char inner[CONFIG_ERR_LEN];
-        char *value = line_value(eq + 1, inner, sizeof(inner));
-        if (!value) {
-            set_err(err, errlen, "%s:%d: %s: %s", name, lineno, key, inner);
+        enum configline_kind kind = configline_parse(line, &key, &value, inner, sizeof(inner));
+        if (kind == CONFIGLINE_BLANK)
+            continue;
+        if (kind == CONFIGLINE_ERROR) {
+            set_err(err, errlen, "%s:%d: %s", name, lineno, inner);
             rc = -1;
             break;
         }
