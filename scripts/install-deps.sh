@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build, the services and the tests need.
+# Installs the Debian packages the build, the services and the tests need. The tests'
+# Python packages come from PyPI into var/venv instead (scripts/venv.sh); python3-requests
+# is for bench/ (which runs the first python3 on PATH).
 # Idempotent: packages already present are not touched and apt is not updated.
 set -euo pipefail
 
@@ -7,7 +9,7 @@ packages=(
   build-essential pkg-config
   libevent-dev libhiredis-dev librdkafka-dev libcjson-dev libmariadb-dev libcmocka-dev libssl-dev
   redis-server mariadb-server mariadb-client
-  python3 python3-pytest python3-requests
+  python3 python3-venv python3-requests
   curl wrk valgrind gnuplot-nox clang libclang-rt-14-dev
   openjdk-17-jre-headless maven
 )

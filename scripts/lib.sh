@@ -28,7 +28,7 @@ conf_get() {
   fi
   # FALLBACK, only while build/seckillctl does not exist yet (fresh clone before
   # `make`, or the scripts being worked on alone): a minimal reading of `key = value`
-  # lines, an approximation of the loader's SECKILL_<KEY> override (dots and dashes
+  # lines (comments and quotes as the loader has them, no escapes), an approximation of the loader's SECKILL_<KEY> override (dots and dashes
   # become underscores), and the defaults of the keys these scripts use.
   local env_name value
   env_name=SECKILL_$(printf '%s' "$1" | tr 'a-z.-' 'A-Z__')
@@ -38,10 +38,12 @@ conf_get() {
   fi
   if [ -r "$CONF" ]; then
     value=$(awk -v key="$1" '
-      { sub(/#.*/, "") }
+      /^[ \t]*#/ { next }
       index($0, "=") {
         k = substr($0, 1, index($0, "=") - 1); v = substr($0, index($0, "=") + 1)
-        gsub(/^[ \t]+|[ \t\r]+$/, "", k); gsub(/^[ \t]+|[ \t\r]+$/, "", v)
+        gsub(/^[ \t]+|[ \t\r]+$/, "", k); sub(/^[ \t]+/, "", v)
+        if (v ~ /^"/) { v = substr(v, 2); sub(/".*/, "", v) }
+        else { sub(/^#.*/, "", v); sub(/[ \t]#.*/, "", v); gsub(/[ \t\r]+$/, "", v) }
         if (k == key) { val = v; found = 1 }
       }
       END { if (found) print val; exit !found }' "$CONF") && { printf '%s\n' "$value"; return; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test: install what is missing, build (release and ASan+UBSan), start Redis, Kafka and
-# MariaDB, then run the cmocka unit tests, a short libFuzzer smoke run and the pytest
+# MariaDB, set up the test Python (scripts/venv.sh), then run the cmocka unit tests, a short libFuzzer smoke run and the pytest
 # integration suite against them, and the short chaos run (test/chaos).
 # Ends with one line "N passed, N failed". Services that were already running stay up;
 # services this run started are stopped again.
@@ -11,11 +11,14 @@ cd "$ROOT" || exit 1
 
 started_at=$(date +%s)
 bash scripts/install-deps.sh || die "installing dependencies failed"
+# Every Python below is the project's venv (var/venv, test/requirements.txt), never the
+# first python3 on PATH.
+PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
 make -s all || die "build failed"
 make -s SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
 
 was_up=false
-bash scripts/stack.sh status --services-only >/dev/null 2>&1 && was_up=true
+bash scripts/stack.sh running --services-only && was_up=true
 bash scripts/stack.sh up --services-only || die "starting the services failed"
 
 # "passed failed" of a pytest JUnit report, one count per test case; a missing or
@@ -25,7 +28,7 @@ bash scripts/stack.sh up --services-only || die "starting the services failed"
 # An xfail that passes is a failure already (test/pytest.ini, test/lib/strictoutcomes.py).
 # Each such case is named on stderr.
 junit_counts() {
-  python3 - "$1" <<'PY'
+  "$PY" - "$1" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
@@ -97,7 +100,7 @@ printf '%-28s %3d passed, %d failed\n' "fuzz-smoke" "$ok" "$bad"
 echo "== integration tests (pytest, real services, ASan+UBSan binaries)"
 junit=build/pytest-junit.xml
 rm -f "$junit"
-SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT python3 -m pytest -q -p no:cacheprovider \
+SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT "$PY" -m pytest -q -p no:cacheprovider \
   --junitxml="$junit" test/integration
 counts=$(junit_counts "$junit")
 passed=$((passed + ${counts% *}))
@@ -110,7 +113,7 @@ echo "== chaos, short (consumer kill -9 mid-batch, Kafka broker stopped 10 s; AS
 chaos_junit=build/pytest-chaos-junit.xml
 rm -f "$chaos_junit"
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF SECKILL_CHAOS_OUT=$ROOT/build/chaos-short \
-  python3 -m pytest -q -s -p no:cacheprovider -m short --junitxml="$chaos_junit" test/chaos
+  "$PY" -m pytest -q -s -p no:cacheprovider -m short --junitxml="$chaos_junit" test/chaos
 chaos_counts=$(junit_counts "$chaos_junit")
 passed=$((passed + ${chaos_counts% *}))
 failed=$((failed + ${chaos_counts#* }))

@@ -12,6 +12,9 @@
 
 #define CONFIG_ERR_LEN 256
 #define CONFIG_MAX_PASSTHROUGH 64
+/* The gateway's producer default (kafkaprod.c) when neither kafka.producer.message.timeout.ms
+ * nor its alias delivery.timeout.ms is set; config_validate checks it like a set value. */
+#define CONFIG_PRODUCER_MESSAGE_TIMEOUT_MS "5000"
 
 struct config_pair {
     char *key;   /* without the "kafka.producer." / "kafka.consumer." prefix */
@@ -108,7 +111,9 @@ int config_format(const struct config *cfg, const char *key, char *out, size_t o
 
 /* The command line every binary shares: -c FILE and --set key=value, anywhere in argv.
  * Consumed arguments are removed from argv; returns the new argc, or -1 with err set.
- * Without -c, SECKILL_CONF or conf/seckill.conf is read; a missing file is an error. */
+ * Without -c, SECKILL_CONF names the file, else conf/seckill.conf of the working directory,
+ * else of the binary's directory or one of the four above it (a checkout's build/ or
+ * build/asan/). A missing file is an error. */
 int config_from_args(struct config *cfg, int argc, char **argv, char *const *envp,
                      char *err, size_t errlen);
 

@@ -1,6 +1,7 @@
 #ifndef SK_TIMEPARSE_H
 #define SK_TIMEPARSE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,10 @@
  * not exist (skipped by a daylight-saving change).
  * Returns 0, or -1 with *out_ms untouched. */
 int timeparse_parse(const char *s, int64_t now_ms, int64_t *out_ms);
+
+/* Whether s names an instant of its own (an ISO time) rather than one counted from now
+ * ("now", +N, -N). For a window whose end counts from an absolute start. */
+bool timeparse_is_absolute(const char *s);
 
 /* UTC ISO-8601 for output: "2026-12-01T12:00:00Z", or "2026-12-01T12:00:00.250Z" when
  * the milliseconds are not zero. Returns the length written, or -1 when buf is too small

@@ -33,6 +33,11 @@ int ctlargs_count(struct ctlrun *ctl, const char *what, const char *s, int64_t m
                   int64_t *out);
 /* A time as timeparse reads it (ISO-8601, now, +10m), relative to now_ms. */
 int ctlargs_time(struct ctlrun *ctl, const char *what, const char *s, int64_t now_ms, int64_t *out_ms);
+/* --start and --end of a window. A relative --end after an ISO --start counts from the
+ * start ("--start 2026-12-01T20:00:00+08:00 --end +1h" is one hour); after "now" or a
+ * relative --start it counts from now_ms, like the start. */
+int ctlargs_window(struct ctlrun *ctl, const char *start, const char *end, int64_t now_ms,
+                   int64_t *start_ms, int64_t *end_ms);
 /* A name for a coupon or activity: 1-128 characters of valid UTF-8, not all blanks, no
  * control characters (the VARCHAR(128) columns count characters, not bytes). */
 int ctlargs_name(struct ctlrun *ctl, const char *what, const char *s);

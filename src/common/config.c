@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "common/configline.h"
 
 #ifndef SK_LUA_DIR
 #define SK_LUA_DIR "schema/lua"
@@ -285,16 +288,6 @@ void config_free(struct config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    char *end = s + strlen(s);
-    while (end > s && isspace((unsigned char)end[-1]))
-        *--end = '\0';
-    return s;
-}
-
 int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err, size_t errlen)
 {
     /* Read by hand, not with fgets or getline: the byte count shows a NUL inside a line,
@@ -326,22 +319,16 @@ int config_load_stream(struct config *cfg, FILE *f, const char *name, char *err,
             rc = -1;
             break;
         }
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s = trim(line);
-        if (*s == '\0')
+        char *key, *value;
+        char inner[CONFIG_ERR_LEN];
+        enum configline_kind kind = configline_parse(line, &key, &value, inner, sizeof(inner));
+        if (kind == CONFIGLINE_BLANK)
             continue;
-        char *eq = strchr(s, '=');
-        if (!eq) {
-            set_err(err, errlen, "%s:%d: expected 'key = value'", name, lineno);
+        if (kind == CONFIGLINE_ERROR) {
+            set_err(err, errlen, "%s:%d: %s", name, lineno, inner);
             rc = -1;
             break;
         }
-        *eq = '\0';
-        char *key = trim(s);
-        char *value = trim(eq + 1);
-        char inner[CONFIG_ERR_LEN];
         if (config_set(cfg, key, value, inner, sizeof(inner)) != 0) {
             set_err(err, errlen, "%s:%d: %s", name, lineno, inner);
             rc = -1;
@@ -388,6 +375,46 @@ int config_apply_env(struct config *cfg, char *const *envp, char *err, size_t er
                 }
             }
         }
+    }
+    return 0;
+}
+
+/* The producer's message timeout as librdkafka will have it: delivery.timeout.ms is an
+ * alias of message.timeout.ms, the pairs are applied in their order (the later name
+ * wins), and without either the gateway's default applies. */
+static int check_message_timeout(const struct config *cfg, char *err, size_t errlen)
+{
+    const char *name = "kafka.producer.message.timeout.ms";
+    const char *value = CONFIG_PRODUCER_MESSAGE_TIMEOUT_MS;
+    const char *origin = " (the gateway's default)";
+    for (size_t i = 0; i < cfg->kafka_producer_count; i++) {
+        const char *key = cfg->kafka_producer[i].key;
+        if (strcmp(key, "message.timeout.ms") == 0 || strcmp(key, "delivery.timeout.ms") == 0) {
+            name = strcmp(key, "message.timeout.ms") == 0 ? "kafka.producer.message.timeout.ms"
+                                                           : "kafka.producer.delivery.timeout.ms";
+            value = cfg->kafka_producer[i].value;
+            origin = "";
+        }
+    }
+    int64_t ms;
+    if (parse_int(value, &ms) != 0 || ms < 1) {
+        /* 0 is librdkafka's "never": a reservation would expire under a pending delivery. */
+        set_err(err, errlen, "%s: '%s' is not a number of milliseconds of at least 1", name, value);
+        return -1;
+    }
+    /* librdkafka notices a timed-out message up to about a second late (it checks on its
+     * reconnect timer), and the rollback after it needs a Redis round trip. A report
+     * later than the reservation would answer 200 for an order the reaper expired. */
+    int64_t latest = ms + 1000 + cfg->redis_timeout_ms;
+    if (latest >= cfg->pre_reduce_timeout * 1000) {
+        set_err(err, errlen, "%s: %" PRId64 "%s + 1 s + redis.timeout-ms must stay below "
+                "seckill.pre-reduce-timeout (%" PRId64 " s)", name, ms, origin, cfg->pre_reduce_timeout);
+        return -1;
+    }
+    if (latest > cfg->http_request_timeout_ms) {
+        set_err(err, errlen, "%s: %" PRId64 "%s + 1 s + redis.timeout-ms must not exceed "
+                "http.request-timeout-ms (%" PRId64 ")", name, ms, origin, cfg->http_request_timeout_ms);
+        return -1;
     }
     return 0;
 }
@@ -447,17 +474,8 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         set_err(err, errlen, "seckill.enable-pre-reduce: false is not supported");
         return -1;
     }
-    for (size_t i = 0; i < cfg->kafka_producer_count; i++) {
-        /* librdkafka notices a timed-out message up to about a second late (it checks on
-         * its reconnect timer), and the rollback after it needs a Redis round trip. */
-        if (strcmp(cfg->kafka_producer[i].key, "message.timeout.ms") == 0 &&
-            strtoll(cfg->kafka_producer[i].value, NULL, 10) + 1000 + cfg->redis_timeout_ms >
-                cfg->http_request_timeout_ms) {
-            set_err(err, errlen, "kafka.producer.message.timeout.ms: must stay 1 s + redis.timeout-ms below "
-                                 "http.request-timeout-ms");
-            return -1;
-        }
-    }
+    if (check_message_timeout(cfg, err, errlen) != 0)
+        return -1;
     if (strcmp(cfg->kafka_topic, cfg->kafka_dead_letter_topic) == 0) {
         set_err(err, errlen, "kafka.dead-letter-topic: must differ from kafka.topic");
         return -1;
@@ -504,10 +522,41 @@ int config_format(const struct config *cfg, const char *key, char *out, size_t o
     return 0;
 }
 
+#define CONFIG_DEFAULT_FILE "conf/seckill.conf"
+/* Directories above the binary's own that are searched: build/seckillctl and
+ * build/asan/seckillctl both reach the checkout, and so do the unit tests. */
+#define CONFIG_SEARCH_UP 4
+
+/* conf/seckill.conf of the working directory, else of the first of the binary's directory
+ * and its parents that has one, so seckillctl works from anywhere in a checkout and
+ * outside it. NULL when there is none. */
+static const char *default_file(char *buf, size_t len)
+{
+    if (access(CONFIG_DEFAULT_FILE, F_OK) == 0)
+        return CONFIG_DEFAULT_FILE;
+    char dir[4096];
+    ssize_t n = readlink("/proc/self/exe", dir, sizeof(dir) - 1);
+    if (n <= 0)
+        return NULL;
+    dir[n] = '\0';
+    for (int up = 0; up <= CONFIG_SEARCH_UP; up++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash)
+            return NULL;
+        *slash = '\0';
+        if ((size_t)snprintf(buf, len, "%s/" CONFIG_DEFAULT_FILE, dir) < len && access(buf, F_OK) == 0)
+            return buf;
+        if (dir[0] == '\0')
+            return NULL;
+    }
+    return NULL;
+}
+
 int config_from_args(struct config *cfg, int argc, char **argv, char *const *envp,
                      char *err, size_t errlen)
 {
     const char *path = NULL;
+    char found[4096];
     int out = 1;
     /* The file is read before any --set, whatever their order on the command line. */
     for (int i = 1; i < argc; i++) {
@@ -525,7 +574,12 @@ int config_from_args(struct config *cfg, int argc, char **argv, char *const *env
             for (char *const *e = envp; *e; e++)
                 if (strncmp(*e, "SECKILL_CONF=", 13) == 0)
                     env_path = *e + 13;
-        path = env_path ? env_path : "conf/seckill.conf";
+        path = env_path ? env_path : default_file(found, sizeof(found));
+        if (!path) {
+            set_err(err, errlen, CONFIG_DEFAULT_FILE ": not in the working directory nor beside the "
+                                 "binary or above it; name one with -c FILE or SECKILL_CONF");
+            return -1;
+        }
     }
     if (config_load_file(cfg, path, err, errlen) != 0)
         return -1;

@@ -197,6 +197,11 @@ int timeparse_parse(const char *s, int64_t now_ms, int64_t *out_ms)
     return parse_iso(s, out_ms);
 }
 
+bool timeparse_is_absolute(const char *s)
+{
+    return s && strcmp(s, "now") != 0 && s[0] != '+' && s[0] != '-';
+}
+
 struct utc_fields {
     int64_t year;
     int mon, day, hour, min, sec, ms;

@@ -99,8 +99,8 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
     if ((rc = ctlargs_id(ctl, "--coupon", opts[COUPON].value, &coupon_id)) != CTLRUN_OK ||
         (rc = ctlargs_count(ctl, "--stock", opts[STOCK].value, 1, CTLACTIVITYCREATE_MAX_STOCK,
                             &stock)) != CTLRUN_OK ||
-        (rc = ctlargs_time(ctl, "--start", opts[START].value, now, &start_ms)) != CTLRUN_OK ||
-        (rc = ctlargs_time(ctl, "--end", opts[END].value, now, &end_ms)) != CTLRUN_OK)
+        (rc = ctlargs_window(ctl, opts[START].value, opts[END].value, now, &start_ms, &end_ms)) !=
+            CTLRUN_OK)
         return rc;
     if (opts[NAME].value && (rc = ctlargs_name(ctl, "--name", opts[NAME].value)) != CTLRUN_OK)
         return rc;

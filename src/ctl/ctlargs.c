@@ -101,6 +101,22 @@ int ctlargs_time(struct ctlrun *ctl, const char *what, const char *s, int64_t no
     return CTLRUN_OK;
 }
 
+int ctlargs_window(struct ctlrun *ctl, const char *start, const char *end, int64_t now_ms,
+                   int64_t *start_ms, int64_t *end_ms)
+{
+    int64_t s_ms;
+    int rc = ctlargs_time(ctl, "--start", start, now_ms, &s_ms);
+    if (rc != CTLRUN_OK)
+        return rc;
+    /* "+1h" after a date means an hour of sale: counted from now it would end before a
+     * start later than an hour from now (the README's example failed that way). */
+    rc = ctlargs_time(ctl, "--end", end, timeparse_is_absolute(start) ? s_ms : now_ms, end_ms);
+    if (rc != CTLRUN_OK)
+        return rc;
+    *start_ms = s_ms;
+    return CTLRUN_OK;
+}
+
 int ctlargs_name(struct ctlrun *ctl, const char *what, const char *s)
 {
     size_t chars = 0;

@@ -85,8 +85,8 @@ int ctlcouponcreate_run(struct ctlrun *ctl, int argc, char **argv)
                             &total)) != CTLRUN_OK)
         return rc;
     int64_t now = clock_wall_ms(), start_ms, end_ms;
-    if ((rc = ctlargs_time(ctl, "--start", opts[START].value, now, &start_ms)) != CTLRUN_OK ||
-        (rc = ctlargs_time(ctl, "--end", opts[END].value, now, &end_ms)) != CTLRUN_OK)
+    if ((rc = ctlargs_window(ctl, opts[START].value, opts[END].value, now, &start_ms, &end_ms)) !=
+        CTLRUN_OK)
         return rc;
     if (end_ms <= start_ms)
         return ctlout_usage_error(ctl, "--end must be after --start");

@@ -288,7 +288,9 @@ static int ctlverify_stream_orders(struct ctlrun *ctl, int64_t id, const struct 
     mysql_free_result(res);
     if (failed)
         return CTLRUN_FAIL;
-    qsort(my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str);
+    /* No orders yet (verify before the sale) leaves order_nos NULL, which qsort must not get. */
+    if (my->norder_nos > 1)
+        qsort(my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str);
     return CTLRUN_OK;
 }
 

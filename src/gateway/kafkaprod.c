@@ -31,7 +31,7 @@ static const char *const producer_defaults[][2] = {
     { "acks", "all" },
     { "linger.ms", "1" },
     { "compression.codec", "lz4" },
-    { "message.timeout.ms", "5000" },
+    { "message.timeout.ms", CONFIG_PRODUCER_MESSAGE_TIMEOUT_MS },
     { "reconnect.backoff.max.ms", "1000" },  /* else a broker outage delays message timeouts ~10 s */
     { "queue.buffering.max.messages", "200000" },
     { "statistics.interval.ms", "1000" },

@@ -25,8 +25,10 @@ if [ ${#started[@]} -gt 0 ]; then
   bash scripts/stack.sh up --services-only || die "starting the services failed"
 fi
 
+# The project's test Python (var/venv, test/requirements.txt), not the first python3 on PATH.
+PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
 SECKILL_BIN=${SECKILL_BIN:-$ROOT/build} SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF \
-  python3 -m pytest -q -s -p no:cacheprovider test/chaos "$@"
+  "$PY" -m pytest -q -s -p no:cacheprovider test/chaos "$@"
 rc=$?
 
 for svc in "${started[@]}"; do

@@ -8,6 +8,7 @@
  * them; a file that loaded is rewritten as "key=value" lines (never longer than the
  * originals), loaded into a fresh config, and every key and config_validate must agree. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,11 +70,35 @@ static FILE *open_bytes(char *buf, size_t size)
     return fmemopen(buf, size, "r");
 }
 
+/* A value as a file line holds it: plain when the loader reads it back whole, else
+ * double-quoted. A value that needs the quotes came from a quoted line with the same
+ * escapes, so the dump stays no longer than the input. Returns the bytes written. */
+static size_t dump_value(char *out, const char *v)
+{
+    size_t len = strlen(v);
+    bool quote = len > 0 && (v[0] == '"' || isspace((unsigned char)v[0]) ||
+                             isspace((unsigned char)v[len - 1]));
+    for (size_t i = 0; i < len && !quote; i++)
+        quote = v[i] == '#' && (i == 0 || v[i - 1] == ' ' || v[i - 1] == '\t');
+    if (!quote)
+        return (size_t)sprintf(out, "%s", v);
+    size_t n = 0;
+    out[n++] = '"';
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] == '"' || v[i] == '\\')
+            out[n++] = '\\';
+        out[n++] = v[i];
+    }
+    out[n++] = '"';
+    out[n] = '\0';
+    return n;
+}
+
 static void check_round_trip(const struct config *cfg, char **keys, size_t nkeys)
 {
     size_t cap = 1, used = 0;
     for (size_t i = 0; i < nkeys; i++)
-        cap += strlen(keys[i]) + 1 + 4096 + 1;
+        cap += strlen(keys[i]) + 1 + 2 * 4096 + 2 + 1;
     char *dump = malloc(cap);
     if (!dump)
         abort();
@@ -82,7 +107,10 @@ static void check_round_trip(const struct config *cfg, char **keys, size_t nkeys
         char value[4096];
         if (config_format(cfg, keys[i], value, sizeof(value)) != 0)
             continue;
-        used += (size_t)snprintf(dump + used, cap - used, "%s=%s\n", keys[i], value);
+        used += (size_t)snprintf(dump + used, cap - used, "%s=", keys[i]);
+        used += dump_value(dump + used, value);
+        dump[used++] = '\n';
+        dump[used] = '\0';
     }
 
     struct config again;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/config.h"
@@ -434,6 +435,46 @@ static void test_conf_from_env_and_missing_file(void **state)
     tmp_remove(&t);
 }
 
+/* Outside the checkout, without -c or SECKILL_CONF, the binary finds the checkout's file
+ * from its own location (this test runs from build[/asan]/test/common/). */
+static void test_default_file_found_from_the_binary(void **state)
+{
+    (void)state;
+    char cwd[4096], dir[] = "/tmp/sk-test-config-cwd-XXXXXX";
+    assert_non_null(getcwd(cwd, sizeof(cwd)));
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(chdir(dir), 0);
+    char a0[] = "seckillctl";
+    char *argv[] = { a0, NULL };
+    char *envp[] = { "PATH=/usr/bin", NULL };
+    struct config cfg;
+    config_init(&cfg);
+    char err[CONFIG_ERR_LEN] = "";
+    int rc = config_from_args(&cfg, 1, argv, envp, err, sizeof(err));
+    config_free(&cfg);
+
+    /* The working directory's conf/seckill.conf comes first. */
+    assert_int_equal(mkdir("conf", 0700), 0);
+    FILE *f = fopen("conf/seckill.conf", "w");
+    assert_non_null(f);
+    fputs("http.port = 4343\n", f);
+    assert_int_equal(fclose(f), 0);
+    config_init(&cfg);
+    char err2[CONFIG_ERR_LEN] = "";
+    int rc2 = config_from_args(&cfg, 1, argv, envp, err2, sizeof(err2));
+    int64_t port = cfg.http_port;
+    config_free(&cfg);
+    assert_int_equal(unlink("conf/seckill.conf"), 0);
+    assert_int_equal(rmdir("conf"), 0);
+    assert_int_equal(chdir(cwd), 0);
+    assert_int_equal(rmdir(dir), 0);
+    if (rc != 1)
+        fail_msg("no conf/seckill.conf found from the binary: %s", err);
+    if (rc2 != 1)
+        fail_msg("%s", err2);
+    assert_true(port == 4343);
+}
+
 static void test_env_mapping(void **state)
 {
     (void)state;
@@ -583,6 +624,27 @@ static void test_validate_cross_checks(void **state)
         { { { "kafka.brokers", "" } }, "kafka.brokers" },
         { { { "seckill.stock.prefix", "" } }, "seckill.stock.prefix" },
         { { { "kafka.dead-letter-topic", "seckill.orders" } }, "kafka.dead-letter-topic" },
+        /* The producer's effective message timeout, whatever its name, stays 1 s +
+         * redis.timeout-ms under the request timeout, itself under the reservation's. */
+        { { { "kafka.producer.message.timeout.ms", "8001" } }, "kafka.producer.message.timeout.ms" },
+        { { { "kafka.producer.message.timeout.ms", "8001" } }, "http.request-timeout-ms" },
+        { { { "kafka.producer.message.timeout.ms", "8000" } }, NULL },
+        { { { "kafka.producer.message.timeout.ms", "8001" }, { "redis.timeout-ms", "999" } }, NULL },
+        { { { "kafka.producer.delivery.timeout.ms", "20000" } }, "kafka.producer.delivery.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "300000" } }, "seckill.pre-reduce-timeout" },
+        { { { "kafka.producer.delivery.timeout.ms", "8001" } }, "kafka.producer.delivery.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "8000" } }, NULL },
+        /* librdkafka takes 0 as "no timeout"; a non-number would fail only at start-up. */
+        { { { "kafka.producer.message.timeout.ms", "0" } }, "kafka.producer.message.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "5s" } }, "kafka.producer.delivery.timeout.ms" },
+        /* Both aliases set: the later one is what librdkafka keeps. */
+        { { { "kafka.producer.message.timeout.ms", "3000" }, { "kafka.producer.delivery.timeout.ms", "20000" } },
+          "kafka.producer.delivery.timeout.ms" },
+        { { { "kafka.producer.delivery.timeout.ms", "20000" }, { "kafka.producer.message.timeout.ms", "3000" } },
+          NULL },
+        /* Unset, the gateway's own default (5000) counts: 5000 + 1000 + 1000 > 6000. */
+        { { { "http.request-timeout-ms", "6000" } }, "kafka.producer.message.timeout.ms" },
+        { { { "http.request-timeout-ms", "7000" } }, NULL },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct config cfg;
@@ -731,6 +793,88 @@ static void test_file_syntax(void **state)
     tmp_remove(&t);
 }
 
+/* A value must reach the program whole whichever source it comes from: a '#' inside a
+ * secret used to end it in the file only. In the file, '#' starts a comment only at the
+ * start of a value or after a space or tab; double quotes hold anything else. */
+static void test_sources_agree_on_values(void **state)
+{
+    (void)state;
+    static const struct { const char *want, *file; } cases[] = {
+        { "abc#def", "abc#def" },
+        { "abc#def", "\"abc#def\"" },
+        { "a#b#c", "a#b#c   # a comment after the value" },
+        { "0123456789#0123456789#0123456789#", "0123456789#0123456789#0123456789#\t#c" },
+        { "p a #ss", "\"p a #ss\"" },
+        { " lead and trail ", "\" lead and trail \"  # kept" },
+        { "#starts", "\"#starts\"" },
+        { "q\"uo\\te", "\"q\\\"uo\\\\te\"" },
+        { "\"", "\"\\\"\"" },
+        { "", "\"\"" },
+        { "x\"y", "x\"y" },       /* a quote inside an unquoted value is an ordinary byte */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text), "seckill.token-secret = %s\nmysql.password=%s\n",
+                 cases[i].file, cases[i].file);
+        struct tmpfile t;
+        tmp_write(&t, text);
+        struct config file, env, set;
+        char err[CONFIG_ERR_LEN] = "";
+        config_init(&file);
+        if (config_load_file(&file, t.path, err, sizeof(err)) != 0)
+            fail_msg("case %zu (%s): %s", i, cases[i].file, err);
+        tmp_remove(&t);
+
+        char e1[600], e2[600];
+        snprintf(e1, sizeof(e1), "SECKILL_SECKILL_TOKEN_SECRET=%s", cases[i].want);
+        snprintf(e2, sizeof(e2), "SECKILL_MYSQL_PASSWORD=%s", cases[i].want);
+        char *envp[] = { e1, e2, NULL };
+        config_init(&env);
+        assert_int_equal(config_apply_env(&env, envp, err, sizeof(err)), 0);
+
+        char s1[600], s2[600];
+        snprintf(s1, sizeof(s1), "seckill.token-secret=%s", cases[i].want);
+        snprintf(s2, sizeof(s2), "mysql.password=%s", cases[i].want);
+        char a0[] = "x", a1[] = "-c", a2[] = "/dev/null", a3[] = "--set", a5[] = "--set";
+        char *argv[] = { a0, a1, a2, a3, s1, a5, s2, NULL };
+        config_init(&set);
+        if (config_from_args(&set, 7, argv, NULL, err, sizeof(err)) < 0)
+            fail_msg("case %zu: --set: %s", i, err);
+
+        const struct config *all[] = { &file, &env, &set };
+        for (size_t k = 0; k < 3; k++) {
+            if (strcmp(all[k]->token_secret, cases[i].want) != 0 ||
+                strcmp(all[k]->mysql_password, cases[i].want) != 0)
+                fail_msg("case %zu, source %zu: '%s' / '%s', expected '%s'", i, k,
+                         all[k]->token_secret, all[k]->mysql_password, cases[i].want);
+        }
+        config_free(&file);
+        config_free(&env);
+        config_free(&set);
+    }
+
+    /* A quote that opens a value must close it, with nothing but a comment after it. */
+    static const char *const bad[] = {
+        "mysql.password = \"open\n",
+        "mysql.password = \"a\" b\n",
+        "mysql.password = \"a\\n\"\n", /* only \" and \\ are escapes */
+        "mysql.password = \"a\\\"\n",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct tmpfile t;
+        tmp_write(&t, bad[i]);
+        struct config cfg;
+        config_init(&cfg);
+        char err[CONFIG_ERR_LEN] = "";
+        if (config_load_file(&cfg, t.path, err, sizeof(err)) == 0)
+            fail_msg("bad case %zu accepted: %s", i, bad[i]);
+        assert_contains(err, ":1:");
+        assert_contains(err, "mysql.password");
+        config_free(&cfg);
+        tmp_remove(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -741,11 +885,13 @@ int main(void)
         cmocka_unit_test(test_bad_values_name_the_key),
         cmocka_unit_test(test_set_beats_env_beats_file),
         cmocka_unit_test(test_conf_from_env_and_missing_file),
+        cmocka_unit_test(test_default_file_found_from_the_binary),
         cmocka_unit_test(test_env_mapping),
         cmocka_unit_test(test_kafka_passthrough),
         cmocka_unit_test(test_validate_cross_checks),
         cmocka_unit_test(test_format_round_trip),
         cmocka_unit_test(test_file_syntax),
+        cmocka_unit_test(test_sources_agree_on_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -104,6 +104,17 @@ static void test_local_time(void **state)
     use_tz("UTC");
 }
 
+static void test_absolute_or_from_now(void **state)
+{
+    (void)state;
+    static const char *const absolute[] = { "2026-12-01T20:00:00+08:00", "2026-12-01 20:00", "2026-12-01T12:00:00Z" };
+    static const char *const from_now[] = { "now", "+1h", "-30s", "+0d" };
+    for (size_t i = 0; i < sizeof(absolute) / sizeof(absolute[0]); i++)
+        assert_true(timeparse_is_absolute(absolute[i]));
+    for (size_t i = 0; i < sizeof(from_now) / sizeof(from_now[0]); i++)
+        assert_false(timeparse_is_absolute(from_now[i]));
+}
+
 static void test_relative(void **state)
 {
     (void)state;
@@ -285,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_iso_utc_and_offsets),
         cmocka_unit_test(test_local_time),
         cmocka_unit_test(test_relative),
+        cmocka_unit_test(test_absolute_or_from_now),
         cmocka_unit_test(test_leap_days),
         cmocka_unit_test(test_rejects_junk),
         cmocka_unit_test(test_format),

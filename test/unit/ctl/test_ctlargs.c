@@ -168,6 +168,34 @@ static void test_time_values(void **state)
     }
 }
 
+static void test_window_end_counts_from_an_absolute_start(void **state)
+{
+    (void)state;
+    const int64_t now = 1796126400000LL;     /* 2026-12-01T12:00:00Z */
+    static const struct { const char *start, *end; int64_t start_ms, end_ms; } cases[] = {
+        /* The README's example: one hour from 20:00 Beijing time (12:00Z tomorrow). */
+        { "2026-12-02T20:00:00+08:00", "+1h", 1796212800000LL, 1796212800000LL + 3600000 },
+        { "2026-12-02T12:00:00Z", "+30m", 1796212800000LL, 1796212800000LL + 1800000 },
+        { "2026-12-02T12:00:00Z", "2026-12-02T13:00:00Z", 1796212800000LL, 1796216400000LL },
+        /* After now or a relative start, both count from now, as they always did. */
+        { "now", "+1h", now, now + 3600000 },
+        { "+1h", "+2h", now + 3600000, now + 7200000 },
+        { "-1m", "+1d", now - 60000, now + 86400000 },
+        { "+1h", "2026-12-02T12:00:00Z", now + 3600000, 1796212800000LL },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int64_t s = SENTINEL, e = SENTINEL;
+        assert_int_equal(ctlargs_window(&test_ctl, cases[i].start, cases[i].end, now, &s, &e), CTLRUN_OK);
+        if (s != cases[i].start_ms || e != cases[i].end_ms)
+            fail_msg("case %zu: %s .. %s gave %lld .. %lld", i, cases[i].start, cases[i].end,
+                     (long long)s, (long long)e);
+    }
+    int64_t s = SENTINEL, e = SENTINEL;
+    assert_int_equal(ctlargs_window(&test_ctl, "tomorrow", "+1h", now, &s, &e), CTLRUN_USAGE);
+    assert_int_equal(ctlargs_window(&test_ctl, "now", "1h", now, &s, &e), CTLRUN_USAGE);
+    assert_true(s == SENTINEL && e == SENTINEL);
+}
+
 static void test_name_rules(void **state)
 {
     (void)state;
@@ -249,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_single_id),
         cmocka_unit_test(test_count_bounds),
         cmocka_unit_test(test_time_values),
+        cmocka_unit_test(test_window_end_counts_from_an_absolute_start),
         cmocka_unit_test(test_name_rules),
         cmocka_unit_test(test_amounts),
         cmocka_unit_test(test_rates),
