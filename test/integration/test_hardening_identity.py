@@ -106,3 +106,44 @@ def test_jwt_issuer_and_audience(gateway_with):
     assert status(aud_only, base) == 401
 
 
+# ---- item 6: X-Forwarded-For on several lines --------------------------------------------
+
+
+def xff_request(user, activity, lines):
+    """An execute request with one X-Forwarded-For header line per entry of `lines`."""
+    head = [f"POST /seckill/execute?activityId={activity}&userId={user} HTTP/1.1", "Host: 127.0.0.1",
+            "Content-Length: 0"]
+    head += [f"X-Forwarded-For: {line}" for line in lines]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
+
+
+def test_forwarded_for_last_hop_of_all_lines(gateway_with, ctl, redis, ids):
+    gw = gateway_with({"http.trust-forwarded-for": "true", "seckill.max-requests-per-ip": 3})
+    a = ctl.create_sale(20).activity_id
+    # The client forges a new first line every time; the proxy adds its own line last.
+    replies = [send(gw, xff_request(ids(), a, [f"198.51.100.{i + 1}", PROXY])) for i in range(4)]
+    assert [r.code for r in replies] == [200, 200, 200, 429], replies
+    assert replies[3].status == "RATE_LIMITED", replies
+    assert redis("GET", rl_ip(a, PROXY)) == "4"
+    for i in range(4):
+        assert redis("EXISTS", rl_ip(a, f"198.51.100.{i + 1}")) == 0
+
+    # As if joined with ",": the last hop of the last line, whatever the lines before say.
+    b = ctl.create_sale(20).activity_id
+    cases = [
+        (["1.1.1.1", "2.2.2.2, 203.0.113.5", "203.0.113.9"], "203.0.113.9"),
+        (["1.1.1.1, 2.2.2.2", "  2001:db8::7 "], "2001:db8::7"),
+        (["203.0.113.9", "garbage"], "127.0.0.1"),        # a bad last hop: the peer, not line 1
+        (["203.0.113.9", ""], "127.0.0.1"),               # an empty last line is an empty hop
+        (["203.0.113.9", "1.2.3.4, "], "127.0.0.1"),
+    ]
+    for lines, _ in cases:
+        r = send(gw, xff_request(ids(), b, lines))
+        assert r.code == 200, f"{lines}: {r!r}"
+    assert redis("GET", rl_ip(b, "203.0.113.9")) == "1"
+    assert redis("GET", rl_ip(b, "2001:db8::7")) == "1"
+    assert redis("GET", rl_ip(b, "127.0.0.1")) == "3"
+    for ip in ("1.1.1.1", "2.2.2.2", "203.0.113.5", "1.2.3.4"):
+        assert redis("EXISTS", rl_ip(b, ip)) == 0, ip
+
+
