@@ -147,3 +147,35 @@ def test_forwarded_for_last_hop_of_all_lines(gateway_with, ctl, redis, ids):
         assert redis("EXISTS", rl_ip(b, ip)) == 0, ip
 
 
+# ---- item 9: parsing gaps ----------------------------------------------------------------
+
+
+def test_nul_in_json_and_encoded_names_refused(gateway, ctl, redis, conf, ids):
+    a = ctl.create_sale(5).activity_id
+    user = ids()
+    json_type = {"Content-Type": "application/json"}
+    bodies = [
+        b'{"activityId":%d,"userId":"%d\x00junk"}' % (a, user),     # a raw NUL byte
+        b'{"activityId":%d,"userId":"%d\\u0000junk"}' % (a, user),  # the escaped form
+        b'{"activityId":%d,"userId":"%d"}\x00' % (a, user),         # after the object
+    ]
+    for body in bodies:
+        r = send(gateway, http_bytes("POST", "/seckill/execute", json_type, body))
+        assert r.code == 400 and r.status == "INVALID", f"{body!r}: {r!r}"
+    # A parameter name spelled with %XX is the name it spells: here a conflicting repeat.
+    for target in (f"/seckill/execute?activityId={a}&user%49d={user + 1}&userId={user}",
+                   f"/seckill/execute?activityId={a}&userId={user}&%75%73%65%72%49%64={user + 1}",
+                   f"/seckill/execute?activity%49d={a + 1}&activityId={a}&userId={user}"):
+        r = send(gateway, http_bytes("POST", target))
+        assert r.code == 400 and r.status == "INVALID", f"{target}: {r!r}"
+    form = {"Content-Type": "application/x-www-form-urlencoded"}
+    r = send(gateway, http_bytes("POST", f"/seckill/execute?activityId={a}", form,
+                                 f"user%49d={user + 1}&userId={user}"))
+    assert r.code == 400 and r.status == "INVALID", repr(r)
+    assert redis("HLEN", conf.key("users", a)) == 0
+    # Spelled alone, it is the parameter it spells.
+    r = send(gateway, http_bytes("POST", f"/seckill/execute?activityId={a}&user%49d={user}"))
+    assert r.code == 200, repr(r)
+    assert redis("HGET", conf.key("users", a), str(user)) == r["orderNo"]
+
+
