@@ -179,3 +179,34 @@ def test_nul_in_json_and_encoded_names_refused(gateway, ctl, redis, conf, ids):
     assert redis("HGET", conf.key("users", a), str(user)) == r["orderNo"]
 
 
+# ---- item 3: amounts that MySQL cannot hold ----------------------------------------------
+
+
+def test_use_amount_beyond_decimal_15_2(api, gateway, consumer, ctl, redis, mysql, ids):
+    sale = ctl.create_sale(2)
+    user = ids()
+    r = api.execute(user, sale.activity_id)
+    assert r.code == 200, repr(r)
+    order_no = r["orderNo"]
+    poll_until(lambda: api.order_status(order_no) == "SUCCESS", 20, f"order {order_no} to be SUCCESS")
+    uc_id = int(poll_until(lambda: mysql.rows(f"SELECT id FROM user_coupon WHERE source_ref = '{order_no}'"),
+                           20, "the user coupon row")[0][0])
+    key = f"seckill:ucoupon:{{u{user}}}"
+    poll_until(lambda: redis("HEXISTS", key, str(uc_id)) == 1, 20, "the coupon record in Redis")
+    before = redis("HGETALL", key)
+
+    ok = {"userId": user, "orderRef": f"big-{user}"}
+    for amount in ("10000000000000.00", "10000000000000", "9999999999999.999", "92233720368547758.07",
+                   10000000000000, 1e15):
+        r = api.post(f"/coupons/{uc_id}/use", json=dict(ok, orderAmount=amount))
+        assert r.code == 400 and r.status == "INVALID", f"{amount!r}: {r!r}"
+    assert redis("HGETALL", key) == before, "a refused amount changed the coupon record"
+    assert redis("HEXISTS", key, f"{uc_id}:used") == 0
+
+    # The largest amount DECIMAL(15,2) holds is accepted and reaches MySQL as given.
+    r = api.post(f"/coupons/{uc_id}/use", json=dict(ok, orderAmount="9999999999999.99"))
+    assert r.code == 200, repr(r)
+    assert (r["discount"], r["payable"]) == ("5.00", "9999999999994.99"), repr(r)
+    row = poll_until(lambda: mysql.rows(f"SELECT status, payable FROM user_coupon WHERE id = {uc_id} "
+                                        "AND status = 'USED'"), 30, "the redemption in MySQL")
+    assert row[0][1] == "9999999999994.99", row
