@@ -35,6 +35,9 @@ struct config {
     char *auth_mode;
     char *auth_jwt_secret;
     int64_t auth_clock_skew_seconds;
+    bool auth_require_exp;     /* a token without exp is refused */
+    char *auth_jwt_issuer;     /* "" = iss not checked */
+    char *auth_jwt_audience;   /* "" = aud not checked */
 
     char *redis_host;
     int64_t redis_port;

@@ -14,7 +14,12 @@
  * hop when it is one IPv4 or IPv6 address, else the peer, else "unknown". */
 void clientip_pick(const char *xff, const char *peer, char *out, size_t outlen);
 
-/* The same for a request. Reads only the first X-Forwarded-For header line. */
+/* The same for header lines as a request holds them (all of them trusted): X-Forwarded-For
+ * given on several lines counts as the lines joined in order with ",", so the last hop
+ * is the last line's. */
+void clientip_pick_headers(const struct evkeyvalq *headers, const char *peer, char *out, size_t outlen);
+
+/* The same for a request, honouring http.trust-forwarded-for. */
 void clientip_of(const struct config *cfg, struct evhttp_request *req, char *out, size_t outlen);
 
 #endif

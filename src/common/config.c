@@ -47,6 +47,9 @@ static const struct config_entry config_table[] = {
     CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
     STR("auth.jwt-secret", auth_jwt_secret, ""),
     INT("auth.clock-skew-seconds", auth_clock_skew_seconds, "30", 0, 3600),
+    BOOL("auth.require-exp", auth_require_exp, "true"),
+    STR("auth.jwt-issuer", auth_jwt_issuer, ""),
+    STR("auth.jwt-audience", auth_jwt_audience, ""),
 
     STR("redis.host", redis_host, "127.0.0.1"),
     INT("redis.port", redis_port, "16379", 1, 65535),

@@ -48,8 +48,15 @@ int auth_user(const struct config *cfg, struct evhttp_request *req, struct httpp
     while (*token == ' ')
         token++;
     int64_t from_token = 0;
-    enum jwt_result result = jwt_verify(token, cfg->auth_jwt_secret, clock_wall_ms() / 1000,
-                                        cfg->auth_clock_skew_seconds, &from_token);
+    const struct jwt_rules rules = {
+        .secret = cfg->auth_jwt_secret,
+        .now_s = clock_wall_ms() / 1000,
+        .skew_s = cfg->auth_clock_skew_seconds,
+        .require_exp = cfg->auth_require_exp,
+        .issuer = cfg->auth_jwt_issuer,
+        .audience = cfg->auth_jwt_audience,
+    };
+    enum jwt_result result = jwt_check(token, &rules, &from_token);
     if (result != JWT_OK) {
         snprintf(message, message_len, "%s", jwt_result_text(result));
         return -1;

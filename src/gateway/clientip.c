@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <event2/keyvalq_struct.h>
+#include <event2/util.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -35,13 +36,25 @@ void clientip_pick(const char *xff, const char *peer, char *out, size_t outlen)
     snprintf(out, outlen, "%s", peer ? peer : "unknown");
 }
 
+void clientip_pick_headers(const struct evkeyvalq *headers, const char *peer, char *out, size_t outlen)
+{
+    /* A proxy may add its own header line instead of appending to the client's (HAProxy
+     * does), so the client's forged line comes first. The lines mean their join with ",",
+     * whose last hop is the last hop of the last line: an earlier line never counts. */
+    const char *last = NULL;
+    for (const struct evkeyval *kv = headers->tqh_first; kv; kv = kv->next.tqe_next)
+        if (evutil_ascii_strcasecmp(kv->key, "X-Forwarded-For") == 0)
+            last = kv->value;
+    clientip_pick(last, peer, out, outlen);
+}
+
 void clientip_of(const struct config *cfg, struct evhttp_request *req, char *out, size_t outlen)
 {
-    const char *xff = cfg->http_trust_forwarded_for
-                          ? evhttp_find_header(evhttp_request_get_input_headers(req), "X-Forwarded-For")
-                          : NULL;
     const char *peer = NULL;
     ev_uint16_t port = 0;
     evhttp_connection_get_peer(evhttp_request_get_connection(req), (char **)&peer, &port);
-    clientip_pick(xff, peer, out, outlen);
+    if (cfg->http_trust_forwarded_for)
+        clientip_pick_headers(evhttp_request_get_input_headers(req), peer, out, outlen);
+    else
+        clientip_pick(NULL, peer, out, outlen);
 }

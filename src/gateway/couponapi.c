@@ -19,6 +19,12 @@
 #include "common/usercoupon.h"
 #include "common/redeemevent.h"
 
+/* The largest amount user_coupon's DECIMAL(15,2) columns hold, in cents. The discount
+ * and the payable part of a redemption are each at most the order amount, and the event
+ * carries integers up to 2^53 - 1, so this bound is the one that binds: a larger amount
+ * would be used in Redis and then refused by MySQL, leaving the two in disagreement. */
+#define COUPONAPI_MAX_CENTS 999999999999999LL
+
 /* One redemption from request to its last callback. Ownership moves like an order's:
  * the HMGET callback, then the use.lua callback, then the delivery (delivery.h); the
  * last one frees it. `d.http` is NULL once the reply is sent. */
@@ -384,6 +390,10 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
     httpparams_free(&params);
     if (!bad && parse_cents(amount, &cents) != 0) {
         snprintf(err, sizeof(err), "orderAmount must be yuan with at most two decimals, like 100.00");
+        bad = 1;
+    }
+    if (!bad && cents > COUPONAPI_MAX_CENTS) {
+        snprintf(err, sizeof(err), "orderAmount must be at most 9999999999999.99");
         bad = 1;
     }
     if (!bad && !usercoupon_valid_ref(ref)) {

@@ -19,7 +19,8 @@ static bool content_type_is(const char *header, const char *type)
 }
 
 /* Decoding turns "%00" (and a JSON "\u0000") into a NUL byte, and every C string after
- * it would end there: "userId=1%00junk" would read as 1. Such input is refused whole. */
+ * it would end there: "userId=1%00junk" would read as 1. cJSON copies a raw NUL inside a
+ * string as it is, with the same effect. Such input is refused whole. */
 static bool has_encoded_nul(const char *text, size_t len, const char *escape)
 {
     size_t n = strlen(escape);
@@ -34,7 +35,8 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
 {
     memset(p, 0, sizeof(*p));
     if ((query && has_encoded_nul(query, strlen(query), "%00")) ||
-        (len > 0 && (has_encoded_nul(body, len, "%00") || has_encoded_nul(body, len, "\\u0000")))) {
+        (len > 0 && (memchr(body, '\0', len) || has_encoded_nul(body, len, "%00") ||
+                     has_encoded_nul(body, len, "\\u0000")))) {
         snprintf(err, errlen, "NUL byte in a parameter");
         return -1;
     }
@@ -68,7 +70,7 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
         }
         memcpy(copy, body, len);
         copy[len] = '\0';
-        int rc = strlen(copy) == len ? evhttp_parse_query_str(copy, &p->form) : -1;
+        int rc = evhttp_parse_query_str(copy, &p->form);
         free(copy);
         if (rc != 0) {
             snprintf(err, errlen, "malformed form body");
@@ -131,16 +133,54 @@ static int item_text(const cJSON *item, const char *name, char *out, size_t outl
     return -1;
 }
 
+/* ASCII only, as evutil_ascii_strcasecmp (tolower would follow the locale). */
+static int lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* evhttp decodes the values of a query but not the names: "user%49d" would be a name of
+ * its own that nobody reads, next to the userId it spells for any other reader. The name
+ * is compared as decoded, as evhttp decodes values: "%XX" is a byte, "+" a space, any other
+ * "%" itself. A decoded NUL cannot occur ("%00" is refused before). */
+static bool key_is(const char *raw, const char *name)
+{
+    for (const char *p = raw;; p++, name++) {
+        int c = (unsigned char)*p;
+        if (c == '%' && hex_value(p[1]) >= 0 && hex_value(p[2]) >= 0) {
+            c = hex_value(p[1]) * 16 + hex_value(p[2]);
+            p += 2;
+        } else if (c == '+') {
+            c = ' ';
+        }
+        if (lower(c) != lower((unsigned char)*name))
+            return false;
+        if (c == '\0')
+            return true;
+    }
+}
+
 /* evhttp_find_header and cJSON_GetObjectItem take the first of a repeated name. The
  * header promises that a name given twice with different values is an error: otherwise a
  * proxy that reads the last userId and this gateway would disagree about who is buying.
- * Names match as evhttp_find_header matches them (any case). Returns 0 with *out the
- * value or NULL, or -1 with err set. */
+ * Names match as evhttp_find_header matches them (any case), after percent-decoding.
+ * Returns 0 with *out the value or NULL, or -1 with err set. */
 static int kv_find(const struct evkeyvalq *q, const char *name, const char **out, char *err, size_t errlen)
 {
     const char *found = NULL;
     for (const struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
-        if (evutil_ascii_strcasecmp(kv->key, name) != 0)
+        if (!key_is(kv->key, name))
             continue;
         if (found && strcmp(found, kv->value) != 0) {
             snprintf(err, errlen, "%s: given twice with different values", name);

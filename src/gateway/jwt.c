@@ -122,8 +122,54 @@ static int subject(const cJSON *payload, int64_t *user_id)
     return -1;
 }
 
-enum jwt_result jwt_verify(const char *token, const char *secret, int64_t now_s, int64_t skew_s,
-                           int64_t *user_id)
+static bool is_configured(const char *want)
+{
+    return want && *want;
+}
+
+static bool issuer_ok(const cJSON *payload, const char *want)
+{
+    const cJSON *iss = cJSON_GetObjectItemCaseSensitive(payload, "iss");
+    return cJSON_IsString(iss) && strcmp(iss->valuestring, want) == 0;
+}
+
+/* RFC 7519 4.1.3: aud is one string or an array of strings. */
+static bool audience_ok(const cJSON *payload, const char *want)
+{
+    const cJSON *aud = cJSON_GetObjectItemCaseSensitive(payload, "aud");
+    if (cJSON_IsString(aud))
+        return strcmp(aud->valuestring, want) == 0;
+    if (!cJSON_IsArray(aud))
+        return false;
+    for (const cJSON *item = aud->child; item; item = item->next)
+        if (cJSON_IsString(item) && strcmp(item->valuestring, want) == 0)
+            return true;
+    return false;
+}
+
+static enum jwt_result claims(const cJSON *payload, const struct jwt_rules *rules, int64_t *user_id)
+{
+    int64_t exp = 0, nbf = 0;
+    int has_exp = claim_time(payload, "exp", &exp);
+    int has_nbf = claim_time(payload, "nbf", &nbf);
+    if (has_exp < 0 || has_nbf < 0)
+        return JWT_MALFORMED;
+    if (!has_exp && rules->require_exp)
+        return JWT_NO_EXPIRY;
+    if (has_exp && rules->now_s >= exp + rules->skew_s)
+        return JWT_EXPIRED;
+    if (has_nbf && rules->now_s < nbf - rules->skew_s)
+        return JWT_NOT_YET_VALID;
+    if (is_configured(rules->issuer) && !issuer_ok(payload, rules->issuer))
+        return JWT_WRONG_ISSUER;
+    if (is_configured(rules->audience) && !audience_ok(payload, rules->audience))
+        return JWT_WRONG_AUDIENCE;
+    if (subject(payload, user_id) != 0)
+        return JWT_NO_SUBJECT;
+    return JWT_OK;
+}
+
+enum jwt_result jwt_check(const char *token, const struct jwt_rules *rules, int64_t *user_id)
 {
     const char *dot1 = strchr(token, '.');
     const char *dot2 = dot1 ? strchr(dot1 + 1, '.') : NULL;
@@ -140,7 +186,7 @@ enum jwt_result jwt_verify(const char *token, const char *secret, int64_t now_s,
 
     unsigned char expected[32], given[64];
     size_t given_len;
-    jwt_hmac_sha256(secret, token, (size_t)(dot2 - token), expected);
+    jwt_hmac_sha256(rules->secret, token, (size_t)(dot2 - token), expected);
     const char *sig = dot2 + 1;
     if (jwt_base64url_decode(sig, strlen(sig), given, sizeof(given), &given_len) != 0 || given_len != 32 ||
         CRYPTO_memcmp(expected, given, 32) != 0)
@@ -149,20 +195,16 @@ enum jwt_result jwt_verify(const char *token, const char *secret, int64_t now_s,
     cJSON *payload = decode_part(dot1 + 1, (size_t)(dot2 - dot1 - 1));
     if (!payload)
         return JWT_MALFORMED;
-    enum jwt_result result = JWT_OK;
-    int64_t exp = 0, nbf = 0;
-    int has_exp = claim_time(payload, "exp", &exp);
-    int has_nbf = claim_time(payload, "nbf", &nbf);
-    if (has_exp < 0 || has_nbf < 0)
-        result = JWT_MALFORMED;
-    else if (has_exp && now_s >= exp + skew_s)
-        result = JWT_EXPIRED;
-    else if (has_nbf && now_s < nbf - skew_s)
-        result = JWT_NOT_YET_VALID;
-    else if (subject(payload, user_id) != 0)
-        result = JWT_NO_SUBJECT;
+    enum jwt_result result = claims(payload, rules, user_id);
     cJSON_Delete(payload);
     return result;
+}
+
+enum jwt_result jwt_verify(const char *token, const char *secret, int64_t now_s, int64_t skew_s,
+                           int64_t *user_id)
+{
+    const struct jwt_rules rules = { .secret = secret, .now_s = now_s, .skew_s = skew_s, .require_exp = true };
+    return jwt_check(token, &rules, user_id);
 }
 
 const char *jwt_result_text(enum jwt_result result)
@@ -175,6 +217,9 @@ const char *jwt_result_text(enum jwt_result result)
     case JWT_EXPIRED: return "token expired";
     case JWT_NOT_YET_VALID: return "token not yet valid";
     case JWT_NO_SUBJECT: return "token has no user (sub)";
+    case JWT_NO_EXPIRY: return "token has no expiry (exp)";
+    case JWT_WRONG_ISSUER: return "token issuer (iss) is not accepted";
+    case JWT_WRONG_AUDIENCE: return "token audience (aud) is not this service";
     }
     return "invalid token";
 }

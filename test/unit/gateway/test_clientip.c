@@ -6,7 +6,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <sys/queue.h>
 #include <arpa/inet.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <string.h>
 
 #include "gateway/clientip.h"
@@ -65,6 +68,43 @@ static void test_short_output_buffer(void **state)
     assert_string_equal(out, "203.0.1");  /* truncated, still terminated */
 }
 
+/* The client address from header lines as a request holds them (NULL ends the list). */
+static const char *from_lines(const char *const *lines, const char *peer)
+{
+    static char out[INET6_ADDRSTRLEN];
+    struct evkeyvalq headers;
+    TAILQ_INIT(&headers);
+    evhttp_add_header(&headers, "Host", "example.test");
+    for (size_t i = 0; lines[i]; i++)
+        evhttp_add_header(&headers, i % 2 ? "x-forwarded-for" : "X-Forwarded-For", lines[i]);
+    evhttp_add_header(&headers, "Accept", "*/*");
+    memset(out, 'x', sizeof(out));
+    clientip_pick_headers(&headers, peer, out, sizeof(out));
+    evhttp_clear_headers(&headers);
+    return out;
+}
+
+/* A proxy that adds its own header line leaves the client's (forged) line first: the
+ * lines count as if joined in order with ",", so the last hop of the last line wins. */
+static void test_several_header_lines(void **state)
+{
+    (void)state;
+    assert_string_equal(from_lines((const char *[]){ "198.51.100.1", "10.9.8.7", NULL }, "10.0.0.7"),
+                        "10.9.8.7");
+    assert_string_equal(from_lines((const char *[]){ "1.1.1.1", "2.2.2.2, 203.0.113.5", "203.0.113.9", NULL },
+                                   "10.0.0.7"), "203.0.113.9");
+    assert_string_equal(from_lines((const char *[]){ "1.1.1.1, 2.2.2.2", " 2001:db8::7 ", NULL }, NULL),
+                        "2001:db8::7");
+    /* A bad or empty last hop is the peer, never an earlier line. */
+    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "garbage", NULL }, "10.0.0.7"), "10.0.0.7");
+    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "", NULL }, "10.0.0.7"), "10.0.0.7");
+    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "1.2.3.4, ", NULL }, "10.0.0.7"), "10.0.0.7");
+    /* One line and none behave as before. */
+    assert_string_equal(from_lines((const char *[]){ "1.1.1.1, 203.0.113.9", NULL }, "10.0.0.7"), "203.0.113.9");
+    assert_string_equal(from_lines((const char *[]){ NULL }, "10.0.0.7"), "10.0.0.7");
+    assert_string_equal(from_lines((const char *[]){ NULL }, NULL), "unknown");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -73,6 +113,7 @@ int main(void)
         cmocka_unit_test(test_ipv6),
         cmocka_unit_test(test_bad_last_hop_falls_back_to_peer),
         cmocka_unit_test(test_short_output_buffer),
+        cmocka_unit_test(test_several_header_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

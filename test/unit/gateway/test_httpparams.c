@@ -102,6 +102,66 @@ static void test_required_text(void **state)
     httpparams_free(&p);
 }
 
+/* httpparams_parse_parts on len bytes (which may hold a NUL); returns its result. */
+static int parse_bytes(const char *query, const char *type, const char *body, size_t len, char *err,
+                       size_t errlen)
+{
+    struct httpparams p;
+    err[0] = '\0';
+    int rc = httpparams_parse_parts(&p, query, type, body, len, err, errlen);
+    httpparams_free(&p);
+    return rc;
+}
+
+/* A raw NUL inside a JSON string would end every C string after it: "1\0junk" read as 1. */
+static void test_nul_in_json_refused(void **state)
+{
+    (void)state;
+    char err[160];
+    static const char raw[] = "{\"userId\":\"1\0junk\"}";
+    assert_int_equal(parse_bytes(NULL, JSON, raw, sizeof(raw) - 1, err, sizeof(err)), -1);
+    assert_string_equal(err, "NUL byte in a parameter");
+    static const char in_name[] = "{\"user\0x\":\"2\",\"userId\":\"1\"}";
+    assert_int_equal(parse_bytes(NULL, JSON, in_name, sizeof(in_name) - 1, err, sizeof(err)), -1);
+    static const char escaped[] = "{\"userId\":\"1\\u0000junk\"}";
+    assert_int_equal(parse_bytes(NULL, JSON, escaped, sizeof(escaped) - 1, err, sizeof(err)), -1);
+    assert_string_equal(err, "NUL byte in a parameter");
+    static const char form[] = "userId=1\0junk";
+    assert_int_equal(parse_bytes(NULL, FORM, form, sizeof(form) - 1, err, sizeof(err)), -1);
+    /* The same values without the NUL are fine. */
+    static const char clean[] = "{\"userId\":\"1junk\"}";
+    assert_int_equal(parse_bytes(NULL, JSON, clean, sizeof(clean) - 1, err, sizeof(err)), 0);
+}
+
+/* Names are percent-decoded as values are: "user%49d" is userId, so a conflicting repeat
+ * is refused and a lone one is read. */
+static void test_encoded_names(void **state)
+{
+    (void)state;
+    char err[160];
+    int64_t id = 0;
+    assert_int_equal(get_id("user%49d=2&userId=1", NULL, NULL, "userId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "userId: given twice with different values");
+    assert_int_equal(get_id("userId=1&%75%73%65%72%49%64=2", NULL, NULL, "userId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "userId: given twice with different values");
+    assert_int_equal(get_id(NULL, FORM, "user%49d=2&userId=1", "userId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "userId: given twice with different values");
+    assert_int_equal(get_id("user%49d=2", JSON, "{\"userId\":1}", "userId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "userId: query and body disagree");
+
+    assert_int_equal(get_id("user%49d=5", NULL, NULL, "userId", &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 5);
+    assert_int_equal(get_id("user%69d=6", NULL, NULL, "userId", &id, err, sizeof(err)), 0);  /* any case */
+    assert_int_equal(id, 6);
+    assert_int_equal(get_id("user%49d=7&userId=7", NULL, NULL, "userId", &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 7);
+    /* Malformed escapes stay literal (as evhttp leaves them in values): no match. */
+    assert_int_equal(get_id("user%4=8&userI%d=9&userId%=1&userId=3", NULL, NULL, "userId", &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 3);
+    assert_int_equal(get_id("user%49=8", NULL, NULL, "userId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "userId is required");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +170,8 @@ int main(void)
         cmocka_unit_test(test_id_malformed),
         cmocka_unit_test(test_id_conflicts),
         cmocka_unit_test(test_required_text),
+        cmocka_unit_test(test_nul_in_json_refused),
+        cmocka_unit_test(test_encoded_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
