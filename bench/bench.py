@@ -21,7 +21,8 @@ Environment (all optional):
   BENCH_STEADY_SECONDS  the steady-state sale with the consumer running (60)
   BENCH_OPENLOOP_SECONDS  each open-loop run (15)
   BENCH_SPIKE_USERS  users of the 20:00 spike (200000), BENCH_SPIKE_STOCK its stock (10000),
-                     BENCH_SPIKE_RATE their arrival rate per second (100000)
+                     BENCH_SPIKE_RATE their arrival rate per second (100000),
+                     BENCH_SPIKE_CONNS the generator's connections (4096)
   BENCH_KEEP_DATA    1: leave the run's sales in Redis and MariaDB
 """
 
