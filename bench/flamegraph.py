@@ -40,20 +40,22 @@ def fold(lines):
     """Folded stacks: {(comm, frame, ...): samples}."""
     stacks = defaultdict(int)
     header, body = None, []
+
+    def emit():
+        if header is not None:
+            words = header.split()
+            stacks[tuple([words[0] if words else "?"] + frames_of(body))] += 1
+
     for raw in lines:
         line = raw.rstrip("\n")
         if not line.strip():
-            if header is not None:
-                comm = header.split()[0] if header.split() else "?"
-                stacks[tuple([comm] + frames_of(body))] += 1
+            emit()
             header, body = None, []
         elif header is None:
             header = line
         else:
             body.append(line)
-    if header is not None:
-        comm = header.split()[0] if header.split() else "?"
-        stacks[tuple([comm] + frames_of(body))] += 1
+    emit()
     return stacks
 
 
