@@ -96,7 +96,6 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     }
     call->count = count;
     memcpy(call->reqs, reqs, count * sizeof(reqs[0]));
-    metrics_observe_count(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
 
     const char **argv = b->argv;
     size_t nkeys = 5 + 5 * count, nargs = 7 + 3 * count;
@@ -146,7 +145,9 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     if (redisconn_eval(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL, on_called, call) != 0) {
         free(call);
         executebatch_fail_all(reqs, count);
+        return;
     }
+    metrics_observe_count(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
 }
 
 /* Runs at the end of the pass in which the first request of the batch was added (see
