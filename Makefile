@@ -10,6 +10,11 @@
 CC       ?= cc
 BUILD    ?= build
 CONF     ?= conf/seckill.conf
+# make test and make chaos run on a stack of their own (test/conf/namespace.conf: other
+# ports, data directory, database, topics, group), never on the one make run/up started;
+# CONF=FILE on the command line picks another one for them too.
+TEST_CONF := build/conf/test.conf
+TEST_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(TEST_CONF))
 PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb libcrypto
 SANITIZE ?= 0
 
@@ -185,8 +190,12 @@ bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 #                 printed and written to build/chaos/report.md. Starts the services it
 #                 needs and stops again those it started.
 .PHONY: chaos
-chaos: deps all
-	CONF=$(CONF) bash test/chaos/run.sh
+chaos: deps all $(TEST_CONF)
+	CONF=$(TEST_STACK_CONF) bash test/chaos/run.sh
+
+$(TEST_CONF): conf/seckill.conf test/conf/namespace.conf
+	@mkdir -p $(dir $@)
+	cat $^ > $@
 
 clean:
 	rm -rf build
@@ -204,5 +213,5 @@ status:
 run: deps all
 	CONF=$(CONF) bash scripts/demo.sh
 
-test: deps
-	bash scripts/test.sh
+test: deps $(TEST_CONF)
+	CONF=$(TEST_STACK_CONF) bash scripts/test.sh

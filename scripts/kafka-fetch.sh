@@ -7,7 +7,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 POM=$ROOT/scripts/kafka/pom.xml
-LIBS=$VAR/kafka/libs
+LIBS=$TOOLS/kafka/libs
 STAMP=$LIBS/.fetched
 
 pom_prop() { sed -n "s:.*<$1>\(.*\)</$1>.*:\1:p" "$POM" | head -n 1; }
@@ -20,18 +20,18 @@ want="kafka_2.13-$kafka_version log4j-$log4j_version pom-$(sha256sum "$POM" | cu
 fetched() { [ -f "$LIBS/kafka_2.13-$kafka_version.jar" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; }
 
 fetched && exit 0
-take_lock kafka-fetch
+take_lock kafka-fetch "$TOOLS"
 # Another caller may have done the same fetch while we waited for the lock.
 fetched && exit 0
 command -v mvn >/dev/null || die "mvn not found (run scripts/install-deps.sh)"
-mkdir -p "$VAR/kafka"
+mkdir -p "$TOOLS/kafka"
 # Copy into a scratch directory and swap it in whole: an interrupted fetch must not
 # leave a half-filled libs directory that looks usable.
-tmp=$(mktemp -d "$VAR/kafka/libs.tmp.XXXXXX")
+tmp=$(mktemp -d "$TOOLS/kafka/libs.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 if ! mvn -q -B -f "$POM" dependency:copy-dependencies \
-       -DincludeScope=runtime -DoutputDirectory="$tmp" >"$VAR/kafka/fetch.log" 2>&1; then
-  tail -n 40 "$VAR/kafka/fetch.log" >&2
+       -DincludeScope=runtime -DoutputDirectory="$tmp" >"$TOOLS/kafka/fetch.log" 2>&1; then
+  tail -n 40 "$TOOLS/kafka/fetch.log" >&2
   die "maven fetch of Kafka $kafka_version failed (log: var/kafka/fetch.log)"
 fi
 [ -f "$tmp/kafka_2.13-$kafka_version.jar" ] || die "maven did not deliver kafka_2.13-$kafka_version.jar"

@@ -11,7 +11,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DIR=$VAR/kafka
-LIBS=$DIR/libs
+LIBS=$TOOLS/kafka/libs
 DATA=$DIR/data
 LOGS=$DIR/logs
 PIDFILE=$DIR/kafka.pid

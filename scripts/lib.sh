@@ -6,8 +6,8 @@
 # as the ports in its config differ.
 
 ROOT=$(CDPATH="" cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# shellcheck disable=SC2034 # used by the scripts that source this file
-VAR=$ROOT/var
+# What every stack of this checkout shares: the test Python (venv) and Kafka's jars.
+TOOLS=$ROOT/var
 CONF=${CONF:-$ROOT/conf/seckill.conf}
 # The server processes are started with -c "$CONF" from another working directory.
 case $CONF in /*) ;; *) CONF=$PWD/$CONF ;; esac
@@ -59,9 +59,20 @@ conf_get() {
     mysql.port) echo 13306 ;;
     mysql.user | mysql.password | mysql.database) echo seckill ;;
     http.port) echo 8080 ;;
+    stack.data-dir) echo var ;;
     *) die "config key $1 not in $CONF and no default known (build/seckillctl not built)" ;;
   esac
 }
+
+# The data of this configuration's stack (stack.data-dir): services' files, pid files,
+# logs. Set once CONF is known, since conf_get is defined above.
+stack_var() {
+  local dir
+  dir=$(conf_get stack.data-dir) || exit 1
+  case $dir in /*) printf '%s\n' "$dir" ;; *) printf '%s\n' "$ROOT/$dir" ;; esac
+}
+# shellcheck disable=SC2034 # used by the scripts that source this file
+VAR=$(stack_var)
 
 now_us() { local t=${EPOCHREALTIME/[.,]/}; echo "$t"; }
 
@@ -118,13 +129,15 @@ pid_alive() {
   pid_running "$(pid_read "$1")" "${2:-}"
 }
 
-# take_lock NAME: serializes the starts and stops of one component between concurrent
-# callers (parallel test runners all running `make up`). The lock is always fd 9, which
+# take_lock NAME [DIR]: serializes the starts and stops of one component between concurrent
+# callers (parallel test runners all running `make up`). The lock lives in DIR, the
+# stack's $VAR by default ($TOOLS for what all stacks share). It is always fd 9, which
 # spawn closes: a daemon inheriting it would hold the lock for its whole life.
 take_lock() {
-  mkdir -p "$VAR"
-  exec 9>"$VAR/.$1.lock"
-  flock -w 300 9 || die "waited 300s for $VAR/.$1.lock (another start or stop of $1 hung?)"
+  local dir=${2:-$VAR}
+  mkdir -p "$dir"
+  exec 9>"$dir/.$1.lock"
+  flock -w 300 9 || die "waited 300s for $dir/.$1.lock (another start or stop of $1 hung?)"
 }
 
 # spawn PIDFILE LOGFILE CMD... : runs CMD detached from our session and terminal, with

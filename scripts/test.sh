@@ -100,7 +100,7 @@ printf '%-28s %3d passed, %d failed\n' "fuzz-smoke" "$ok" "$bad"
 echo "== integration tests (pytest, real services, ASan+UBSan binaries)"
 junit=build/pytest-junit.xml
 rm -f "$junit"
-SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT "$PY" -m pytest -q -p no:cacheprovider \
+SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF "$PY" -m pytest -q -p no:cacheprovider \
   --junitxml="$junit" test/integration
 counts=$(junit_counts "$junit")
 passed=$((passed + ${counts% *}))

@@ -10,7 +10,7 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-VENV=$VAR/venv
+VENV=$TOOLS/venv
 REQ=$ROOT/test/requirements.txt
 BASE=/usr/bin/python3
 [ -x "$BASE" ] || BASE=$(command -v python3) || die "no python3 to make $VENV from (install python3-venv)"
@@ -21,7 +21,7 @@ want=$({ cat "$REQ"; "$BASE" -c 'import sys; print(sys.version)'; } | sha256sum 
 ready() { [ -x "$VENV/bin/python" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$want" ]; }
 
 if ! ready; then
-  take_lock venv
+  take_lock venv "$TOOLS"
   if ! ready; then
     warn "making $VENV from $BASE and $REQ (pip, from PyPI)"
     "$BASE" -m venv --clear "$VENV" >&2 ||

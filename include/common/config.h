@@ -94,6 +94,8 @@ struct config {
     int64_t consumer_metrics_port;   /* 0: no metrics server */
 
     char *log_level;
+
+    char *stack_data_dir;            /* scripts only: the services' data, from the repo top */
 };
 
 void config_init(struct config *cfg);

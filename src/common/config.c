@@ -102,6 +102,10 @@ static const struct config_entry config_table[] = {
     INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
+
+    /* Read by the scripts only (scripts/lib.sh): where the services of this config keep
+     * their data, so that two stacks on different ports never share a data directory. */
+    STR("stack.data-dir", stack_data_dir, "var"),
 };
 
 #define CONFIG_ENTRIES (sizeof(config_table) / sizeof(config_table[0]))
@@ -455,6 +459,7 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         { "seckill.user.prefix", cfg->user_prefix }, { "seckill.lua-dir", cfg->lua_dir },
         { "consumer.group-id", cfg->consumer_group_id },
         { "consumer.metrics-host", cfg->consumer_metrics_host },
+        { "stack.data-dir", cfg->stack_data_dir },
     };
     for (size_t i = 0; i < sizeof(nonempty) / sizeof(nonempty[0]); i++) {
         if (nonempty[i].value[0] == '\0') {

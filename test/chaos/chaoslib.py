@@ -95,11 +95,13 @@ def log(msg):
 
 
 class Stack:
-    """The backing services, through the project's scripts (pid files under var/)."""
+    """The backing services, through the project's scripts (pid files under the stack's
+    stack.data-dir)."""
 
     def __init__(self, conf_path=BASE_CONF):
         self.env = it.child_env()
         self.env["CONF"] = str(conf_path)
+        self.data = it.conf_of(conf_path).data_dir(ROOT)
 
     def sh(self, script, *args, timeout=180, check=True, conf=None):
         env = dict(self.env)
@@ -115,19 +117,17 @@ class Stack:
     def running(self, script):
         return self.sh(script, "status", check=False)[0] == 0
 
-    @staticmethod
-    def frozen(pidfile):
+    def frozen(self, pidfile):
         try:
-            pid = int((ROOT / "var" / pidfile).read_text().strip())
+            pid = int((self.data / pidfile).read_text().strip())
             stat = Path(f"/proc/{pid}/stat").read_text()
         except (OSError, ValueError):
             return False
         return stat.rsplit(")", 1)[1].split()[0] == "T"
 
-    @staticmethod
-    def kill9(pidfile, timeout=10):
+    def kill9(self, pidfile, timeout=10):
         """SIGKILL a service by its pid file and wait until it is gone (or a zombie)."""
-        pid = int((ROOT / "var" / pidfile).read_text().strip())
+        pid = int((self.data / pidfile).read_text().strip())
         os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -10,8 +10,10 @@ Environment:
   SECKILL_BIN   directory holding the three binaries
                 (default: build/asan when it holds seckill-server, else build)
   SECKILL_CONF  base configuration the per-module files are derived from
-                (default: conf/seckill.conf); its redis/kafka/mysql settings name the
-                backing services
+                (default: build/conf/test.conf, the test stack of `make test`:
+                conf/seckill.conf + test/conf/namespace.conf); its redis/kafka/mysql
+                settings name the backing services. Never the demo's conf/seckill.conf:
+                the tests would take its orders and fill its database.
 
 Every test creates its own coupon and activity, so the suite runs again and again
 against the same services without relying on empty tables or an empty Kafka topic.
@@ -57,7 +59,7 @@ def _default_bin():
 
 
 BIN = _resolve(os.environ["SECKILL_BIN"]) if os.environ.get("SECKILL_BIN") else _default_bin()
-BASE_CONF = _resolve(os.environ.get("SECKILL_CONF") or ROOT / "conf" / "seckill.conf")
+BASE_CONF = _resolve(os.environ.get("SECKILL_CONF") or ROOT / "build" / "conf" / "test.conf")
 
 # The clients of these tests all come from 127.0.0.1 and hammer one activity: the global
 # token bucket, the per-IP and per-user limits and the anti-brush ban would refuse most of
@@ -456,7 +458,7 @@ def connect_backends(conf, who):
 
 @pytest.fixture(scope="session")
 def base_conf():
-    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found"
+    assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found (make build/conf/test.conf)"
     return conf_of(BASE_CONF)
 
 

@@ -2,7 +2,7 @@
 second `up` with another configuration restarts them with it.
 
 The shared services (Redis, Kafka, MariaDB) stay as they are: the test runs the scripts
-from a copy of scripts/ and conf/ with its own var/ (pid files, logs) and the release
+from a copy of scripts/ and conf/ with its own data directory (pid files, logs) and the release
 binaries of build/, and uses `up --apps-only`, which starts only the two processes."""
 
 import http.client
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, child_env, poll_until, write_conf
+from conftest import BASE_CONF, ROOT, child_env, conf_of, poll_until, write_conf
 
 UP_TIMEOUT = 90
 
@@ -38,7 +38,9 @@ def stack(clone, conf, *args):
 
 
 def pid_of(clone, name):
-    return int((clone / "var" / "run" / f"{name}.pid").read_text().strip())
+    # Every config here is derived from BASE_CONF and so has its stack.data-dir.
+    run = conf_of(BASE_CONF).data_dir(clone) / "run"
+    return int((run / f"{name}.pid").read_text().strip())
 
 
 def alive(pid):

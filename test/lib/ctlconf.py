@@ -62,6 +62,12 @@ class Conf:
     def get_int(self, key):
         return int(self.get(key))
 
+    def data_dir(self, root):
+        """Where scripts/stack.sh keeps this stack's services, pid files and logs
+        (stack.data-dir, relative to the checkout `root`)."""
+        d = Path(self.get("stack.data-dir"))
+        return d if d.is_absolute() else Path(root) / d
+
     @property
     def http_host(self):
         """Where a client reaches the gateway: a wildcard address means this host."""
