@@ -72,6 +72,34 @@ static void test_id_malformed(void **state)
     }
 }
 
+/* What README ("In a JSON body an id is ...") promises: a number by its value, a string by
+ * the strict digits rule of the query string. */
+static void test_json_id_spellings(void **state)
+{
+    (void)state;
+    static const struct { const char *body; int64_t id; } good[] = {
+        { "{\"userId\":1001}", 1001 }, { "{\"userId\":\"1001\"}", 1001 },
+        { "{\"userId\":1001.0}", 1001 }, { "{\"userId\":1.001e3}", 1001 },
+    };
+    static const char *const bad[] = {
+        "{\"userId\":1001.5}", "{\"userId\":\"1001.0\"}", "{\"userId\":\"+1001\"}",
+        "{\"userId\":\" 1001\"}", "{\"userId\":\"1e3\"}", "{\"userId\":\"01001\"}",
+        "{\"userId\":-1001}", "{\"userId\":true}",
+    };
+    char err[160];
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        int64_t id = 0;
+        assert_int_equal(get_id(NULL, JSON, good[i].body, "userId", &id, err, sizeof(err)), 0);
+        assert_int_equal(id, good[i].id);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int64_t id = 77;
+        if (get_id(NULL, JSON, bad[i], "userId", &id, err, sizeof(err)) != -1)
+            fail_msg("%s was read as %lld", bad[i], (long long)id);
+        assert_int_equal(id, 77);
+    }
+}
+
 static void test_id_conflicts(void **state)
 {
     (void)state;
@@ -168,6 +196,7 @@ int main(void)
         cmocka_unit_test(test_id_found),
         cmocka_unit_test(test_id_required),
         cmocka_unit_test(test_id_malformed),
+        cmocka_unit_test(test_json_id_spellings),
         cmocka_unit_test(test_id_conflicts),
         cmocka_unit_test(test_required_text),
         cmocka_unit_test(test_nul_in_json_refused),
