@@ -12,9 +12,13 @@
  *     field <userCouponId>        JSON: the coupon's terms and validity, copied in when the
  *                                 coupon is issued (terms never change after creation)
  *     field <userCouponId>:used   "orderRef|discountCents|payableCents|usedAtMs", once used
+ *     field <userCouponId>:pending until-ms: the redemption's coupon.used event is not yet
+ *                                 acknowledged by Kafka (use.lua sets it, the gateway clears
+ *                                 it on the ack, unuse.lua with the undo)
  * The JSON is written once (HSETNX) by the consumer after the order's MySQL commit or by
- * `seckillctl coupon grant`; only use.lua / unuse.lua touch the :used field, so the
- * scripts never re-encode JSON (Redis' cjson keeps 14 significant digits). */
+ * `seckillctl coupon grant`; only use.lua / unuse.lua touch the :used field (the gateway's
+ * ack only clears :pending), so the scripts never re-encode JSON (Redis' cjson keeps 14
+ * significant digits). */
 
 #define USERCOUPON_REF_LEN 65
 #define USERCOUPON_STATUS_LEN 8

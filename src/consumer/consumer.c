@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/exposure.h"
 #include "common/log.h"
 #include "consumer/backend.h"
 #include "consumer/consumermetrics.h"
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
     enum log_level level;
     if (log_parse_level(c.cfg.log_level, &level) == 0)
         log_set_level(level);
+    exposure_warn_mysql(&c.cfg);
     install_signals();
 
     if (consumermetrics_start(c.cfg.consumer_metrics_host, (int)c.cfg.consumer_metrics_port,

@@ -27,7 +27,14 @@
 
 /* One redemption from request to its last callback. Ownership moves like an order's:
  * the HMGET callback, then the use.lua callback, then the delivery (delivery.h); the
- * last one frees it. `d.http` is NULL once the reply is sent. */
+ * last one frees it. `d.http` is NULL once the reply is sent.
+ *
+ * A failed delivery undoes the redemption in Redis, so the coupon can be used again; that
+ * is right only while nobody has been told "redeemed". Hence a redemption is answered 200
+ * only once Kafka holds its coupon.used event, whatever seckill.order.reply-after-ack says
+ * (that flag is for the flash-sale's hot path, which a checkout is not), and a repeat of
+ * the same orderRef while that event is unacknowledged (use.lua's :pending mark) is told
+ * to retry instead of getting the 200 the first one may never earn. */
 struct redeem {
     struct delivery d;  /* first: the delivery's callbacks hand it back */
     struct gateway *gw;
@@ -214,6 +221,31 @@ static void undo(struct redeem *r)
     }
 }
 
+/* The pending mark's deadline: a delivery report comes within the message timeout, which
+ * the configuration keeps inside http.request-timeout-ms. Past it, a mark left behind by a
+ * gateway that died before the ack no longer holds the coupon's repeats back. */
+static int64_t pending_until(const struct redeem *r, int64_t now_ms)
+{
+    return now_ms + r->gw->cfg->http_request_timeout_ms;
+}
+
+static void on_settled(redisReply *reply, void *privdata)
+{
+    (void)privdata;
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        LOG_WARN("a redemption's pending mark stays until its deadline: Redis did not clear it");
+}
+
+static void clear_pending(struct redeem *r)
+{
+    char field[32];
+    snprintf(field, sizeof(field), "%s:pending", r->id_text);
+    const char *argv[] = { "HDEL", r->key, field };
+    if (redisconn_command_argv(r->gw->redis, 3, argv, NULL, on_settled, NULL) != 0)
+        LOG_WARN("user coupon %s order %s: the pending mark stays until its deadline (Redis unreachable)",
+                 r->id_text, r->ev.order_ref);
+}
+
 static void finish(struct redeem *r)
 {
     r->gw->in_flight--;
@@ -226,14 +258,15 @@ static void on_accepted(struct delivery *d)
     answer_redeemed((struct redeem *)d);
 }
 
-/* delivery_ops.acked */
+/* delivery_ops.acked: the redemption stands for good; repeats may be answered. */
 static void on_acked(struct delivery *d)
 {
-    (void)d;
+    clear_pending((struct redeem *)d);
     metrics_inc(METRIC_COUPONS_REDEEMED);
 }
 
-/* delivery_ops.failed: without coupon.used in Kafka the redemption must not stand. */
+/* delivery_ops.failed: without coupon.used in Kafka the redemption must not stand. No 200
+ * went out for it (see struct redeem), so undoing it takes nothing back from anyone. */
 static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool at_produce)
 {
     struct redeem *r = (struct redeem *)d;
@@ -265,14 +298,24 @@ static void publish(struct redeem *r)
     int len = redeemevent_encode(&r->ev, payload, sizeof(payload));
     char key[24];
     snprintf(key, sizeof(key), "%" PRId64, r->ev.user_id);
-    delivery_send(&r->d, r->gw->kafka, r->gw->cfg->reply_after_ack, key, payload, len);
+    delivery_send(&r->d, r->gw->kafka, true, key, payload, len);
 }
 
-static void answer_used(struct redeem *r, const char *used)
+static void answer_pending(struct redeem *r)
+{
+    reply_error(r->d.http, REPLY_UNAVAILABLE, "this redemption is still being recorded, please retry", 1,
+                NULL, NULL);
+    r->d.http = NULL;
+}
+
+static void answer_used(struct redeem *r, const char *used, const redisReply *pending)
 {
     struct usercoupon uc;
     memset(&uc, 0, sizeof(uc));
-    if (used && usercoupon_decode_used(used, &uc) == 0 && strcmp(uc.order_ref, r->ev.order_ref) == 0) {
+    bool same = used && usercoupon_decode_used(used, &uc) == 0 && strcmp(uc.order_ref, r->ev.order_ref) == 0;
+    if (same && pending->type == REDIS_REPLY_STRING && strtoll(pending->str, NULL, 10) > clock_wall_ms()) {
+        answer_pending(r);
+    } else if (same) {
         /* The same checkout asking again gets the answer it already got. */
         r->ev.discount = uc.discount;
         r->ev.payable = uc.payable;
@@ -302,6 +345,8 @@ static void on_use(redisReply *reply, void *privdata)
         r->ev.discount = strtoll(reply->element[1]->str, NULL, 10);
         r->ev.payable = strtoll(reply->element[2]->str, NULL, 10);
         answer_redeemed(r);
+    } else if (strcmp(verdict, "PENDING") == 0) {
+        answer_pending(r);
     } else if (strcmp(verdict, "USED") == 0) {
         reply_error(r->d.http, REPLY_USED, "coupon already used by another order", 0, NULL, NULL);
         r->d.http = NULL;
@@ -315,12 +360,12 @@ static void on_use(redisReply *reply, void *privdata)
 static void on_record(redisReply *reply, void *privdata)
 {
     struct redeem *r = privdata;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
         finish(r);
         return;
     }
-    const redisReply *terms = reply->element[0], *used = reply->element[1];
+    const redisReply *terms = reply->element[0], *used = reply->element[1], *pending = reply->element[2];
     struct usercoupon uc;
     if (terms->type != REDIS_REPLY_STRING || usercoupon_decode(terms->str, terms->len, &uc) != 0 ||
         uc.user_id != r->ev.user_id) {
@@ -330,7 +375,7 @@ static void on_record(redisReply *reply, void *privdata)
         return;
     }
     if (used->type == REDIS_REPLY_STRING) {
-        answer_used(r, used->str);
+        answer_used(r, used->str, pending);
         finish(r);
         return;
     }
@@ -347,13 +392,14 @@ static void on_record(redisReply *reply, void *privdata)
     } else if (verdict != COUPON_APPLIED) {
         reply_error(r->d.http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
     } else {
-        char discount[24], payable[24], used_at[24];
+        char discount[24], payable[24], used_at[24], until[24];
         r->ev.used_ms = now;
         snprintf(discount, sizeof(discount), "%" PRId64, r->ev.discount);
         snprintf(payable, sizeof(payable), "%" PRId64, r->ev.payable);
         snprintf(used_at, sizeof(used_at), "%" PRId64, now);
-        const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at };
-        if (redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 5, argv, NULL, on_use, r) == 0)
+        snprintf(until, sizeof(until), "%" PRId64, pending_until(r, now));
+        const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at, until };
+        if (redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r) == 0)
             return;
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
     }
@@ -421,11 +467,12 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
     memcpy(r->ev.order_ref, ref, strlen(ref) + 1);  /* usercoupon_valid_ref bounded its length */
     snprintf(r->id_text, sizeof(r->id_text), "%" PRId64, id);
     usercoupon_key(r->key, sizeof(r->key), user_id);
-    char used_field[32];
+    char used_field[32], pending_field[32];
     snprintf(used_field, sizeof(used_field), "%s:used", r->id_text);
-    const char *argv[] = { "HMGET", r->key, r->id_text, used_field };
+    snprintf(pending_field, sizeof(pending_field), "%s:pending", r->id_text);
+    const char *argv[] = { "HMGET", r->key, r->id_text, used_field, pending_field };
     gw->in_flight++;
-    if (redisconn_command_argv(gw->redis, 4, argv, NULL, on_record, r) != 0) {
+    if (redisconn_command_argv(gw->redis, 5, argv, NULL, on_record, r) != 0) {
         unavailable(req);
         r->d.http = NULL;
         finish(r);

@@ -15,7 +15,7 @@
 #include "gateway/reply.h"
 #include "common/timeparse.h"
 
-enum query_kind { QUERY_STOCK, QUERY_RESULT, QUERY_ORDER, QUERY_ACTIVITY };
+enum query_kind { QUERY_STOCK, QUERY_RESULT, QUERY_ORDER, QUERY_OWN_ORDER, QUERY_ACTIVITY };
 
 /* One read request waiting on Redis; freed by its callback, which sends the reply. */
 struct query {
@@ -76,6 +76,19 @@ static void answer_order(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
+/* result.lua's {orderNo, status} of the asking user: the order is theirs when it is the
+ * one they hold in its activity. Anyone else is told what a missing order gets. */
+static void answer_own_order(struct query *q, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_STRING || strcmp(reply->element[0]->str, q->order_no) != 0 ||
+        reply->element[1]->type != REDIS_REPLY_STRING) {
+        reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
+        return;
+    }
+    answer_order(q, reply->element[1]);
+}
+
 static void add_time(cJSON *json, const char *name, int64_t ms)
 {
     char iso[40];
@@ -114,6 +127,7 @@ static void on_query(redisReply *reply, void *privdata)
         case QUERY_STOCK: answer_stock(q, reply); break;
         case QUERY_RESULT: answer_result(q, reply); break;
         case QUERY_ORDER: answer_order(q, reply); break;
+        case QUERY_OWN_ORDER: answer_own_order(q, reply); break;
         case QUERY_ACTIVITY: answer_activity(q, reply); break;
         }
     }
@@ -199,18 +213,43 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
     query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
 }
 
+/* Order numbers are guessable: with auth.mode=jwt only the token's user sees theirs. */
+static int order_owner(struct gateway *gw, struct evhttp_request *req, int64_t *user_id)
+{
+    if (strcmp(gw->cfg->auth_mode, "jwt") != 0)
+        return 0;
+    struct httpparams params;
+    char err[160];
+    enum reply_status status = REPLY_INVALID;
+    int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
+              auth_user(gw->cfg, req, &params, user_id, &status, err, sizeof(err)) != 0;
+    httpparams_free(&params);
+    if (bad)
+        reply_error(req, status, err, 0, NULL, NULL);
+    return bad ? -1 : 0;
+}
+
 void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *order_no)
 {
     uint64_t id;
-    int64_t activity_id;
+    int64_t activity_id, user_id = 0;
     if (strlen(order_no) >= ORDERNO_LEN || orderno_parse(order_no, &id, &activity_id) != 0) {
         reply_error(req, REPLY_INVALID, "not an order number", 0, NULL, NULL);
         return;
     }
-    struct query *q = query_new(gw, req, QUERY_ORDER, activity_id);
+    if (order_owner(gw, req, &user_id) != 0)
+        return;
+    struct query *q = query_new(gw, req, user_id ? QUERY_OWN_ORDER : QUERY_ORDER, activity_id);
     if (!q)
         return;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
+    if (user_id) {
+        char uid[24];
+        snprintf(uid, sizeof(uid), "%" PRId64, user_id);
+        const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
+        query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
+        return;
+    }
     const char *argv[] = { "HGET", q->keys->name[KEYS_ORDERS], q->order_no };
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }

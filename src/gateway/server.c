@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "gateway/activity.h"
 #include "common/config.h"
+#include "common/exposure.h"
 #include "common/keys.h"
 #include "gateway/gateway.h"
 #include "gateway/execute.h"
@@ -103,6 +104,7 @@ int main(int argc, char **argv)
     enum log_level level;
     log_parse_level(cfg.log_level, &level);
     log_set_level(level);
+    exposure_warn_gateway(&cfg);
     signal(SIGPIPE, SIG_IGN);
 
     struct gateway gw;
