@@ -19,6 +19,7 @@ enum luascript_id {
     LUASCRIPT_USE,
     LUASCRIPT_UNUSE,
     LUASCRIPT_CANCEL,
+    LUASCRIPT_ABANDON,
     LUASCRIPT_COUNT
 };
 

@@ -19,6 +19,8 @@ enum batch_verdict {
     BATCH_REJECTED,  /* released before it could be persisted: skip it */
 };
 
+#define BATCH_ERROR_LEN 256   /* a dead letter's reason, with MySQL's message */
+
 /* Where a dead letter stands with the DLQ producer. */
 enum batch_dead_state {
     BATCH_DEAD_PENDING,   /* to be produced (again, after a failed delivery) */
@@ -36,7 +38,7 @@ struct batch_dead {
     size_t key_len;
     int32_t partition;
     int64_t offset;
-    char error[160];
+    char error[BATCH_ERROR_LEN];
     enum batch_dead_state state;
 };
 
@@ -64,11 +66,27 @@ enum batch_use_verdict {
     BATCH_USE_INCONSISTENT,  /* no such user coupon, another user's, USED by another
                               * order, not UNUSED, or amounts MySQL cannot hold: nothing
                               * written; reason says which, for the dead-letter topic */
+    BATCH_USE_REFUSED,       /* MySQL refused it with a deterministic error (split):
+                              * nothing written; reason holds the error */
 };
 
 struct batch_use_result {
     enum batch_use_verdict verdict;
-    char reason[160];
+    char reason[BATCH_ERROR_LEN];
+};
+
+/* Where an order came from, for the dead-letter headers should MySQL refuse it. Kept in
+ * arrival order, apart from the orders (which batch_seal sorts and thins). */
+struct batch_origin {
+    char order_no[ORDERNO_LEN];
+    int32_t partition;
+    int64_t offset;
+};
+
+/* An accepted order MySQL refused with a deterministic error (split). */
+struct batch_refusal {
+    size_t index;                  /* into accepted */
+    char reason[BATCH_ERROR_LEN];
 };
 
 struct batch_offset {
@@ -88,7 +106,15 @@ struct batch {
     struct orderevent *accepted;     /* copies of the ACCEPTED orders, still sorted */
     unsigned char *in_db;            /* parallel to accepted: the row is in MySQL */
     struct batch_coupon *coupons;    /* parallel to accepted: the user coupon it issued */
+    unsigned char *refused;          /* parallel to accepted: MySQL refused it for good */
     size_t accepted_count;
+    struct batch_refusal *refusals;  /* the refused ones, with their reasons */
+    size_t refusal_count;
+    size_t refusal_cap;
+
+    struct batch_origin *origins;    /* one per order added, in arrival order */
+    size_t origin_count;
+    size_t origin_cap;
 
     struct redeemevent *uses;           /* coupon.used events, in arrival order */
     struct batch_use_msg *use_msgs;  /* parallel to uses */
@@ -112,7 +138,9 @@ int batch_init(struct batch *b, size_t cap_hint);
 void batch_free(struct batch *b);
 void batch_reset(struct batch *b);
 
-int batch_add_order(struct batch *b, const struct orderevent *ev);
+/* The order of the message at partition/offset. */
+int batch_add_order(struct batch *b, const struct orderevent *ev, int32_t partition,
+                    int64_t offset);
 /* Copies payload and key. */
 int batch_add_dead(struct batch *b, const void *payload, size_t payload_len, const void *key,
                    size_t key_len, int32_t partition, int64_t offset, const char *error);
@@ -122,6 +150,14 @@ int batch_add_use(struct batch *b, const struct redeemevent *ev, const void *pay
                   int64_t offset);
 /* Turns uses[i] into a dead letter carrying error (its message, copied again). */
 int batch_dead_use(struct batch *b, size_t i, const char *error);
+/* Marks accepted[i] refused by MySQL, keeping reason. Returns 0, or -1 out of memory. */
+int batch_refuse_order(struct batch *b, size_t i, const char *reason);
+/* Forgets every refusal (a persist attempt starts over). */
+void batch_clear_refusals(struct batch *b);
+/* Turns accepted[i] into a dead letter carrying error: its event encoded again (the
+ * codec is strict, so this is the message's content), without a key (orders are
+ * produced without one), from the partition and offset it arrived at. */
+int batch_dead_order(struct batch *b, size_t i, const char *error);
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset);
 
 /* Sorts the orders by activity, coupon, then order number and drops repeated order
@@ -136,7 +172,8 @@ int batch_order_cmp(const struct orderevent *a, const struct orderevent *b);
 size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start);
 /* The same for the run sharing activity and coupon id. */
 size_t batch_coupon_run_end(const struct orderevent *orders, size_t count, size_t start);
-/* Copies the ACCEPTED orders into b->accepted and clears b->in_db and b->coupons. */
+/* Copies the ACCEPTED orders into b->accepted and clears in_db, coupons, refused and the
+ * refusals. */
 void batch_collect_accepted(struct batch *b);
 
 /* True when the batch holds nothing to do: no order, no use, no dead letter, no offset. */

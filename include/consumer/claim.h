@@ -5,9 +5,10 @@
 
 struct consumer;
 
-/* The two Redis halves of a batch, each a Lua script per activity, in chunks of
- * CLAIM_CHUNK orders: confirm.lua claims each reservation (or finds the order confirmed
- * already) before MySQL is written; finalize.lua shows SUCCESS after the COMMIT. */
+/* The Redis halves of a batch, each a Lua script per activity, in chunks of CLAIM_CHUNK
+ * orders: confirm.lua claims each reservation (or finds the order confirmed already)
+ * before MySQL is written; finalize.lua shows SUCCESS after the COMMIT; abandon.lua ends
+ * the claimed orders MySQL refused for good. */
 
 #define CLAIM_CHUNK 500   /* orders per confirm.lua / finalize.lua call */
 
@@ -16,5 +17,10 @@ int claim_orders(struct consumer *c, char *err, size_t errlen);
 /* A step, only after the COMMIT (I6: SUCCESS is never visible before the row is): every
  * accepted order with its row in MySQL becomes SUCCESS. Returns 0, or -1 with err set. */
 int claim_finalize(struct consumer *c, char *err, size_t errlen);
+/* A step, only after the refused orders' dead letters are acknowledged (so that a crash
+ * in between replays them rather than losing them): every accepted order MySQL refused
+ * (b->refused) becomes FAILED, its stock back and its user free, as a released
+ * reservation. Returns 0, or -1 with err set. */
+int claim_abandon(struct consumer *c, char *err, size_t errlen);
 
 #endif

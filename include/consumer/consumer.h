@@ -17,8 +17,10 @@
 /* The order-consumer process (consumer.c: main and the loop). The modules each do one
  * job on it: backend (Redis and MySQL connections), kafkacons (the group member: set-up,
  * rebalances, pause, lag, commit), intake (reading one batch), deadletter (the DLQ
- * producer), retry (a step until it succeeds), claim (confirm/finalize in Redis),
- * publish (user coupon records in Redis), pipeline (the steps of one batch in order). */
+ * producer), retry (a step until it succeeds), claim (confirm/finalize/abandon in
+ * Redis), publish (user coupon records in Redis), pipeline (the steps of one batch in
+ * order). persist writes a batch to MySQL, splitting it (split) when MySQL refuses part
+ * of it for good (sqlerror). */
 
 #define CONSUMER_SLICE_MS 100   /* longest wait without looking at the stop flag */
 
@@ -28,13 +30,14 @@ struct consumer_stats {
     uint64_t added;       /* rows that were new (the rest were replays) */
     uint64_t rejected;
     uint64_t dead;
+    uint64_t refused;     /* orders and uses MySQL refused for good (dead-lettered too) */
     uint64_t conflicts;
     uint64_t uses;        /* coupon.used events applied or found applied already */
 };
 
 /* Milliseconds spent in each part of the current batch, for the DEBUG line. */
 struct consumer_times {
-    int64_t fill, dead, claim, persist, publish, finalize, commit;
+    int64_t fill, dead, claim, persist, publish, finalize, abandon, commit;
 };
 
 /* The process: one, static in main. Ownership: every handle, the stash, the batch and the

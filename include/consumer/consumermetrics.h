@@ -21,6 +21,9 @@
       "Orders confirm.lua answered REJECTED (their reservation was released)")                  \
     X(DEAD_LETTERS, COUNTER, "seckill_consumer_dead_letters_total", "",                          \
       "Messages sent to the dead-letter topic")                                                 \
+    X(MYSQL_REFUSED, COUNTER, "seckill_consumer_mysql_refused_total", "",                        \
+      "Orders and coupon.used events MySQL refused for good (a constraint, a value out of "     \
+      "range, ...): set aside by splitting their batch and dead-lettered")                     \
     X(COUPON_USES, COUNTER, "seckill_consumer_coupon_uses_persisted_total", "",                  \
       "coupon.used events applied in MySQL (replays not counted)")                              \
     X(RETRY_DEAD_LETTER, COUNTER, "seckill_consumer_retries_total",                             \
@@ -29,6 +32,7 @@
     X(RETRY_PERSIST, COUNTER, "seckill_consumer_retries_total", "step=\"persist\",backend=\"mysql\"", "") \
     X(RETRY_PUBLISH, COUNTER, "seckill_consumer_retries_total", "step=\"publish\",backend=\"redis\"", "") \
     X(RETRY_FINALIZE, COUNTER, "seckill_consumer_retries_total", "step=\"finalize\",backend=\"redis\"", "") \
+    X(RETRY_ABANDON, COUNTER, "seckill_consumer_retries_total", "step=\"abandon\",backend=\"redis\"", "") \
     X(BATCH_SIZE, COUNT, "seckill_consumer_batch_size", "", "Orders per batch")                 \
     X(INSERT_DURATION, SECONDS, "seckill_consumer_insert_duration_seconds", "",                  \
       "The MySQL transaction of a batch, from its first statement to COMMIT")                    \

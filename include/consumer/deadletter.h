@@ -5,9 +5,10 @@
 
 struct consumer;
 
-/* The dead-letter producer: messages that cannot become orders (and coupon.used events
- * MySQL finds inconsistent) go to kafka.dead-letter-topic with headers naming the error
- * and the source partition and offset, before the batch's offsets may commit past them. */
+/* The dead-letter producer: messages that cannot become orders, coupon.used events MySQL
+ * finds inconsistent, and the orders and events MySQL refused for good (persist's split)
+ * go to kafka.dead-letter-topic with headers naming the error (x-error) and the source
+ * partition and offset, before the batch's offsets may commit past them. */
 
 /* Creates c->dlq, an idempotent producer. Returns 0, or -1 with err set. */
 int deadletter_start(struct consumer *c, char *err, size_t errlen);

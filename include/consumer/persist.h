@@ -35,6 +35,18 @@ struct persist_stats {
     size_t uses_applied;
     size_t uses_repeated;
     size_t uses_inconsistent;
+    size_t orders_refused;   /* set aside: MySQL refused them for good (split) */
+    size_t uses_refused;
+    size_t transactions;     /* 1, or more when a refusal split the batch */
+    /* What halves of a split committed in an attempt that then failed: the next attempt
+     * finds those rows as replays, yet they are new rows of this batch. Kept across
+     * attempts, folded into the counts above by the attempt that succeeds. The caller
+     * zeroes the whole struct before a batch's first attempt. */
+    struct {
+        uint64_t orders_added;
+        uint64_t coupons_added;
+        size_t uses_applied;
+    } carried;
 };
 
 /* Writes one sealed batch in one transaction: for b->accepted (sorted as batch_seal
@@ -43,10 +55,17 @@ struct persist_stats {
  * and time); then sold_count / issued_count / used_count raised by what was really
  * changed, counter rows locked in id order. Any order or use may be a replay; created_ms
  * must not pass PERSIST_MAX_ACCEPTED_MS.
+ * When MySQL refuses the transaction with a deterministic error (sqlerror: a CHECK such
+ * as activity_sold_within_stock, a value out of range, ...), the batch is split (split.c):
+ * orders then uses, in halves, each in its own transaction, down to the single orders
+ * and uses it refuses, which are set aside (b->refused and b->refusals, or
+ * BATCH_USE_REFUSED) with MySQL's error; the rest is written.
  * On PERSIST_OK, for each accepted[i]: in_db[i] says whether it has its row in
  * seckill_order now (only those may be shown as SUCCESS), coupons[i] the user coupon it
- * issued; use_results[i] what became of uses[i]. Otherwise err is set, nothing was
- * written and those results are all cleared. */
+ * issued, refused[i] whether MySQL refused it; use_results[i] what became of uses[i].
+ * Otherwise (a transient error, at once or in the middle of a split) err is set and those
+ * results are all cleared; halves of a split committed before stay committed, which a
+ * retry of the whole batch replays idempotently, finding the same refusals again. */
 enum persist_result persist_batch(MYSQL *db, struct batch *b, struct persist_stats *stats,
                                   char *err, size_t errlen);
 

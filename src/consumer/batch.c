@@ -13,7 +13,7 @@ static size_t grown_cap(size_t cap, size_t need)
     return n;
 }
 
-/* orders, verdicts, accepted, in_db and coupons always share one capacity. */
+/* orders, verdicts, accepted, in_db, coupons and refused always share one capacity. */
 static int grow_orders(struct batch *b, size_t need)
 {
     if (need <= b->cap)
@@ -39,6 +39,10 @@ static int grow_orders(struct batch *b, size_t need)
     if (!coupons)
         return -1;
     b->coupons = coupons;
+    unsigned char *refused = realloc(b->refused, n);
+    if (!refused)
+        return -1;
+    b->refused = refused;
     b->cap = n;
     return 0;
 }
@@ -74,6 +78,8 @@ void batch_reset(struct batch *b)
     b->use_count = 0;
     b->count = 0;
     b->accepted_count = 0;
+    b->refusal_count = 0;
+    b->origin_count = 0;
     b->offset_count = 0;
     b->messages = 0;
     b->duplicates = 0;
@@ -87,6 +93,9 @@ void batch_free(struct batch *b)
     free(b->accepted);
     free(b->in_db);
     free(b->coupons);
+    free(b->refused);
+    free(b->refusals);
+    free(b->origins);
     free(b->uses);
     free(b->use_msgs);
     free(b->use_results);
@@ -95,10 +104,23 @@ void batch_free(struct batch *b)
     memset(b, 0, sizeof(*b));
 }
 
-int batch_add_order(struct batch *b, const struct orderevent *ev)
+int batch_add_order(struct batch *b, const struct orderevent *ev, int32_t partition,
+                    int64_t offset)
 {
     if (grow_orders(b, b->count + 1) != 0)
         return -1;
+    if (b->origin_count == b->origin_cap) {
+        size_t n = grown_cap(b->origin_cap, b->origin_count + 1);
+        struct batch_origin *origins = realloc(b->origins, n * sizeof(*origins));
+        if (!origins)
+            return -1;
+        b->origins = origins;
+        b->origin_cap = n;
+    }
+    struct batch_origin *o = &b->origins[b->origin_count++];
+    memcpy(o->order_no, ev->order_no, sizeof(o->order_no));
+    o->partition = partition;
+    o->offset = offset;
     b->orders[b->count] = *ev;
     b->verdicts[b->count] = BATCH_PENDING;
     b->count++;
@@ -188,6 +210,52 @@ int batch_dead_use(struct batch *b, size_t i, const char *error)
                           m->offset, error);
 }
 
+int batch_refuse_order(struct batch *b, size_t i, const char *reason)
+{
+    if (b->refusal_count == b->refusal_cap) {
+        size_t n = grown_cap(b->refusal_cap, b->refusal_count + 1);
+        struct batch_refusal *r = realloc(b->refusals, n * sizeof(*r));
+        if (!r)
+            return -1;
+        b->refusals = r;
+        b->refusal_cap = n;
+    }
+    struct batch_refusal *r = &b->refusals[b->refusal_count++];
+    r->index = i;
+    snprintf(r->reason, sizeof(r->reason), "%s", reason);
+    b->refused[i] = 1;
+    return 0;
+}
+
+void batch_clear_refusals(struct batch *b)
+{
+    if (b->accepted_count > 0)
+        memset(b->refused, 0, b->accepted_count);
+    b->refusal_count = 0;
+}
+
+/* Only refused orders are looked up, rarely: a linear search is enough. A repeat keeps
+ * the first arrival. */
+static const struct batch_origin *origin_of(const struct batch *b, const char *order_no)
+{
+    for (size_t i = 0; i < b->origin_count; i++)
+        if (strcmp(b->origins[i].order_no, order_no) == 0)
+            return &b->origins[i];
+    return NULL;
+}
+
+int batch_dead_order(struct batch *b, size_t i, const char *error)
+{
+    const struct orderevent *ev = &b->accepted[i];
+    char payload[512];
+    int len = orderevent_encode(ev, payload, sizeof(payload));
+    if (len < 0)
+        return -1;
+    const struct batch_origin *o = origin_of(b, ev->order_no);
+    return batch_add_dead(b, payload, (size_t)len, NULL, 0, o ? o->partition : -1,
+                          o ? o->offset : -1, error);
+}
+
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset)
 {
     for (size_t i = 0; i < b->offset_count; i++) {
@@ -269,8 +337,10 @@ void batch_collect_accepted(struct batch *b)
         b->accepted[b->accepted_count] = b->orders[i];
         b->in_db[b->accepted_count] = 0;
         b->coupons[b->accepted_count] = (struct batch_coupon){ 0, 0 };
+        b->refused[b->accepted_count] = 0;
         b->accepted_count++;
     }
+    b->refusal_count = 0;
 }
 
 int batch_is_empty(const struct batch *b)

@@ -15,6 +15,10 @@ static const enum keys_kind confirm_kinds[CONFIRM_KEYS] = {
     KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_ACTIVITY,
 };
 static const enum keys_kind finalize_kinds[2] = { KEYS_ORDERS, KEYS_CLAIMED };
+#define ABANDON_KEYS 4
+static const enum keys_kind abandon_kinds[ABANDON_KEYS] = {
+    KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED,
+};
 
 struct script_keys {
     struct keys_set set;
@@ -180,4 +184,32 @@ int claim_finalize(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     return each_chunk(c, b->accepted, b->accepted_count, b->in_db, finalize_kinds, 2,
                       finalize_chunk, err, errlen);
+}
+
+/* A repeat (the batch replayed after a crash between this and the offset commit) ends
+ * nothing: any count up to the chunk's is right. */
+static int abandon_chunk(struct consumer *c, const struct script_keys *k, size_t first,
+                         const struct pair_args *a, char *err, size_t errlen)
+{
+    (void)first;
+    redisReply *reply = eval(c, LUASCRIPT_ABANDON, k, a, err, errlen);
+    if (!reply)
+        return -1;
+    int ok = reply->type == REDIS_REPLY_INTEGER && reply->integer >= 0 &&
+             reply->integer <= a->count;
+    freeReplyObject(reply);
+    if (!ok) {
+        snprintf(err, errlen, "abandon.lua: unexpected reply");
+        return -1;
+    }
+    return 0;
+}
+
+int claim_abandon(struct consumer *c, char *err, size_t errlen)
+{
+    struct batch *b = &c->batch;
+    if (b->refusal_count == 0)
+        return 0;
+    return each_chunk(c, b->accepted, b->accepted_count, b->refused, abandon_kinds,
+                      ABANDON_KEYS, abandon_chunk, err, errlen);
 }

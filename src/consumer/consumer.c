@@ -46,11 +46,12 @@ static void summary(struct consumer *c)
     const struct consumer_stats *t = &c->total, *r = &c->reported;
     if (t->batches != r->batches)
         LOG_INFO("%" PRIu64 " batches, %" PRIu64 " orders persisted (%" PRIu64 " new), %" PRIu64
-                 " rejected, %" PRIu64 " coupon uses, %" PRIu64 " dead-lettered, %" PRIu64
-                 " refused by MySQL; since start %" PRIu64 " persisted",
+                 " rejected, %" PRIu64 " coupon uses, %" PRIu64 " dead-lettered (%" PRIu64
+                 " refused by MySQL for good), %" PRIu64 " held by another order of their user"
+                 "; since start %" PRIu64 " persisted",
                  t->batches - r->batches, t->persisted - r->persisted, t->added - r->added,
                  t->rejected - r->rejected, t->uses - r->uses, t->dead - r->dead,
-                 t->conflicts - r->conflicts, t->persisted);
+                 t->refused - r->refused, t->conflicts - r->conflicts, t->persisted);
     c->reported = c->total;
     c->reported_ms = now;
 }

@@ -58,7 +58,7 @@ static int take(struct consumer *c, const rd_kafka_message_t *msg)
         else if (ev.created_ms > PERSIST_MAX_ACCEPTED_MS)
             rc = keep_dead(c, msg, "createdAt: beyond the range of DATETIME");
         else
-            rc = batch_add_order(&c->batch, &ev);
+            rc = batch_add_order(&c->batch, &ev, msg->partition, msg->offset);
     }
     if (rc != 0 || batch_note_offset(&c->batch, msg->partition, msg->offset) != 0) {
         /* Nothing later may be taken, or its offset would commit past this message:

@@ -27,6 +27,12 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
     enum persist_result r = persist_batch(c->db, b, &c->persisted, err, errlen);
     if (r == PERSIST_OK)
         consumermetrics_observe(CONSUMERMETRICS_INSERT_DURATION, clock_mono_us() - t0);
+    const struct persist_stats *p = &c->persisted;
+    if (r == PERSIST_OK && p->transactions > 1)
+        LOG_WARN("MySQL refused part of a batch of %zu orders and %zu coupon uses for good: "
+                 "split into %zu transactions, %zu orders and %zu uses set aside",
+                 b->accepted_count, b->use_count, p->transactions, p->orders_refused,
+                 p->uses_refused);
     if (r == PERSIST_DISCONNECTED)
         backend_db_drop(c);
     return r == PERSIST_OK ? 0 : -1;
@@ -40,29 +46,59 @@ static void note_rejections(const struct batch *b)
                      "before it could be persisted", b->orders[i].order_no, b->orders[i].user_id);
 }
 
-/* The coupon.used events MySQL found inconsistent become dead letters: logged, kept out
- * of MySQL, and never blocking the partition. Returns -1 when one could not be kept
- * (out of memory): the batch must then not commit its offsets. */
+static int out_of_memory(struct consumer *c, int32_t partition, int64_t offset)
+{
+    LOG_ERROR("out of memory dead-lettering partition %" PRId32 " offset %" PRId64 "; stopping",
+              partition, offset);
+    c->stop = 1;
+    return -1;
+}
+
+/* The coupon.used events MySQL found inconsistent, or refused for good, become dead
+ * letters: logged, kept out of MySQL, and never blocking the partition. Returns -1 when
+ * one could not be kept (out of memory): the batch must then not commit its offsets. */
 static int dead_uses(struct consumer *c)
 {
     struct batch *b = &c->batch;
     for (size_t i = 0; i < b->use_count; i++) {
         const struct batch_use_result *r = &b->use_results[i];
-        if (r->verdict != BATCH_USE_INCONSISTENT)
+        if (r->verdict != BATCH_USE_INCONSISTENT && r->verdict != BATCH_USE_REFUSED)
             continue;
         const struct redeemevent *ev = &b->uses[i];
-        LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
-                  "(partition %" PRId32 " offset %" PRId64 ") is inconsistent with MySQL: %s",
-                  ev->user_coupon_id, ev->user_id, ev->order_ref, b->use_msgs[i].partition,
-                  b->use_msgs[i].offset, r->reason);
-        char error[sizeof(r->reason) + 16];
-        snprintf(error, sizeof(error), "inconsistent: %s", r->reason);
-        if (batch_dead_use(b, i, error) != 0) {
-            LOG_ERROR("out of memory dead-lettering partition %" PRId32 " offset %" PRId64
-                      "; stopping", b->use_msgs[i].partition, b->use_msgs[i].offset);
-            c->stop = 1;
-            return -1;
+        const struct batch_use_msg *m = &b->use_msgs[i];
+        char error[BATCH_ERROR_LEN];
+        if (r->verdict == BATCH_USE_REFUSED) {
+            LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
+                      "(partition %" PRId32 " offset %" PRId64 ") dead-lettered: %s",
+                      ev->user_coupon_id, ev->user_id, ev->order_ref, m->partition, m->offset,
+                      r->reason);
+            snprintf(error, sizeof(error), "%s", r->reason);
+        } else {
+            LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
+                      "(partition %" PRId32 " offset %" PRId64 ") is inconsistent with MySQL: %s",
+                      ev->user_coupon_id, ev->user_id, ev->order_ref, m->partition, m->offset,
+                      r->reason);
+            snprintf(error, sizeof(error), "inconsistent: %.*s", (int)sizeof(error) - 16,
+                     r->reason);
         }
+        if (batch_dead_use(b, i, error) != 0)
+            return out_of_memory(c, m->partition, m->offset);
+    }
+    return 0;
+}
+
+/* The orders MySQL refused for good become dead letters, logged once each; abandon.lua
+ * ends them FAILED once the dead letters are acknowledged. */
+static int dead_orders(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    for (size_t i = 0; i < b->refusal_count; i++) {
+        const struct batch_refusal *r = &b->refusals[i];
+        const struct orderevent *ev = &b->accepted[r->index];
+        LOG_ERROR("order %s of user %" PRId64 " activity %" PRId64 " dead-lettered and FAILED: %s",
+                  ev->order_no, ev->user_id, ev->activity_id, r->reason);
+        if (batch_dead_order(b, r->index, r->reason) != 0)
+            return out_of_memory(c, -1, -1);
     }
     return 0;
 }
@@ -72,29 +108,34 @@ static void account(struct consumer *c, int64_t started, int64_t started_us)
     const struct batch *b = &c->batch;
     const struct consumer_times *t = &c->times;
     size_t rejected = b->count - b->accepted_count;
-    size_t persisted = b->accepted_count - c->persisted.conflicts;
+    size_t persisted = b->accepted_count - c->persisted.conflicts - c->persisted.orders_refused;
     size_t uses = c->persisted.uses_applied + c->persisted.uses_repeated;
     c->total.batches++;
     c->total.persisted += persisted;
     c->total.added += c->persisted.orders_added;
     c->total.rejected += rejected;
     c->total.dead += b->dead_count;
+    c->total.refused += c->persisted.orders_refused + c->persisted.uses_refused;
     c->total.conflicts += c->persisted.conflicts;
     c->total.uses += uses;
     consumermetrics_add(CONSUMERMETRICS_BATCHES, 1);
     consumermetrics_add(CONSUMERMETRICS_ORDERS_PERSISTED, c->persisted.orders_added);
     consumermetrics_add(CONSUMERMETRICS_ORDERS_REJECTED, rejected);
     consumermetrics_add(CONSUMERMETRICS_DEAD_LETTERS, b->dead_count);
+    consumermetrics_add(CONSUMERMETRICS_MYSQL_REFUSED,
+                        c->persisted.orders_refused + c->persisted.uses_refused);
     consumermetrics_add(CONSUMERMETRICS_COUPON_USES, c->persisted.uses_applied);
     consumermetrics_observe(CONSUMERMETRICS_BATCH_SIZE, (int64_t)b->count);
     consumermetrics_observe(CONSUMERMETRICS_BATCH_DURATION, clock_mono_us() - started_us);
     LOG_DEBUG("batch: %zu messages, %zu orders persisted (%" PRIu64 " new), %zu rejected, "
               "%zu coupon uses (%zu new), %zu dead-lettered, %zu repeated, %" PRId64 " ms: "
               "fill %" PRId64 " ms, dead %" PRId64 " ms, claim %" PRId64 " ms, persist %" PRId64
-              " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, commit %" PRId64 " ms",
+              " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, abandon %" PRId64
+              " ms, commit %" PRId64 " ms",
               b->messages, persisted, c->persisted.orders_added, rejected, uses,
               c->persisted.uses_applied, b->dead_count, b->duplicates, clock_mono_ms() - started,
-              t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->commit);
+              t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->abandon,
+              t->commit);
 }
 
 int pipeline_run(struct consumer *c)
@@ -113,7 +154,7 @@ int pipeline_run(struct consumer *c)
     batch_collect_accepted(b);
     size_t dead_before = b->dead_count;
     if (retry_step(c, "persist", step_persist, CONSUMERMETRICS_RETRY_PERSIST, &t->persist) != 0 ||
-        dead_uses(c) != 0 ||
+        dead_orders(c) != 0 || dead_uses(c) != 0 ||
         retry_step(c, "publish coupons", publish_coupons, CONSUMERMETRICS_RETRY_PUBLISH,
                    &t->publish) != 0 ||
         retry_step(c, "finalize", claim_finalize, CONSUMERMETRICS_RETRY_FINALIZE,
@@ -122,6 +163,8 @@ int pipeline_run(struct consumer *c)
     if (b->dead_count > dead_before &&
         retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
                    &t->dead) != 0)
+        return -1;
+    if (retry_step(c, "abandon", claim_abandon, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0)
         return -1;
     kafkacons_set_paused(c, 0);
     int64_t t0 = clock_mono_ms();

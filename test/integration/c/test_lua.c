@@ -969,6 +969,64 @@ static void test_confirm_twice_then_finalize(void **state)
     assert_conserved(10);
 }
 
+static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *users)
+{
+    char k[4][KEYS_LEN];
+    key(k[0], KEYS_STOCK);
+    key(k[1], KEYS_USERS);
+    key(k[2], KEYS_ORDERS);
+    key(k[3], KEYS_CLAIMED);
+    const char *keys[4] = { k[0], k[1], k[2], k[3] };
+    const char *args[8];
+    char uids[4][24];
+    assert_true(n <= 4);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(uids[i], sizeof(uids[i]), "%" PRId64, users[i]);
+        args[2 * i] = order_nos[i];
+        args[2 * i + 1] = uids[i];
+    }
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ABANDON], 4, keys,
+                                        (int)(2 * n), args);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    int64_t v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* abandon.lua (the consumer, for claimed orders MySQL refused for good): FAILED, stock
+ * back, user free, once; a SUCCESS order or one never claimed is left alone. */
+static void test_abandon_claimed(void **state)
+{
+    (void)state;
+    warm_open(10);
+    struct xres a = execute_ok(1), b = execute_ok(2), c = execute_ok(3);
+    assert_confirm(a.order_no, 1, "CLAIMED");
+    assert_confirm(b.order_no, 2, "CLAIMED");
+    assert_int_equal(finalize_one(b.order_no, 2), 1);
+    assert_int_equal(stock_left(), 7);
+    const char *nos[3] = { a.order_no, b.order_no, c.order_no };
+    const int64_t users[3] = { 1, 2, 3 };
+    assert_int_equal(abandon(3, nos, users), 1);
+    assert_order_status(a.order_no, "FAILED");
+    assert_order_status(b.order_no, "SUCCESS");
+    assert_order_status(c.order_no, "PROCESSING");   /* reserved, not claimed: the reaper's */
+    char held[64];
+    assert_false(user_order(1, held, sizeof(held)));
+    assert_true(user_order(2, held, sizeof(held)));
+    assert_int_equal(count("SCARD", KEYS_CLAIMED), 0);
+    assert_int_equal(stock_left(), 8);
+    assert_conserved(10);
+    /* A replayed batch abandons again: nothing changes, and its confirm is REJECTED. */
+    assert_int_equal(abandon(1, nos, users), 0);
+    assert_int_equal(stock_left(), 8);
+    assert_confirm(a.order_no, 1, "REJECTED");
+    /* The user may buy again. */
+    struct xres again = execute_ok(1);
+    assert_true(strcmp(again.order_no, a.order_no) != 0);
+    assert_conserved(10);
+}
+
 static void test_reaper_cutoff_and_batch(void **state)
 {
     (void)state;
@@ -1459,6 +1517,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conservation_mixed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_random_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_unknown_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abandon_claimed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_result_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activity_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purchase_token_spent_once, setup, teardown),

@@ -27,7 +27,7 @@ static struct orderevent order(const char *no, int64_t user, int64_t activity, i
 static void add(struct batch *b, const char *no, int64_t user, int64_t activity, int64_t coupon)
 {
     struct orderevent ev = order(no, user, activity, coupon);
-    assert_int_equal(batch_add_order(b, &ev), 0);
+    assert_int_equal(batch_add_order(b, &ev, 0, 0), 0);
 }
 
 static void test_seal_sorts_and_drops_repeats(void **state)
@@ -217,6 +217,68 @@ static void test_use_becomes_dead_letter(void **state)
     batch_free(&b);
 }
 
+/* An order MySQL refuses for good: marked, its reason kept, and turned into a dead letter
+ * that carries the event as it arrived (the strict codec round-trips), from the partition
+ * and offset it arrived at, even after the sort moved it. */
+static void test_refused_order_becomes_dead_letter(void **state)
+{
+    (void)state;
+    struct batch b;
+    assert_int_equal(batch_init(&b, 2), 0);
+    const char *nos[] = { "30-9", "10-9", "20-9", "10-9" };   /* the last a redelivery */
+    for (int i = 0; i < 4; i++) {
+        struct orderevent ev = order(nos[i], 100 + i, 9, 3);
+        assert_int_equal(batch_add_order(&b, &ev, i % 2, 40 + i), 0);
+    }
+    batch_seal(&b);
+    for (size_t i = 0; i < b.count; i++)
+        b.verdicts[i] = BATCH_ACCEPTED;
+    batch_collect_accepted(&b);
+    assert_int_equal(b.accepted_count, 3);
+    assert_string_equal(b.accepted[2].order_no, "30-9");
+
+    assert_int_equal(batch_refuse_order(&b, 2, "refused by MySQL (error 4025): CHECK"), 0);
+    assert_int_equal(batch_refuse_order(&b, 0, "refused by MySQL (error 1406): too long"), 0);
+    assert_int_equal(b.refusal_count, 2);
+    assert_int_equal(b.refused[0], 1);
+    assert_int_equal(b.refused[1], 0);
+    assert_int_equal(b.refused[2], 1);
+    assert_int_equal(b.refusals[0].index, 2);
+    assert_string_equal(b.refusals[1].reason, "refused by MySQL (error 1406): too long");
+
+    assert_int_equal(batch_dead_order(&b, 2, b.refusals[0].reason), 0);
+    assert_int_equal(batch_dead_order(&b, 0, b.refusals[1].reason), 0);
+    assert_int_equal(b.dead_count, 2);
+    const struct batch_dead *d = b.dead[0];
+    struct orderevent back;
+    char err[128];
+    assert_int_equal(orderevent_decode(d->payload, d->payload_len, &back, err, sizeof(err)), 0);
+    assert_string_equal(back.order_no, "30-9");
+    assert_int_equal(back.user_id, 100);
+    assert_int_equal(back.activity_id, 9);
+    assert_int_equal(back.coupon_id, 3);
+    assert_int_equal(back.created_ms, 1796126400000LL);
+    assert_null(d->key);
+    assert_int_equal(d->partition, 0);
+    assert_int_equal(d->offset, 40);
+    assert_string_equal(d->error, "refused by MySQL (error 4025): CHECK");
+    /* A repeated order number is dead-lettered from its first arrival. */
+    assert_int_equal(b.dead[1]->partition, 1);
+    assert_int_equal(b.dead[1]->offset, 41);
+
+    batch_clear_refusals(&b);
+    assert_int_equal(b.refusal_count, 0);
+    assert_int_equal(b.refused[0] + b.refused[1] + b.refused[2], 0);
+    /* A new collect forgets them too. */
+    assert_int_equal(batch_refuse_order(&b, 1, "x"), 0);
+    batch_collect_accepted(&b);
+    assert_int_equal(b.refusal_count, 0);
+    assert_int_equal(b.refused[1], 0);
+    batch_reset(&b);
+    assert_int_equal(b.origin_count, 0);
+    batch_free(&b);
+}
+
 static void test_reset_and_empty(void **state)
 {
     (void)state;
@@ -255,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_offsets_keep_highest_per_partition),
         cmocka_unit_test(test_dead_copies_message),
         cmocka_unit_test(test_use_becomes_dead_letter),
+        cmocka_unit_test(test_refused_order_becomes_dead_letter),
         cmocka_unit_test(test_reset_and_empty),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

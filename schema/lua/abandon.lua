@@ -1,0 +1,20 @@
+-- Ends claimed orders that MySQL refused for good (a CHECK constraint, a value out of
+-- range: the consumer dead-lettered them with the reason): like a release, the stock goes
+-- back, the user is free to try again, the order is FAILED. Only members still in the
+-- claimed set are ended, so a repeat (a replayed batch) changes nothing, and an order that
+-- is SUCCESS (its row is in MySQL) is never touched.
+-- KEYS: 1 stock  2 users  3 orders  4 claimed      ARGV: orderNo1, userId1, orderNo2, ...
+-- Returns the number of orders ended by this call.
+local ended = 0
+for i = 1, #ARGV, 2 do
+  local order_no, user = ARGV[i], ARGV[i + 1]
+  if redis.call('SREM', KEYS[4], order_no .. '|' .. user) == 1 then
+    redis.call('INCR', KEYS[1])
+    if redis.call('HGET', KEYS[2], user) == order_no then
+      redis.call('HDEL', KEYS[2], user)
+    end
+    redis.call('HSET', KEYS[3], order_no, 'FAILED')
+    ended = ended + 1
+  end
+end
+return ended
