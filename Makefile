@@ -23,6 +23,7 @@ CONF     ?= $(if $(filter cluster,$(TOPOLOGY)),conf/cluster.conf,conf/seckill.co
 # ports, data directory, database, topics, group), never on the one make run/up started;
 # CONF=FILE on the command line picks another one for them too.
 TEST_CONF := build/conf/test.conf
+TEST_CLUSTER_CONF := build/conf/test-cluster.conf
 TEST_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(TEST_CONF))
 PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb libcrypto
 SANITIZE ?= 0
@@ -205,6 +206,9 @@ chaos: deps all $(TEST_CONF)
 $(TEST_CONF): conf/seckill.conf test/conf/namespace.conf
 	@mkdir -p $(dir $@)
 	cat $^ > $@
+$(TEST_CLUSTER_CONF): conf/cluster.conf test/conf/cluster-namespace.conf
+	@mkdir -p $(dir $@)
+	cat $^ > $@
 
 clean:
 	rm -rf build
@@ -222,5 +226,5 @@ status:
 run: deps all
 	CONF=$(CONF) bash scripts/demo.sh
 
-test: deps $(TEST_CONF)
+test: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
 	CONF=$(TEST_STACK_CONF) bash scripts/test.sh

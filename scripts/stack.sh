@@ -2,6 +2,8 @@
 # The whole stack in the background: Redis, MariaDB, Kafka, then the order consumer and
 # the gateway.
 #   stack.sh up|down|status|running [--services-only|--apps-only]
+# It starts stack.gateways gateways and stack.consumers consumers of $STACK_BIN_DIR
+# (default build/), and Kafka with one node per address of kafka.brokers.
 # status prints what runs and exits 0; running prints nothing and exits 0 only when all of
 # it runs. --services-only leaves out the project's own processes (up, status, running);
 # `down` always stops everything, since the processes are useless without their services.
@@ -12,6 +14,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 S=$ROOT/scripts
+# The binaries the consumer and gateway instances run (the tests pass their ASan builds).
+BINDIR=${STACK_BIN_DIR:-$ROOT/build}
 RUN=$VAR/run
 LOGDIR=$VAR/log
 
@@ -44,8 +48,8 @@ services_up() {
   return "$failed"
 }
 
-# The configuration a process runs with: the file's path and content, the SECKILL_*
-# overrides and the instance's own arguments. A start records it beside the pid file; an
+# The configuration a process runs with: its binary, the file's path and content, the
+# SECKILL_* overrides and the instance's own arguments. A start records it beside the pid file; an
 # up with another one restarts.
 conf_id() {
   { printf '%s\n' "$CONF" "$@"; cat "$CONF"; env | { grep '^SECKILL_' || true; } | sort; } | sha256sum | cut -d ' ' -f 1
@@ -85,29 +89,29 @@ consumer_metrics_port() {
 # second gateway could not bind the same port, and the first one would go on answering
 # with the old settings).
 app_reconfigure() {
-  local name=$1 bin=$ROOT/build/$2 was
+  local name=$1 binary=$2 bin=$BINDIR/$2 was
   shift 2
-  pid_alive "$RUN/$name.pid" "$bin" || return 0
+  pid_alive "$RUN/$name.pid" "/$binary" || return 0
   was=$(cat "$RUN/$name.conf-id" 2>/dev/null || true)
-  [ "$was" != "$(conf_id "$@")" ] || return 0
+  [ "$was" != "$(conf_id "$bin" "$@")" ] || return 0
   echo "$name: running with another configuration, restarting with $CONF"
-  stop_pid "$name" "$RUN/$name.pid" 20 "$bin" >/dev/null
+  stop_pid "$name" "$RUN/$name.pid" 20 "/$binary" >/dev/null
 }
 
-# app_spawn NAME BINARY ARGS...: starts build/BINARY -c $CONF ARGS as instance NAME
+# app_spawn NAME BINARY ARGS...: starts $BINDIR/BINARY -c $CONF ARGS as instance NAME
 # unless it runs already. Prints the byte offset its log had before, so that readiness
 # only looks at lines this start wrote.
 app_spawn() {
-  local name=$1 bin=$ROOT/build/$2 log=$LOGDIR/$1.log
+  local name=$1 binary=$2 bin=$BINDIR/$2 log=$LOGDIR/$1.log
   shift 2
-  if pid_alive "$RUN/$name.pid" "$bin"; then
+  if pid_alive "$RUN/$name.pid" "/$binary"; then
     echo "already"
     return 0
   fi
   mkdir -p "$RUN" "$LOGDIR"
   touch "$log"
   stat -c %s "$log"
-  conf_id "$@" >"$RUN/$name.conf-id"
+  conf_id "$bin" "$@" >"$RUN/$name.conf-id"
   # From the repo top, so relative paths in the config mean the same as for the CLI.
   (cd "$ROOT" && spawn "$RUN/$name.pid" "$log" "$bin" -c "$CONF" "$@")
 }
@@ -183,7 +187,7 @@ apps_prune() {
     [ -e "$pidfile" ] || continue
     name=$(basename "$pidfile" .pid)
     case $keep in *" $name "*) continue ;; esac
-    stop_pid "$name" "$pidfile" 20 "$ROOT/build/${name%-[0-9]*}"
+    stop_pid "$name" "$pidfile" 20 "/${name%-[0-9]*}"
     rm -f "$RUN/$name.conf-id"
   done
 }
@@ -196,7 +200,7 @@ apps_up() {
   url="http://$host:$port/healthz"
   apps_prune
   # Every instance starts at once; none needs another to come up.
-  if [ ! -x "$ROOT/build/order-consumer" ]; then
+  if [ ! -x "$BINDIR/order-consumer" ]; then
     echo "order-consumer: build/order-consumer not built (run make), skipped"
   else
     while read -r name i; do
@@ -206,7 +210,7 @@ apps_up() {
       offsets[$name]=$(app_spawn "$name" order-consumer $(consumer_args "$i"))
     done < <(instances order-consumer "$CONSUMERS")
   fi
-  if [ ! -x "$ROOT/build/seckill-server" ]; then
+  if [ ! -x "$BINDIR/seckill-server" ]; then
     echo "seckill-server: build/seckill-server not built (run make), skipped"
   else
     while read -r name i; do
@@ -214,14 +218,14 @@ apps_up() {
       offsets[$name]=$(app_spawn "$name" seckill-server)
     done < <(instances seckill-server "$GATEWAYS")
   fi
-  if [ -x "$ROOT/build/order-consumer" ]; then
+  if [ -x "$BINDIR/order-consumer" ]; then
     while read -r name i; do
       readiness=$(consumer_readiness "$name" "$i")
       # shellcheck disable=SC2086 # "CHECK ARG" splits on purpose
       app_wait "$name" "${offsets[$name]}" "${readiness%%|*}" app_alive "$name" ${readiness#*|} || failed=1
     done < <(instances order-consumer "$CONSUMERS")
   fi
-  if [ -x "$ROOT/build/seckill-server" ]; then
+  if [ -x "$BINDIR/seckill-server" ]; then
     while read -r name i; do
       app_wait "$name" "${offsets[$name]}" "$url to answer" app_alive "$name" gateway_ready_of "$name" "$url" "$port" || failed=1
     done < <(instances seckill-server "$GATEWAYS")
@@ -253,7 +257,7 @@ apps_down() {
   for pidfile in "$RUN/$1.pid" "$RUN/$1"-[0-9]*.pid; do
     [ -e "$pidfile" ] || continue
     name=$(basename "$pidfile" .pid)
-    { stop_pid "$name" "$pidfile" 20 "$ROOT/build/$1"; rm -f "$RUN/$name.conf-id"; } &
+    { stop_pid "$name" "$pidfile" 20 "/$1"; rm -f "$RUN/$name.conf-id"; } &
     jobs+=($!)
   done
   for pidfile in "${jobs[@]}"; do wait "$pidfile" || failed=1; done
@@ -288,13 +292,13 @@ parts_status() {
     while read -r name i; do
       TOTAL=$((TOTAL + 1))
       port=$(consumer_metrics_port "$i")
-      status_line "$name" "$RUN/$name.pid" "$ROOT/build/order-consumer" \
+      status_line "$name" "$RUN/$name.pid" /order-consumer \
         "$([ "$port" = 0 ] && echo "no metrics" || echo "metrics http://$host:$port")" || STOPPED=$((STOPPED + 1))
     done < <(instances order-consumer "$CONSUMERS")
     host=$(local_host "$(conf_get http.host)")
     while read -r name i; do
       TOTAL=$((TOTAL + 1))
-      status_line "$name" "$RUN/$name.pid" "$ROOT/build/seckill-server" \
+      status_line "$name" "$RUN/$name.pid" /seckill-server \
         "http://$host:$(conf_get http.port)" || STOPPED=$((STOPPED + 1))
     done < <(instances seckill-server "$GATEWAYS")
   fi
