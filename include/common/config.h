@@ -85,6 +85,7 @@ struct config {
     int64_t reaper_interval_ms;
     int64_t queued_mark_interval_ms;
     char *lua_dir;
+    int64_t node_lease_ms;           /* order-number node id lease, renewed every third */
 
     int64_t consumer_batch_size;
     int64_t consumer_batch_timeout_ms;

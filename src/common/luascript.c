@@ -14,6 +14,7 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_FINALIZE] = "finalize", [LUASCRIPT_ACTIVITY] = "activity",
     [LUASCRIPT_RESULT] = "result",     [LUASCRIPT_USE] = "use",
     [LUASCRIPT_UNUSE] = "unuse",       [LUASCRIPT_CANCEL] = "cancel",
+    [LUASCRIPT_NODELEASE] = "nodelease",
 };
 
 static char *read_file(const char *path, size_t *len)

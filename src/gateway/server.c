@@ -18,34 +18,19 @@
 #include "gateway/kafkaprod.h"
 #include "common/log.h"
 #include "common/orderno.h"
+#include "gateway/nodelease.h"
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
 #include "gateway/redisconn.h"
 
 extern char **environ;
 
-/* Order numbers need a node id of their own: drawn from a Redis counter at the first
- * connect that answers, so that gateways sharing a Redis never share one. */
-static void on_node_id(redisReply *reply, void *privdata)
-{
-    struct gateway *gw = privdata;
-    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        LOG_WARN("could not draw an order-number node id; retrying on the next connect");
-        return;
-    }
-    orderno_init(&gw->orderno, (uint32_t)(reply->integer % (ORDERNO_MAX_NODE + 1)));
-    gw->node_ready = true;
-    LOG_INFO("order-number node id %u", gw->orderno.node);
-}
-
-/* After every Redis (re)connect: the node id if there is none yet, a cache refresh. */
+/* After every Redis (re)connect: an order-number node lease if none is held, a cache
+ * refresh. */
 static void on_redis_connect(void *arg)
 {
     struct gateway *gw = arg;
-    if (!gw->node_ready) {
-        const char *argv[] = { "INCR", KEYS_NODE_SEQ };
-        redisconn_command_argv(gw->redis, 2, argv, NULL, on_node_id, gw);
-    }
+    nodelease_on_connect(gw->lease);
     activity_cache_refresh(gw->activities);
 }
 
@@ -83,6 +68,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     LOG_INFO("signal %d: draining %lu in-flight requests", (int)sig, d->gw->in_flight);
     d->gw->draining = true;
+    /* No order number is made from here on (execute answers 503 while draining). */
+    nodelease_release(d->gw->lease);
     http_stop_accepting(d->http);
     d->deadline_us = clock_mono_us() + (d->gw->cfg->http_request_timeout_ms + 2000) * 1000;
     struct timeval tick = { 0, 10 * 1000 };
@@ -125,6 +112,11 @@ int main(int argc, char **argv)
         goto out;
     }
     gw.redis = redisconn_new(gw.base, &cfg, &gw.scripts);
+    gw.lease = nodelease_new(&gw);
+    if (!gw.lease) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
     gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
     gw.batch = executebatch_new(gw.base, &cfg, gw.redis, gw.activities);
@@ -167,7 +159,8 @@ int main(int argc, char **argv)
     LOG_INFO("stopped");
 out:
     executebatch_free(gw.batch);
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache and marks */
+    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks and lease */
+    nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
     kafkaprod_free(gw.kafka);
