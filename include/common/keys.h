@@ -20,14 +20,14 @@
  *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
  *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
  *   seckill:node-seq          counter where the search for a free node id starts
- *   seckill:node:<id>         string  the token of the gateway holding node id <id> (expires
- *                                     unless renewed: nodelease.c)
+ *   seckill:nodes             hash    node id -> "<token>:<expiry ms>" of the gateway leasing
+ *                                     it (nodelease.c)
  */
 
 #define KEYS_LEN 160
 #define KEYS_ACTIVITIES "seckill:activities"
 #define KEYS_NODE_SEQ "seckill:node-seq"
-#define KEYS_NODE_LEASE_PREFIX "seckill:node:"
+#define KEYS_NODES "seckill:nodes"
 
 enum keys_kind {
     KEYS_ACTIVITY,

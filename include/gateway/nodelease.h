@@ -4,11 +4,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gateway/redisconn.h"
+
 struct gateway;
 
 /* The gateway's order-number node id, held as a lease in Redis (schema/lua/nodelease.lua):
- * the key seckill:node:<id> holds this process's random token and expires after
- * seckill.node-lease-ms unless renewed, which a timer does every third of it. Two live
+ * field <id> of the hash seckill:nodes holds this process's random token and an expiry
+ * seckill.node-lease-ms ahead by Redis's clock, pushed on by a renew every third of it.
+ * An expired lease is free for any gateway to take. Two live
  * gateways therefore never hold one id, however many times gateways restarted, and a dead
  * gateway's id comes free by itself.
  *
@@ -34,6 +37,10 @@ bool nodelease_valid(const struct nodelease *lease);
 
 /* The id held, or -1. */
 int nodelease_node(const struct nodelease *lease);
+
+/* Asks Redis for the ids whose lease has not expired: cb gets an array of integers (or
+ * NULL). Returns redisconn_eval's result. */
+int nodelease_query_live(struct nodelease *lease, redisconn_cb cb, void *privdata);
 
 /* At shutdown, once no order number will be made: gives the id back at once instead of
  * letting it expire. */

@@ -22,7 +22,7 @@ struct nodelease {
     int64_t ttl_ms;
     int64_t margin_ms;
     int node;                /* -1: none held */
-    char key[KEYS_LEN];
+    char node_text[12];
     int64_t valid_until_ms;  /* monotonic; never later than the key's expiry in Redis */
     int64_t sent_ms;         /* when the request in flight left */
     bool pending;            /* an acquire or renew is in flight */
@@ -52,7 +52,7 @@ static void on_acquire(redisReply *reply, void *privdata)
     }
     lease->exhausted = false;
     lease->node = (int)reply->integer;
-    snprintf(lease->key, sizeof(lease->key), "%s%d", KEYS_NODE_LEASE_PREFIX, lease->node);
+    snprintf(lease->node_text, sizeof(lease->node_text), "%d", lease->node);
     lease->valid_until_ms = lease->sent_ms + lease->ttl_ms - lease->margin_ms;
     orderno_init(&lease->gw->orderno, (uint32_t)lease->node);
     LOG_INFO("order-number node id %d (leased for %" PRId64 " ms, renewed every %" PRId64 " ms)",
@@ -87,9 +87,9 @@ static void acquire(struct nodelease *lease)
         return;
     char nodes[16];
     snprintf(nodes, sizeof(nodes), "%d", ORDERNO_MAX_NODE + 1);
-    const char *argv[] = { KEYS_NODE_SEQ, "acquire", KEYS_NODE_LEASE_PREFIX, lease->token, lease->ttl_text, nodes };
+    const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "acquire", lease->token, lease->ttl_text, nodes };
     lease->sent_ms = clock_mono_ms();
-    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 1, 5, argv, NULL, on_acquire, lease) == 0)
+    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_acquire, lease) == 0)
         lease->pending = true;
 }
 
@@ -97,9 +97,9 @@ static void renew(struct nodelease *lease)
 {
     if (lease->pending || lease->released)
         return;
-    const char *argv[] = { lease->key, "renew", lease->token, lease->ttl_text };
+    const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "renew", lease->token, lease->ttl_text, lease->node_text };
     lease->sent_ms = clock_mono_ms();
-    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 1, 3, argv, NULL, on_renew, lease) == 0)
+    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_renew, lease) == 0)
         lease->pending = true;
 }
 
@@ -178,7 +178,13 @@ void nodelease_release(struct nodelease *lease)
     event_del(lease->timer);
     if (lease->node < 0)
         return;
-    const char *argv[] = { lease->key, "release", lease->token };
-    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 1, 2, argv, NULL, on_release, NULL) == 0)
+    const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "release", lease->token, lease->node_text };
+    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 3, argv, NULL, on_release, NULL) == 0)
         LOG_INFO("order-number node id %d released", lease->node);
+}
+
+int nodelease_query_live(struct nodelease *lease, redisconn_cb cb, void *privdata)
+{
+    const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "live" };
+    return redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 1, argv, NULL, cb, privdata);
 }

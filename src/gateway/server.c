@@ -96,6 +96,7 @@ int main(int argc, char **argv)
     memset(&gw, 0, sizeof(gw));
     gw.cfg = &cfg;
     int status = 1;
+    struct reaper *reaper = NULL;
     if (luascript_load_all(&gw.scripts, cfg.lua_dir, err, sizeof(err)) != 0) {
         LOG_ERROR("%s", err);
         config_free(&cfg);
@@ -125,11 +126,14 @@ int main(int argc, char **argv)
         goto out;
     }
     redisconn_on_connect(gw.redis, on_redis_connect, &gw);
-    struct reaper *reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities);
+    reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities, gw.lease);
+    if (!reaper) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     struct http *http = http_new(&gw, err, sizeof(err));
     if (!http) {
         LOG_ERROR("%s", err);
-        reaper_free(reaper);
         goto out;
     }
     struct server_drain drain = { &gw, http, NULL, 0 };
@@ -151,7 +155,6 @@ int main(int argc, char **argv)
     if (kafkaprod_flush(gw.kafka, 5000) != 0)
         LOG_WARN("kafka flush timed out; undelivered orders expire through the reaper");
     http_free(http);
-    reaper_free(reaper);
     event_free(drain.timer);
     event_free(sigterm);
     event_free(sigint);
@@ -160,6 +163,7 @@ int main(int argc, char **argv)
 out:
     executebatch_free(gw.batch);
     redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks and lease */
+    reaper_free(reaper);
     nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);

@@ -1,4 +1,4 @@
-"""Order-number node ids are leases (seckill:node:<id>, schema/lua/nodelease.lua), so two
+"""Order-number node ids are leases (field <id> of seckill:nodes, schema/lua/nodelease.lua), so two
 live gateways never share one, however many gateways started before them.
 
 Before leases a node id was INCR seckill:node-seq modulo 1,024: after 1,024 starts two live
@@ -13,7 +13,8 @@ from gatewayhttp import Api
 from conftest import order_rows, poll_until
 
 NODE_SEQ = "seckill:node-seq"
-LEASE = "seckill:node:"
+LEASES = "seckill:nodes"
+FOREIGN = "another-gateway:99999999999999"  # a token and an expiry far in the future
 NODES = 1024
 LEASE_MS = 3000  # renewed every second, so that the tests see a lost lease quickly
 CONF_OVERRIDES = {"seckill.node-lease-ms": str(LEASE_MS)}
@@ -33,7 +34,7 @@ def node_in_log(gateway):
 def test_gateways_never_share_a_node_id_across_the_counter_wrap(gateway_with, consumer, ctl, redis, mysql, ids):
     first = gateway_with(CONF_OVERRIDES)
     a = node_in_log(first)
-    assert redis("PTTL", f"{LEASE}{a}") > 0
+    assert redis("HGET", LEASES, str(a)).split(":")[0] != "another-gateway"
     # The next draw lands on a's id again (modulo 1,024), as after 1,023 more starts.
     redis("SET", NODE_SEQ, str(a + NODES - 1))
     second = gateway_with(CONF_OVERRIDES)
@@ -61,33 +62,32 @@ def test_a_gateway_without_a_lease_sells_nothing_until_it_has_one_again(gateway_
     a = node_in_log(g)
     sale = ctl.create_sale(stock=100)
     assert api.execute(ids(), sale.activity_id).code == 200
-    foreign = "another-gateway"
     free = (a + 512) % NODES
     try:
         # Every id held by someone else, this gateway's own included.
         for node in range(NODES):
-            redis("SET", f"{LEASE}{node}", foreign, "PX", "120000")
+            redis("HSET", LEASES, str(node), FOREIGN)
         poll_until(lambda: api.execute(ids(), sale.activity_id).code == 503, 10,
                    "execute to answer 503 once the lease is lost")
         r = api.execute(ids(), sale.activity_id)
         assert r.code == 503 and r.json["status"] == "UNAVAILABLE", r.text
         assert "another gateway holds it now" in g.log_text(since_start=True)
         # One id comes free: the gateway takes it and sells again, with that id.
-        redis("DEL", f"{LEASE}{free}")
+        redis("HDEL", LEASES, str(free))
         poll_until(lambda: api.execute(ids(), sale.activity_id).code == 200, 10,
                    "execute to answer 200 with a new lease")
         r = api.execute(ids(), sale.activity_id)
         assert r.code == 200 and node_of(r.json["orderNo"]) == free, r.text
-        assert redis("GET", f"{LEASE}{free}") not in (None, foreign)
+        assert redis("HGET", LEASES, str(free)) not in (None, FOREIGN)
     finally:
         for node in range(NODES):
-            if redis("GET", f"{LEASE}{node}") == foreign:
-                redis("DEL", f"{LEASE}{node}")
+            if redis("HGET", LEASES, str(node)) == FOREIGN:
+                redis("HDEL", LEASES, str(node))
 
 
 def test_sigterm_gives_the_id_back(gateway_with, redis):
     g = gateway_with(CONF_OVERRIDES)
     a = node_in_log(g)
-    assert redis("EXISTS", f"{LEASE}{a}") == 1
+    assert redis("HEXISTS", LEASES, str(a)) == 1
     assert g.stop() == 0
-    assert redis("EXISTS", f"{LEASE}{a}") == 0
+    assert redis("HEXISTS", LEASES, str(a)) == 0
