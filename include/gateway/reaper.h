@@ -2,9 +2,12 @@
 #define SK_REAPER_H
 
 #include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "gateway/activity.h"
 #include "common/config.h"
+#include "common/orderno.h"
 #include "gateway/nodelease.h"
 #include "gateway/redisconn.h"
 
@@ -33,5 +36,15 @@ void reaper_free(struct reaper *reaper);
  * (the other gateway's reconnect backoff) + http.request-timeout-ms (a delivery it has in
  * flight, which it still marks). */
 int64_t reaper_grace_ms(const struct config *cfg);
+
+#define REAPER_NODES (ORDERNO_MAX_NODE + 1)
+/* ",id" for every node but one, and the NUL. */
+#define REAPER_KEEP_LEN (REAPER_NODES * 5 + 2)
+
+/* The nodes whose reservations this gateway must leave alone, as ",a,b," for release.lua:
+ * every live node but `own`, and every node first seen without a lease (dead_since_ms,
+ * updated here from `live`; 0 for a live one) less than grace_ms before now_ms. */
+void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own, int64_t now_ms,
+                      int64_t grace_ms, char out[REAPER_KEEP_LEN]);
 
 #endif

@@ -11,9 +11,7 @@
 #include "gateway/metrics.h"
 
 #define REAPER_BATCH "500"
-#define NODES (ORDERNO_MAX_NODE + 1)
-/* ",id" for every node but one, and the NUL. */
-#define KEEP_LEN (NODES * 5 + 2)
+#define NODES REAPER_NODES
 
 struct reaper {
     const struct config *cfg;
@@ -26,7 +24,7 @@ struct reaper {
     int64_t connected_since_ms;   /* monotonic */
     int64_t dead_since_ms[NODES]; /* monotonic, when first seen without a lease; 0: live */
     bool querying;                /* a "live" query is in flight */
-    char keep[KEEP_LEN];          /* ",a,b," the nodes whose reservations are not ours to reap */
+    char keep[REAPER_KEEP_LEN];          /* ",a,b," the nodes whose reservations are not ours to reap */
 };
 
 /* One release.lua call; freed by its callback. */
@@ -80,6 +78,23 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
     }
 }
 
+void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own, int64_t now_ms,
+                      int64_t grace_ms, char out[REAPER_KEEP_LEN])
+{
+    size_t used = 0;
+    out[used++] = ',';
+    out[used] = '\0';
+    for (int node = 0; node < REAPER_NODES; node++) {
+        if (live[node])
+            dead_since_ms[node] = 0;
+        else if (dead_since_ms[node] == 0)
+            dead_since_ms[node] = now_ms;
+        bool in_grace = dead_since_ms[node] != 0 && now_ms - dead_since_ms[node] < grace_ms;
+        if (node != own && (live[node] || in_grace))
+            used += (size_t)snprintf(out + used, REAPER_KEEP_LEN - used, "%d,", node);
+    }
+}
+
 static void on_live(redisReply *reply, void *privdata)
 {
     struct reaper *reaper = privdata;
@@ -94,17 +109,7 @@ static void on_live(redisReply *reply, void *privdata)
     }
     int64_t now = clock_mono_ms();
     int own = nodelease_node(reaper->lease);
-    size_t used = 0;
-    reaper->keep[used++] = ',';
-    for (int node = 0; node < NODES; node++) {
-        if (live[node])
-            reaper->dead_since_ms[node] = 0;
-        else if (reaper->dead_since_ms[node] == 0)
-            reaper->dead_since_ms[node] = now;
-        bool in_grace = reaper->dead_since_ms[node] != 0 && now - reaper->dead_since_ms[node] < reaper->grace_ms;
-        if (node != own && (live[node] || in_grace))
-            used += (size_t)snprintf(reaper->keep + used, sizeof(reaper->keep) - used, "%d,", node);
-    }
+    reaper_keep_list(live, reaper->dead_since_ms, own, now, reaper->grace_ms, reaper->keep);
     if (now - reaper->connected_since_ms >= reaper->grace_ms) {
         release_all(reaper, "except", reaper->keep);
     } else if (own >= 0) {
