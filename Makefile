@@ -5,15 +5,25 @@
 #   make fuzz       libFuzzer harnesses for request parsing, JSON and config (clang)
 #   make chaos      one fault per scenario in a sale under load, I1-I6 after each (docs/chaos.md)
 #   make bench      the flash-sale benchmark and its report (bench/README.md)
-#   make up|down|status [CONF=FILE]
+#   make up|down|status|run [TOPOLOGY=single|cluster] [CONF=FILE]
 
 CC       ?= cc
 BUILD    ?= build
-CONF     ?= conf/seckill.conf
+# TOPOLOGY picks the stack make up/down/status/run work on (DESIGN: Topologies):
+#   single   one of each (conf/seckill.conf), the default
+#   cluster  3 Kafka nodes (replication factor 3), 2 gateways on one port, 2 consumers
+#            (conf/cluster.conf; docs/scale-out.md)
+# CONF=FILE replaces the topology's file.
+TOPOLOGY ?= single
+ifeq ($(filter single cluster,$(TOPOLOGY)),)
+$(error TOPOLOGY=$(TOPOLOGY): expected single or cluster)
+endif
+CONF     ?= $(if $(filter cluster,$(TOPOLOGY)),conf/cluster.conf,conf/seckill.conf)
 # make test and make chaos run on a stack of their own (test/conf/namespace.conf: other
 # ports, data directory, database, topics, group), never on the one make run/up started;
 # CONF=FILE on the command line picks another one for them too.
 TEST_CONF := build/conf/test.conf
+TEST_CLUSTER_CONF := build/conf/test-cluster.conf
 TEST_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(TEST_CONF))
 PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb libcrypto
 SANITIZE ?= 0
@@ -196,6 +206,9 @@ chaos: deps all $(TEST_CONF)
 $(TEST_CONF): conf/seckill.conf test/conf/namespace.conf
 	@mkdir -p $(dir $@)
 	cat $^ > $@
+$(TEST_CLUSTER_CONF): conf/cluster.conf test/conf/cluster-namespace.conf
+	@mkdir -p $(dir $@)
+	cat $^ > $@
 
 clean:
 	rm -rf build
@@ -213,5 +226,5 @@ status:
 run: deps all
 	CONF=$(CONF) bash scripts/demo.sh
 
-test: deps $(TEST_CONF)
+test: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
 	CONF=$(TEST_STACK_CONF) bash scripts/test.sh

@@ -35,7 +35,7 @@ Stock and activity:
 The row in MariaDB:
   mariadb -h127.0.0.1 -P$mysql_port -useckill -pseckill seckill -e 'SELECT * FROM seckill_order WHERE activity_id = $activity'
 Check every invariant of the sale:
-  build/seckillctl verify $activity
+  build/seckillctl -c ${CONF#"$ROOT"/} verify $activity
 
-Stop everything with: make down
+Stop everything with: make down CONF=${CONF#"$ROOT"/}
 TXT

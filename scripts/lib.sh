@@ -172,14 +172,14 @@ stop_pid() {
   echo "$name: stopped"
 }
 
-# status_line NAME PIDFILE [CMDLINE_SUBSTRING]: one line, succeeds when running.
+# status_line NAME PIDFILE [CMDLINE_SUBSTRING [ADDRESS]]: one line, succeeds when running.
 status_line() {
   local pid
   pid=$(pid_read "$2")
   if pid_running "$pid" "${3:-}"; then
-    printf '%-15s running (pid %s)\n' "$1:" "$pid"
+    printf '%-18s running (pid %s%s)\n' "$1:" "$pid" "${4:+, $4}"
   else
-    printf '%-15s stopped\n' "$1:"
+    printf '%-18s stopped%s\n' "$1:" "${4:+ ($4)}"
     return 1
   fi
 }

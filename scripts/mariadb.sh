@@ -132,7 +132,7 @@ case ${1:-} in start | stop | schema) take_lock mariadb ;; esac
 case ${1:-} in
   start) start ;;
   stop) stop ;;
-  status) status_line mariadb "$PIDFILE" "$MATCH" ;;
+  status) status_line mariadb "$PIDFILE" "$MATCH" "$(conf_get mysql.host):$PORT" ;;
   schema) schema ;;
   *) echo "usage: $0 start|stop|status|schema" >&2; exit 2 ;;
 esac

@@ -69,7 +69,7 @@ case ${1:-} in
     if running; then kill -CONT "$(pid_read "$PIDFILE")" 2>/dev/null || true; fi
     stop_pid redis "$PIDFILE" 30 "$MATCH"
     ;;
-  status) status_line redis "$PIDFILE" "$MATCH" ;;
+  status) status_line redis "$PIDFILE" "$MATCH" "$HOST:$PORT" ;;
   freeze) signal_redis STOP frozen ;;
   thaw) signal_redis CONT thawed ;;
   *) echo "usage: $0 start|stop|status|freeze|thaw" >&2; exit 2 ;;

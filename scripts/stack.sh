@@ -2,6 +2,8 @@
 # The whole stack in the background: Redis, MariaDB, Kafka, then the order consumer and
 # the gateway.
 #   stack.sh up|down|status|running [--services-only|--apps-only]
+# It starts stack.gateways gateways and stack.consumers consumers of $STACK_BIN_DIR
+# (default build/), and Kafka with one node per address of kafka.brokers.
 # status prints what runs and exits 0; running prints nothing and exits 0 only when all of
 # it runs. --services-only leaves out the project's own processes (up, status, running);
 # `down` always stops everything, since the processes are useless without their services.
@@ -12,6 +14,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 S=$ROOT/scripts
+# The binaries the consumer and gateway instances run (the tests pass their ASan builds).
+BINDIR=${STACK_BIN_DIR:-$ROOT/build}
 RUN=$VAR/run
 LOGDIR=$VAR/log
 
@@ -26,15 +30,6 @@ case ${2:-} in
   --apps-only) apps_only=true ;;
   *) usage ;;
 esac
-
-gateway_url() {
-  local host port
-  host=$(conf_get http.host)
-  port=$(conf_get http.port)
-  # A wildcard bind is reached through loopback.
-  case $host in '' | 0.0.0.0) host=127.0.0.1 ;; '::' | '[::]') host='[::1]' ;; esac
-  echo "http://$host:$port/healthz"
-}
 
 # Kafka takes longest (Maven fetch on a fresh clone, then the JVM), so it starts in the
 # background first (kafka.sh start runs kafka-fetch.sh) while Redis and MariaDB come up;
@@ -53,56 +48,95 @@ services_up() {
   return "$failed"
 }
 
-# The configuration a process runs with: the file's path and content and the SECKILL_*
-# overrides. A start records it beside the pid file; an up with another one restarts.
+# The configuration a process runs with: its binary, the file's path and content, the
+# SECKILL_* overrides and the instance's own arguments. A start records it beside the pid file; an
+# up with another one restarts.
 conf_id() {
-  { printf '%s\n' "$CONF"; cat "$CONF"; env | { grep '^SECKILL_' || true; } | sort; } | sha256sum | cut -d ' ' -f 1
+  { printf '%s\n' "$CONF" "$@"; cat "$CONF"; env | { grep '^SECKILL_' || true; } | sort; } | sha256sum | cut -d ' ' -f 1
 }
 
-# app_reconfigure NAME: stops build/NAME when it runs with another configuration than
-# $CONF, so that app_spawn starts it again with this one (a second gateway could not bind
-# the same port, and the first one would go on answering with the old settings).
+# Instances: stack.gateways gateways and stack.consumers consumers. One of a kind keeps
+# the binary's name (seckill-server, order-consumer); several are NAME-1, NAME-2, ...
+# instances BINARY COUNT: prints "instance-name index" lines.
+instances() {
+  local i
+  if [ "$2" = 1 ]; then
+    echo "$1 1"
+    return
+  fi
+  for ((i = 1; i <= $2; i++)); do echo "$1-$i $i"; done
+}
+GATEWAYS=$(conf_get stack.gateways)
+CONSUMERS=$(conf_get stack.consumers)
+
+# What sets one instance apart from the others: each consumer its own metrics port
+# (consumer.metrics-port, +1 per instance); the gateways share http.port (http.reuse-port).
+consumer_args() {
+  local base
+  base=$(conf_get consumer.metrics-port)
+  if [ "$CONSUMERS" -gt 1 ] && [ "$base" != 0 ]; then
+    echo "--set consumer.metrics-port=$((base + $1 - 1))"
+  fi
+}
+consumer_metrics_port() {
+  local base
+  base=$(conf_get consumer.metrics-port)
+  if [ "$base" = 0 ]; then echo 0; else echo $((base + $1 - 1)); fi
+}
+
+# app_reconfigure NAME BINARY ARGS...: stops instance NAME when it runs with another
+# configuration than $CONF and ARGS, so that app_spawn starts it again with this one (a
+# second gateway could not bind the same port, and the first one would go on answering
+# with the old settings).
 app_reconfigure() {
-  local name=$1 bin=$ROOT/build/$1 was
-  pid_alive "$RUN/$name.pid" "$bin" || return 0
+  local name=$1 binary=$2 bin=$BINDIR/$2 was
+  shift 2
+  pid_alive "$RUN/$name.pid" "/$binary" || return 0
   was=$(cat "$RUN/$name.conf-id" 2>/dev/null || true)
-  [ "$was" != "$(conf_id)" ] || return 0
+  [ "$was" != "$(conf_id "$bin" "$@")" ] || return 0
   echo "$name: running with another configuration, restarting with $CONF"
-  stop_pid "$name" "$RUN/$name.pid" 20 "$bin" >/dev/null
+  stop_pid "$name" "$RUN/$name.pid" 20 "/$binary" >/dev/null
 }
 
-# app_spawn NAME: starts build/NAME unless it runs already. Prints the byte offset its
-# log had before, so that readiness only looks at lines this start wrote.
+# app_spawn NAME BINARY ARGS...: starts $BINDIR/BINARY -c $CONF ARGS as instance NAME
+# unless it runs already. Prints the byte offset its log had before, so that readiness
+# only looks at lines this start wrote.
 app_spawn() {
-  local name=$1 bin=$ROOT/build/$1 log=$LOGDIR/$1.log
-  if pid_alive "$RUN/$name.pid" "$bin"; then
+  local name=$1 binary=$2 bin=$BINDIR/$2 log=$LOGDIR/$1.log
+  shift 2
+  if pid_alive "$RUN/$name.pid" "/$binary"; then
     echo "already"
     return 0
   fi
   mkdir -p "$RUN" "$LOGDIR"
   touch "$log"
   stat -c %s "$log"
-  conf_id >"$RUN/$name.conf-id"
+  conf_id "$bin" "$@" >"$RUN/$name.conf-id"
   # From the repo top, so relative paths in the config mean the same as for the CLI.
-  (cd "$ROOT" && spawn "$RUN/$name.pid" "$log" "$bin" -c "$CONF")
+  (cd "$ROOT" && spawn "$RUN/$name.pid" "$log" "$bin" -c "$CONF" "$@")
 }
 
 log_since() { tail -c +"$(( $2 + 1 ))" "$1"; }
 
-# How to tell the consumer is up, in the words of app_wait: "DESCRIPTION|CHECK ARG".
-# Its ready gauge, whatever log.level says (warn and error hide the INFO line "ready");
-# without a metrics server, the line, which only debug and info show.
+local_host() {
+  # A wildcard bind is reached through loopback.
+  case $1 in '' | 0.0.0.0) echo 127.0.0.1 ;; '::' | '[::]') echo '[::1]' ;; *) echo "$1" ;; esac
+}
+
+# How to tell consumer instance NAME (index I) is up, in the words of app_wait:
+# "DESCRIPTION|CHECK ARG". Its ready gauge, whatever log.level says (warn and error hide
+# the INFO line "ready"); without a metrics server, the line, which only debug and info
+# show.
 consumer_readiness() {
-  local host port
-  port=$(conf_get consumer.metrics-port)
+  local name=$1 port host
+  port=$(consumer_metrics_port "$2")
   if [ "$port" != 0 ]; then
-    host=$(conf_get consumer.metrics-host)
-    case $host in '' | 0.0.0.0) host=127.0.0.1 ;; '::' | '[::]') host='[::1]' ;; esac
+    host=$(local_host "$(conf_get consumer.metrics-host)")
     echo "seckill_consumer_ready 1 on http://$host:$port/metrics|consumer_gauge_ready http://$host:$port/metrics"
     return
   fi
   case $(conf_get log.level) in
-    debug | info) echo "order-consumer to log 'order-consumer: ready'|consumer_log_ready -" ;;
+    debug | info) echo "$name to log 'order-consumer: ready'|consumer_log_ready $LOGDIR/$name.log" ;;
     *) echo "nothing (consumer.metrics-port = 0 and log.level hides 'ready'): only that it runs|consumer_runs -" ;;
   esac
 }
@@ -113,9 +147,16 @@ consumer_gauge_ready() {
   body=$(curl -fsS -m 2 "$1") || return 1
   [[ $'\n'$body$'\n' == *$'\nseckill_consumer_ready 1\n'* ]]
 }
-consumer_log_ready() { log_since "$LOGDIR/order-consumer.log" "$2" | grep -q 'order-consumer: ready'; }
+consumer_log_ready() { log_since "$1" "$2" | grep -q 'order-consumer: ready'; }
 consumer_runs() { :; }
-gateway_ready() { curl -fsS -m 2 -o /dev/null "$1"; }
+# A gateway is up once the shared port answers and this process holds a listening socket
+# on it: with several gateways on one port (SO_REUSEPORT) the answer may come from another.
+gateway_ready() {
+  local url=$1 pid=$2 port=$3
+  curl -fsS -m 2 -o /dev/null "$url" || return 1
+  [ "$GATEWAYS" = 1 ] && return 0
+  ss -Hltnp "sport = :$port" 2>/dev/null | grep -q "pid=$pid,"
+}
 
 # app_wait NAME OFFSET DESCRIPTION CHECK...: readiness of a just-started process.
 app_wait() {
@@ -138,45 +179,98 @@ app_wait() {
   echo "$name: started (pid $pid)"
 }
 
-apps_up() {
-  local name failed=0 consumer_off="" gateway_off="" url readiness
-  for name in order-consumer seckill-server; do
-    if [ ! -x "$ROOT/build/$name" ]; then
-      echo "$name: build/$name not built (run make), skipped"
-    else
-      app_reconfigure "$name"
-    fi
+# Instances left over from an up with more of them than now are stopped.
+apps_prune() {
+  local pidfile name keep
+  keep=" $(instances order-consumer "$CONSUMERS" | cut -d ' ' -f 1 | tr '\n' ' ') $(instances seckill-server "$GATEWAYS" | cut -d ' ' -f 1 | tr '\n' ' ') "
+  for pidfile in "$RUN"/order-consumer*.pid "$RUN"/seckill-server*.pid; do
+    [ -e "$pidfile" ] || continue
+    name=$(basename "$pidfile" .pid)
+    case $keep in *" $name "*) continue ;; esac
+    stop_pid "$name" "$pidfile" 20 "/${name%-[0-9]*}"
+    rm -f "$RUN/$name.conf-id"
   done
-  url=$(gateway_url)
-  readiness=$(consumer_readiness)
-  # Both start at once; neither needs the other to come up.
-  [ -x "$ROOT/build/order-consumer" ] && consumer_off=$(app_spawn order-consumer)
-  [ -x "$ROOT/build/seckill-server" ] && gateway_off=$(app_spawn seckill-server)
-  if [ -n "$consumer_off" ]; then
-    # shellcheck disable=SC2086 # "CHECK ARG" splits on purpose
-    app_wait order-consumer "$consumer_off" "${readiness%%|*}" consumer_alive_ready ${readiness#*|} || failed=1
+}
+
+apps_up() {
+  local name i failed=0 url host port readiness
+  local -A offsets=()
+  host=$(local_host "$(conf_get http.host)")
+  port=$(conf_get http.port)
+  url="http://$host:$port/healthz"
+  apps_prune
+  # Every instance starts at once; none needs another to come up.
+  if [ ! -x "$BINDIR/order-consumer" ]; then
+    echo "order-consumer: build/order-consumer not built (run make), skipped"
+  else
+    while read -r name i; do
+      # shellcheck disable=SC2046 # the instance's arguments split on purpose
+      app_reconfigure "$name" order-consumer $(consumer_args "$i")
+      # shellcheck disable=SC2046
+      offsets[$name]=$(app_spawn "$name" order-consumer $(consumer_args "$i"))
+    done < <(instances order-consumer "$CONSUMERS")
   fi
-  if [ -n "$gateway_off" ]; then
-    app_wait seckill-server "$gateway_off" "$url to answer" gateway_alive_ready "$url" || failed=1
+  if [ ! -x "$BINDIR/seckill-server" ]; then
+    echo "seckill-server: build/seckill-server not built (run make), skipped"
+  else
+    while read -r name i; do
+      app_reconfigure "$name" seckill-server
+      offsets[$name]=$(app_spawn "$name" seckill-server)
+    done < <(instances seckill-server "$GATEWAYS")
+  fi
+  if [ -x "$BINDIR/order-consumer" ]; then
+    while read -r name i; do
+      readiness=$(consumer_readiness "$name" "$i")
+      # shellcheck disable=SC2086 # "CHECK ARG" splits on purpose
+      app_wait "$name" "${offsets[$name]}" "${readiness%%|*}" app_alive "$name" ${readiness#*|} || failed=1
+    done < <(instances order-consumer "$CONSUMERS")
+  fi
+  if [ -x "$BINDIR/seckill-server" ]; then
+    while read -r name i; do
+      app_wait "$name" "${offsets[$name]}" "$url to answer" app_alive "$name" gateway_ready_of "$name" "$url" "$port" || failed=1
+    done < <(instances seckill-server "$GATEWAYS")
   fi
   return "$failed"
 }
 
-consumer_alive_ready() { pid_alive "$RUN/order-consumer.pid" && "$@"; }
-gateway_alive_ready() { pid_alive "$RUN/seckill-server.pid" && gateway_ready "$1"; }
+# app_alive NAME CHECK ARGS...: instance NAME runs, and CHECK ARGS succeeds.
+app_alive() {
+  local name=$1
+  shift
+  pid_alive "$RUN/$name.pid" && "$@"
+}
+gateway_ready_of() {
+  local name=$1 url=$2 port=$3
+  gateway_ready "$url" "$(pid_read "$RUN/$name.pid")" "$port"
+}
 
 up() {
   $apps_only || services_up || exit 1
   $services_only || apps_up || exit 1
 }
 
+# apps_down BINARY: stops every instance of it, however many the last up started; the
+# instances drain at the same time.
+apps_down() {
+  local pidfile name failed=0
+  local -a jobs=()
+  for pidfile in "$RUN/$1.pid" "$RUN/$1"-[0-9]*.pid; do
+    [ -e "$pidfile" ] || continue
+    name=$(basename "$pidfile" .pid)
+    { stop_pid "$name" "$pidfile" 20 "/$1"; rm -f "$RUN/$name.conf-id"; } &
+    jobs+=($!)
+  done
+  for pidfile in "${jobs[@]}"; do wait "$pidfile" || failed=1; done
+  [ "${#jobs[@]}" -gt 0 ] || echo "$1: not running"
+  return "$failed"
+}
+
 # Reverse order: the gateway drains in-flight requests and flushes Kafka, the consumer
 # finishes its batch and commits, and only then do their services go away.
 down() {
   local failed=0
-  stop_pid seckill-server "$RUN/seckill-server.pid" 20 "$ROOT/build/seckill-server" || failed=1
-  stop_pid order-consumer "$RUN/order-consumer.pid" 20 "$ROOT/build/order-consumer" || failed=1
-  rm -f "$RUN/seckill-server.conf-id" "$RUN/order-consumer.conf-id"
+  apps_down seckill-server || failed=1
+  apps_down order-consumer || failed=1
   $apps_only && return "$failed"
   "$S/kafka.sh" stop || failed=1
   "$S/mariadb.sh" stop || failed=1
@@ -193,9 +287,20 @@ parts_status() {
     "$S/$part.sh" status || STOPPED=$((STOPPED + 1))
   done
   if ! $services_only; then
-    TOTAL=$((TOTAL + 2))
-    status_line order-consumer "$RUN/order-consumer.pid" "$ROOT/build/order-consumer" || STOPPED=$((STOPPED + 1))
-    status_line seckill-server "$RUN/seckill-server.pid" "$ROOT/build/seckill-server" || STOPPED=$((STOPPED + 1))
+    local name i port host
+    host=$(local_host "$(conf_get consumer.metrics-host)")
+    while read -r name i; do
+      TOTAL=$((TOTAL + 1))
+      port=$(consumer_metrics_port "$i")
+      status_line "$name" "$RUN/$name.pid" /order-consumer \
+        "$([ "$port" = 0 ] && echo "no metrics" || echo "metrics http://$host:$port")" || STOPPED=$((STOPPED + 1))
+    done < <(instances order-consumer "$CONSUMERS")
+    host=$(local_host "$(conf_get http.host)")
+    while read -r name i; do
+      TOTAL=$((TOTAL + 1))
+      status_line "$name" "$RUN/$name.pid" /seckill-server \
+        "http://$host:$(conf_get http.port)" || STOPPED=$((STOPPED + 1))
+    done < <(instances seckill-server "$GATEWAYS")
   fi
 }
 

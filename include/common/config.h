@@ -31,6 +31,7 @@ struct config {
     int64_t http_max_header_size;
     bool http_trust_forwarded_for;
     int64_t http_max_connections;
+    bool http_reuse_port;            /* SO_REUSEPORT: several gateways on one http.port */
 
     char *auth_mode;
     char *auth_jwt_secret;
@@ -84,6 +85,7 @@ struct config {
     int64_t reaper_interval_ms;
     int64_t queued_mark_interval_ms;
     char *lua_dir;
+    int64_t node_lease_ms;           /* order-number node id lease, renewed every third */
 
     int64_t consumer_batch_size;
     int64_t consumer_batch_timeout_ms;
@@ -96,6 +98,8 @@ struct config {
     char *log_level;
 
     char *stack_data_dir;            /* scripts only: the services' data, from the repo top */
+    int64_t stack_gateways;          /* scripts only: gateways `make up` starts */
+    int64_t stack_consumers;         /* scripts only: consumers `make up` starts */
 };
 
 void config_init(struct config *cfg);

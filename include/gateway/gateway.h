@@ -30,7 +30,7 @@ struct gateway {
     struct executebatch *batch;   /* execute requests coalesced per loop pass */
     struct tokenbucket bucket;
     struct orderno_gen orderno;
-    bool node_ready;          /* order numbers need a node id from Redis first */
+    struct nodelease *lease;  /* the order-number node id, leased in Redis */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */

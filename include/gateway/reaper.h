@@ -2,19 +2,49 @@
 #define SK_REAPER_H
 
 #include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "gateway/activity.h"
 #include "common/config.h"
+#include "common/orderno.h"
+#include "gateway/nodelease.h"
 #include "gateway/redisconn.h"
 
 /* Expires reservations that never reached Kafka (older than seckill.pre-reduce-timeout
  * and not marked queued) on a timer: the stock returns, the user may try again, the
- * order becomes FAILED. Safe with several gateways: release.lua is atomic. */
+ * order becomes FAILED. release.lua is atomic, so gateways reaping at once never release
+ * one reservation twice.
+ *
+ * A reservation belongs to the gateway whose node id is in its order number. A gateway
+ * reaps its own, and those of nodes it has seen without a lease (nodelease.c) for longer
+ * than the grace, reaper_grace_ms: never those of another live gateway, which may have
+ * delivered them to Kafka and not yet been able to mark them (Redis unreachable). The
+ * grace is measured while this gateway is connected to Redis, and none is reaped but its
+ * own for one grace after every (re)connect, so that after an outage the other gateways
+ * have the time to come back, renew their leases and write their marks.
+ *
+ * Pending callbacks point at the reaper: free it after the Redis connection. */
 
 struct reaper;
 
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                          struct activity_cache *activities);
+                          struct activity_cache *activities, struct nodelease *lease);
 void reaper_free(struct reaper *reaper);
+
+/* node-lease-ms (a lease seen missing may just have been let lapse) + redis.reconnect-max-ms
+ * (the other gateway's reconnect backoff) + http.request-timeout-ms (a delivery it has in
+ * flight, which it still marks). */
+int64_t reaper_grace_ms(const struct config *cfg);
+
+#define REAPER_NODES (ORDERNO_MAX_NODE + 1)
+/* ",id" for every node but one, and the NUL. */
+#define REAPER_KEEP_LEN (REAPER_NODES * 5 + 2)
+
+/* The nodes whose reservations this gateway must leave alone, as ",a,b," for release.lua:
+ * every live node but `own`, and every node first seen without a lease (dead_since_ms,
+ * updated here from `live`; 0 for a live one) less than grace_ms before now_ms. */
+void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own, int64_t now_ms,
+                      int64_t grace_ms, char out[REAPER_KEEP_LEN]);
 
 #endif

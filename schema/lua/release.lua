@@ -4,22 +4,58 @@
 -- confirm and release cannot both win.
 -- KEYS: 1 stock  2 users  3 orders  4 resv
 -- ARGV: 'order', orderNo, userId        (gateway rollback after a failed delivery)
---    or 'older', cutoff_ms, max_count    (reaper: reservations accepted before cutoff)
+--    or 'older', cutoff_ms, max_count [, 'own', node | , 'except', ',n1,n2,']
+--                                        (reaper: reservations accepted before cutoff; with
+--                                        'own' only those of that node, with 'except' all
+--                                        but those of the listed nodes, the node being the
+--                                        one in the order number)
 -- Returns, for 'older', the number of reservations released; for 'order', 1 when this call
 -- released it, 0 when it was already FAILED (or is unknown), 2 when it lives on (queued in
 -- Kafka, claimed by a consumer or SUCCESS: a delivery report that said "failed" was wrong).
+
+-- Bits 12..21 of the decimal order number (41 bits of time, 10 of node, 12 of sequence),
+-- from the digits alone: a Lua number cannot hold 63 bits exactly, their remainder by 2^22
+-- can.
+local function node_of(order_no)
+  local r = 0
+  for i = 1, #order_no do
+    local d = string.byte(order_no, i) - 48
+    if d < 0 or d > 9 then
+      break
+    end
+    r = (r * 10 + d) % 4194304
+  end
+  return math.floor(r / 4096)
+end
+
+local function ours(order_no)
+  if ARGV[1] ~= 'older' or not ARGV[4] then
+    return true
+  end
+  local node = node_of(order_no)
+  if ARGV[4] == 'own' then
+    return node == tonumber(ARGV[5])
+  end
+  return not string.find(ARGV[5], ',' .. node .. ',', 1, true)
+end
+
 local members
+local limit
 if ARGV[1] == 'order' then
   members = {ARGV[2] .. '|' .. ARGV[3]}
+  limit = 1
 else
-  members = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2], 'LIMIT', 0, tonumber(ARGV[3]))
+  limit = tonumber(ARGV[3])
+  -- Others' reservations are skipped, so look further than the limit.
+  local window = ARGV[4] and limit * 4 or limit
+  members = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2], 'LIMIT', 0, window)
 end
 
 local released = 0
 for _, member in ipairs(members) do
-  if redis.call('ZREM', KEYS[4], member) == 1 then
-    local bar = string.find(member, '|', 1, true)
-    local order_no = string.sub(member, 1, bar - 1)
+  local bar = string.find(member, '|', 1, true)
+  local order_no = string.sub(member, 1, bar - 1)
+  if released < limit and ours(order_no) and redis.call('ZREM', KEYS[4], member) == 1 then
     local user = string.sub(member, bar + 1)
     redis.call('INCR', KEYS[1])
     if redis.call('HGET', KEYS[2], user) == order_no then

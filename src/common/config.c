@@ -43,6 +43,7 @@ static const struct config_entry config_table[] = {
     INT("http.max-header-size", http_max_header_size, "8192", 256, 1048576),
     BOOL("http.trust-forwarded-for", http_trust_forwarded_for, "false"),
     INT("http.max-connections", http_max_connections, "20000", 1, 1000000),
+    BOOL("http.reuse-port", http_reuse_port, "false"),
 
     CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
     STR("auth.jwt-secret", auth_jwt_secret, ""),
@@ -91,6 +92,7 @@ static const struct config_entry config_table[] = {
     INT("seckill.activity-refresh-ms", activity_refresh_ms, "1000", 10, 600000),
     INT("seckill.reaper-interval-ms", reaper_interval_ms, "1000", 10, 600000),
     INT("seckill.queued-mark-interval-ms", queued_mark_interval_ms, "5", 1, 10000),
+    INT("seckill.node-lease-ms", node_lease_ms, "10000", 1000, 600000),
     STR("seckill.lua-dir", lua_dir, SK_LUA_DIR),
 
     INT("consumer.batch-size", consumer_batch_size, "1000", 1, 100000),
@@ -103,9 +105,12 @@ static const struct config_entry config_table[] = {
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
 
-    /* Read by the scripts only (scripts/lib.sh): where the services of this config keep
-     * their data, so that two stacks on different ports never share a data directory. */
+    /* Read by the scripts only (scripts/lib.sh, stack.sh): where the services of this
+     * config keep their data, so that two stacks on different ports never share a data
+     * directory, and how many gateways and consumers `make up` starts. */
     STR("stack.data-dir", stack_data_dir, "var"),
+    INT("stack.gateways", stack_gateways, "1", 1, 16),
+    INT("stack.consumers", stack_consumers, "1", 1, 16),
 };
 
 #define CONFIG_ENTRIES (sizeof(config_table) / sizeof(config_table[0]))
@@ -438,6 +443,11 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
     }
     if (cfg->consumer_retry_max_ms < cfg->consumer_retry_min_ms) {
         set_err(err, errlen, "consumer.retry-max-ms: must not be below consumer.retry-min-ms");
+        return -1;
+    }
+    if (cfg->stack_gateways > 1 && !cfg->http_reuse_port) {
+        set_err(err, errlen, "stack.gateways: %" PRId64 " gateways share http.port only with http.reuse-port = true",
+                cfg->stack_gateways);
         return -1;
     }
     if (cfg->http_request_timeout_ms <= cfg->redis_timeout_ms) {

@@ -16,6 +16,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
+#include "gateway/nodelease.h"
 #include "common/orderevent.h"
 #include "gateway/purchasetoken.h"
 #include "gateway/reply.h"
@@ -373,7 +374,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     }
     if (answer_locally(gw, req, activity_id, user_id))
         return;
-    if (!gw->node_ready || !redisconn_ready(gw->redis)) {
+    if (!nodelease_valid(gw->lease) || !redisconn_ready(gw->redis)) {
         reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
         return;
     }

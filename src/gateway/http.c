@@ -249,8 +249,12 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
     evhttp_set_bevcb(http->evhttp, on_new_connection, http);
     /* Our own listener for a deep backlog: evhttp_bind_socket is fixed at 128, which a
      * flash-sale burst of connects overflows. */
-    http->listener = evconnlistener_new_bind(gw->base, NULL, NULL,
-                                             LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+    /* With SO_REUSEPORT the kernel spreads new connections over every gateway bound to
+     * the port, so several single-threaded gateways use several cores. */
+    unsigned listen_flags = LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC;
+    if (cfg->http_reuse_port)
+        listen_flags |= LEV_OPT_REUSEABLE_PORT;
+    http->listener = evconnlistener_new_bind(gw->base, NULL, NULL, listen_flags,
                                              (int)cfg->http_backlog, (struct sockaddr *)&ss, sslen);
     if (!http->listener) {
         snprintf(err, errlen, "http %s: %s", addr, strerror(errno));

@@ -19,34 +19,19 @@
 #include "gateway/kafkaprod.h"
 #include "common/log.h"
 #include "common/orderno.h"
+#include "gateway/nodelease.h"
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
 #include "gateway/redisconn.h"
 
 extern char **environ;
 
-/* Order numbers need a node id of their own: drawn from a Redis counter at the first
- * connect that answers, so that gateways sharing a Redis never share one. */
-static void on_node_id(redisReply *reply, void *privdata)
-{
-    struct gateway *gw = privdata;
-    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        LOG_WARN("could not draw an order-number node id; retrying on the next connect");
-        return;
-    }
-    orderno_init(&gw->orderno, (uint32_t)(reply->integer % (ORDERNO_MAX_NODE + 1)));
-    gw->node_ready = true;
-    LOG_INFO("order-number node id %u", gw->orderno.node);
-}
-
-/* After every Redis (re)connect: the node id if there is none yet, a cache refresh. */
+/* After every Redis (re)connect: an order-number node lease if none is held, a cache
+ * refresh. */
 static void on_redis_connect(void *arg)
 {
     struct gateway *gw = arg;
-    if (!gw->node_ready) {
-        const char *argv[] = { "INCR", KEYS_NODE_SEQ };
-        redisconn_command_argv(gw->redis, 2, argv, NULL, on_node_id, gw);
-    }
+    nodelease_on_connect(gw->lease);
     activity_cache_refresh(gw->activities);
 }
 
@@ -84,6 +69,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
         return;
     LOG_INFO("signal %d: draining %lu in-flight requests", (int)sig, d->gw->in_flight);
     d->gw->draining = true;
+    /* No order number is made from here on (execute answers 503 while draining). */
+    nodelease_release(d->gw->lease);
     http_stop_accepting(d->http);
     d->deadline_us = clock_mono_us() + (d->gw->cfg->http_request_timeout_ms + 2000) * 1000;
     struct timeval tick = { 0, 10 * 1000 };
@@ -111,6 +98,7 @@ int main(int argc, char **argv)
     memset(&gw, 0, sizeof(gw));
     gw.cfg = &cfg;
     int status = 1;
+    struct reaper *reaper = NULL;
     if (luascript_load_all(&gw.scripts, cfg.lua_dir, err, sizeof(err)) != 0) {
         LOG_ERROR("%s", err);
         config_free(&cfg);
@@ -127,6 +115,11 @@ int main(int argc, char **argv)
         goto out;
     }
     gw.redis = redisconn_new(gw.base, &cfg, &gw.scripts);
+    gw.lease = nodelease_new(&gw);
+    if (!gw.lease) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
     gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
     gw.batch = executebatch_new(gw.base, &cfg, gw.redis, gw.activities);
@@ -135,11 +128,14 @@ int main(int argc, char **argv)
         goto out;
     }
     redisconn_on_connect(gw.redis, on_redis_connect, &gw);
-    struct reaper *reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities);
+    reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities, gw.lease);
+    if (!reaper) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     struct http *http = http_new(&gw, err, sizeof(err));
     if (!http) {
         LOG_ERROR("%s", err);
-        reaper_free(reaper);
         goto out;
     }
     struct server_drain drain = { &gw, http, NULL, 0 };
@@ -161,7 +157,6 @@ int main(int argc, char **argv)
     if (kafkaprod_flush(gw.kafka, 5000) != 0)
         LOG_WARN("kafka flush timed out; undelivered orders expire through the reaper");
     http_free(http);
-    reaper_free(reaper);
     event_free(drain.timer);
     event_free(sigterm);
     event_free(sigint);
@@ -169,7 +164,9 @@ int main(int argc, char **argv)
     LOG_INFO("stopped");
 out:
     executebatch_free(gw.batch);
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache and marks */
+    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks and lease */
+    reaper_free(reaper);
+    nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
     kafkaprod_free(gw.kafka);

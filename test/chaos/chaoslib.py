@@ -63,6 +63,9 @@ CHAOS_CONF = {
     "seckill.enable-rate-limit": "false",
     "seckill.enable-anti-brush": "false",
     "seckill.reaper-interval-ms": "500",
+    # A killed gateway's reservations go back once its node lease lapsed and the other
+    # reapers' grace passed (lease + reconnect-max + request timeout: 8 s here).
+    "seckill.node-lease-ms": "3000",
     # Many small batches: a consumer kill lands between claim, commit and finalize.
     "consumer.batch-size": "50",
     # A killed consumer leaves the group when its session expires: the broker's minimum.

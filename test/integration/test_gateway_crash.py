@@ -17,6 +17,10 @@ CONF_OVERRIDES = {
     # Reservations cut off by the kill expire quickly through the restarted gateway.
     "seckill.pre-reduce-timeout": "3",
     "seckill.reaper-interval-ms": "100",
+    # The killed gateway's reservations come back once its node lease lapsed and the
+    # restarted gateway's grace passed (reaper.c): 2 + 0.5 + 2.5 s after the kill.
+    "seckill.node-lease-ms": "2000",
+    "redis.reconnect-max-ms": "500",
     "http.request-timeout-ms": "2500",
     "redis.timeout-ms": "500",
     "kafka.producer.message.timeout.ms": "1000",

@@ -1,19 +1,27 @@
-"""make test runs on a stack of its own, never on the one `make run` or `make up` started.
+"""make test runs on stacks of its own, never on one that `make run` or `make up` started.
 
 With the demo's stack up, a suite sharing its consumer group would lose its orders to the
 demo's consumer, a chaos scenario would restart the demo's Kafka, and every run would leave
 coupons and activities in the demo's database. The suite's base configuration is
-conf/seckill.conf followed by test/conf/namespace.conf (build/conf/test.conf): these tests
-check that every resource it names differs from the demo's, and that the services the
-suite talks to really are the ones kept in the test stack's data directory."""
+conf/seckill.conf followed by test/conf/namespace.conf (build/conf/test.conf), and its
+cluster is conf/cluster.conf followed by test/conf/cluster-namespace.conf
+(build/conf/test-cluster.conf): these tests check that every resource they name differs
+from the demo's, that no two of the four stacks share a port or a data directory, and that
+the services the suite talks to really are the ones kept in the test stack's data
+directory."""
 
+import itertools
 import os
 from pathlib import Path
+
+import pytest
 
 from conftest import ROOT, conf_of
 
 DEMO_CONF = ROOT / "conf" / "seckill.conf"
-NAMESPACE = ROOT / "test" / "conf" / "namespace.conf"
+DEMO_CLUSTER_CONF = ROOT / "conf" / "cluster.conf"
+TEST_CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
+NAMESPACES = [ROOT / "test" / "conf" / "namespace.conf", ROOT / "test" / "conf" / "cluster-namespace.conf"]
 
 # Everything through which two stacks on one machine could meet.
 RESOURCES = [
@@ -23,28 +31,44 @@ RESOURCES = [
 ]
 
 
-def namespace_keys():
+def keys_of(path):
     keys = []
-    for line in NAMESPACE.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
             keys.append(line.split("=", 1)[0].strip())
     return keys
 
 
-def test_the_namespace_file_sets_every_resource_and_nothing_else():
-    assert sorted(namespace_keys()) == sorted(RESOURCES)
+def ports(conf):
+    """Every TCP port the stack of `conf` listens on."""
+    found = {conf.get_int("http.port"), conf.get_int("redis.port"), conf.get_int("mysql.port")}
+    for broker in conf.get("kafka.brokers").split(","):
+        port = int(broker.rpartition(":")[2])
+        found |= {port, port + 1}  # the controller listens one above (scripts/kafka.sh)
+    metrics = conf.get_int("consumer.metrics-port")
+    if metrics:
+        found |= {metrics + i for i in range(conf.get_int("stack.consumers"))}
+    return found
 
 
-def test_every_resource_of_the_test_stack_differs_from_the_demo(base_conf):
-    demo = conf_of(DEMO_CONF)
-    same = {k: demo.get(k) for k in RESOURCES if base_conf.get(k) == demo.get(k)}
-    assert not same, f"the suite's {base_conf.path} shares these with the demo: {same}"
-    assert base_conf.data_dir(ROOT).resolve() != demo.data_dir(ROOT).resolve()
-    # The Kafka controller listens one port above the broker (scripts/kafka.sh).
-    test_port = int(base_conf.get("kafka.brokers").split(",")[0].rpartition(":")[2])
-    demo_port = int(demo.get("kafka.brokers").split(",")[0].rpartition(":")[2])
-    assert abs(test_port - demo_port) > 1
+@pytest.mark.parametrize("namespace", NAMESPACES, ids=lambda p: p.name)
+def test_the_namespace_file_sets_every_resource_and_nothing_else(namespace):
+    assert sorted(keys_of(namespace)) == sorted(RESOURCES)
+
+
+def test_every_resource_of_the_test_stacks_differs_from_the_demos(base_conf):
+    for test, demo in ((base_conf, conf_of(DEMO_CONF)),
+                       (conf_of(TEST_CLUSTER_CONF), conf_of(DEMO_CLUSTER_CONF))):
+        same = {k: demo.get(k) for k in RESOURCES if test.get(k) == demo.get(k)}
+        assert not same, f"{test.path} shares these with {demo.path}: {same}"
+
+
+def test_no_two_stacks_share_a_port_or_a_data_directory(base_conf):
+    stacks = [base_conf, conf_of(TEST_CLUSTER_CONF), conf_of(DEMO_CONF), conf_of(DEMO_CLUSTER_CONF)]
+    for a, b in itertools.combinations(stacks, 2):
+        assert not ports(a) & ports(b), f"{a.path} and {b.path} share ports {ports(a) & ports(b)}"
+        assert a.data_dir(ROOT).resolve() != b.data_dir(ROOT).resolve(), (a.path, b.path)
 
 
 def pid_in(path):

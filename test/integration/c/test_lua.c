@@ -364,7 +364,7 @@ static struct xres execute_ok(int64_t user)
     return x;
 }
 
-static int64_t release_call(const char *mode, const char *a1, const char *a2)
+static int64_t release_call_n(int nargs, const char *const *args)
 {
     char k[4][KEYS_LEN];
     key(k[0], KEYS_STOCK);
@@ -372,8 +372,7 @@ static int64_t release_call(const char *mode, const char *a1, const char *a2)
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_RESERVED);
     const char *keys[4] = { k[0], k[1], k[2], k[3] };
-    const char *args[3] = { mode, a1, a2 };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 4, keys, 3, args);
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 4, keys, nargs, args);
     if (!r)
         fail_msg("release: %s", redis->errstr);
     if (r->type != REDIS_REPLY_INTEGER)
@@ -381,6 +380,12 @@ static int64_t release_call(const char *mode, const char *a1, const char *a2)
     int64_t n = r->integer;
     freeReplyObject(r);
     return n;
+}
+
+static int64_t release_call(const char *mode, const char *a1, const char *a2)
+{
+    const char *args[3] = { mode, a1, a2 };
+    return release_call_n(3, args);
 }
 
 static int64_t rollback(const char *order_no, int64_t user)
@@ -396,6 +401,17 @@ static int64_t reap(int64_t cutoff_ms, int64_t max_count)
     snprintf(c, sizeof(c), "%" PRId64, cutoff_ms);
     snprintf(m, sizeof(m), "%" PRId64, max_count);
     return release_call("older", c, m);
+}
+
+/* The reaper of a gateway: only the reservations whose order number carries a node that
+ * `mode` ("own" NODE, "except" ",a,b,") leaves to it. */
+static int64_t reap_nodes(int64_t cutoff_ms, int64_t max_count, const char *mode, const char *nodes)
+{
+    char c[24], m[24];
+    snprintf(c, sizeof(c), "%" PRId64, cutoff_ms);
+    snprintf(m, sizeof(m), "%" PRId64, max_count);
+    const char *args[5] = { "older", c, m, mode, nodes };
+    return release_call_n(5, args);
 }
 
 static void member_of(char *buf, size_t len, const char *order_no, int64_t user)
@@ -1053,6 +1069,36 @@ static void test_reaper_cutoff_and_batch(void **state)
     assert_conserved(10);
 }
 
+/* Several gateways: each reaps its own reservations and those of nodes it has seen dead,
+ * never those of another live gateway (the node is bits 12..21 of the order number; 0 and
+ * 1023 are its edges). */
+static void test_reaper_takes_only_the_nodes_it_is_given(void **state)
+{
+    (void)state;
+    warm_open(10);
+    static const uint32_t nodes[3] = { 5, ORDERNO_MAX_NODE, 0 };
+    struct xres x[3];
+    for (int i = 0; i < 3; i++) {
+        orderno_init(&gen, nodes[i]);
+        x[i] = execute_at(i + 1, "10.0.0.1", NOW, &NO_LIMITS);
+        assert_str(x[i].status, "OK");
+    }
+    orderno_init(&gen, (uint32_t)(getpid() & ORDERNO_MAX_NODE));
+    assert_int_equal(reap_nodes(NOW + 1, 1000, "own", "5"), 1);
+    assert_order_status(x[0].order_no, "FAILED");
+    assert_order_status(x[1].order_no, "PROCESSING");
+    assert_order_status(x[2].order_no, "PROCESSING");
+    assert_int_equal(reap_nodes(NOW + 1, 1000, "except", ",0,1023,"), 0);
+    assert_int_equal(reap_nodes(NOW + 1, 1000, "except", ",1023,"), 1);
+    assert_order_status(x[2].order_no, "FAILED");
+    assert_order_status(x[1].order_no, "PROCESSING");
+    /* Without a filter (seckillctl's way) every reservation is the caller's. */
+    assert_int_equal(reap(NOW + 1, 1000), 1);
+    assert_order_status(x[1].order_no, "FAILED");
+    assert_int_equal(stock_left(), 10);
+    assert_conserved(10);
+}
+
 static void test_confirm_batch_verdicts(void **state)
 {
     (void)state;
@@ -1513,6 +1559,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queued_is_not_expired, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_twice_then_finalize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper_cutoff_and_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reaper_takes_only_the_nodes_it_is_given, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_batch_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_mixed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_random_walk, setup, teardown),

@@ -1,0 +1,185 @@
+"""TOPOLOGY=cluster: three Kafka nodes with replicated topics, two gateways sharing one port,
+two consumers in one group (conf/cluster.conf, docs/scale-out.md).
+
+The module brings up its own cluster with scripts/stack.sh (build/conf/test-cluster.conf:
+conf/cluster.conf with the tests' ports and data directory, test/conf/cluster-namespace.conf),
+runs sales through the shared port with the ASan builds, and stops it again. Redis and
+MariaDB are one of each, as in the single stack."""
+
+import collections
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, ROOT, Ctl, MySQL, child_env, conf_of, poll_until
+
+CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
+UP_TIMEOUT = 240
+NODE_BITS_SHIFT = 12  # order number: 41 bits of time, 10 of node, 12 of sequence
+
+
+def keys_of(path):
+    keys = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        m = re.match(r"\s*([a-z][a-z0-9.-]*)\s*=", line)
+        if m:
+            keys.add(m.group(1))
+    return keys
+
+
+def test_cluster_conf_has_every_key_of_the_single_one():
+    assert keys_of(ROOT / "conf" / "cluster.conf") == keys_of(ROOT / "conf" / "seckill.conf")
+
+
+class Cluster:
+    def __init__(self, conf, env):
+        self.conf, self.env = conf, env
+        self.data = conf.data_dir(ROOT)
+        self.ctl = Ctl(conf)
+        self.mysql = MySQL(conf)
+        self.port = conf.get_int("http.port")
+
+    def sh(self, script, *args, timeout=120):
+        return subprocess.run(["bash", str(ROOT / "scripts" / script), *args], cwd=ROOT,
+                              env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def kafka_pid(self, node):
+        d = self.data / ("kafka" if node == 1 else f"kafka-{node}")
+        return int((d / "kafka.pid").read_text().strip())
+
+    def describe(self):
+        p = self.sh("kafka.sh", "topics")
+        assert p.returncode == 0, p.stdout + p.stderr
+        return p.stdout
+
+    def leaders(self, topic):
+        """Partition -> leader node of `topic`."""
+        found = {}
+        for m in re.finditer(rf"Topic: {re.escape(topic)}\tPartition: (\d+)\tLeader: (-?\d+)", self.describe()):
+            found[int(m.group(1))] = int(m.group(2))
+        return found
+
+    def execute(self, user, activity):
+        """One request on its own connection, so that the kernel picks a gateway for each."""
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            c.request("POST", f"/seckill/execute?userId={user}&activityId={activity}")
+            r = c.getresponse()
+            return r.status, json.loads(r.read() or b"{}")
+        finally:
+            c.close()
+
+    def sale(self, users, activity):
+        with ThreadPoolExecutor(8) as pool:
+            return list(pool.map(lambda u: self.execute(u, activity), users))
+
+    def rows(self, activity):
+        return self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
+
+
+@pytest.fixture(scope="module")
+def cluster(services):
+    assert CLUSTER_CONF.exists(), f"{CLUSTER_CONF} not found (make {CLUSTER_CONF.relative_to(ROOT)})"
+    env = dict(child_env(), CONF=str(CLUSTER_CONF), STACK_BIN_DIR=str(BIN))
+    c = Cluster(conf_of(CLUSTER_CONF), env)
+    try:
+        p = c.sh("stack.sh", "up", timeout=UP_TIMEOUT)
+        assert p.returncode == 0, f"stack.sh up failed:\n{p.stdout}\n{p.stderr}"
+        yield c
+    finally:
+        p = c.sh("stack.sh", "down", timeout=180)
+        assert p.returncode == 0, f"stack.sh down failed:\n{p.stdout}\n{p.stderr}"
+        for name in ("seckill-server-1", "seckill-server-2", "order-consumer-1", "order-consumer-2"):
+            path = c.data / "log" / f"{name}.log"
+            log = path.read_text(errors="replace") if path.exists() else ""
+            assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, f"{name}: {log[-3000:]}"
+
+
+def test_status_prints_every_process_with_its_pid_and_address(cluster):
+    p = cluster.sh("stack.sh", "status")
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = {m.group(1): m for m in re.finditer(r"^([a-z0-9-]+): +running \(pid (\d+), ([^)]+)\)$",
+                                                 p.stdout, re.M)}
+    expected = {"redis", "mariadb", "kafka-1", "kafka-2", "kafka-3", "order-consumer-1",
+                "order-consumer-2", "seckill-server-1", "seckill-server-2"}
+    assert set(lines) == expected, p.stdout
+    assert p.stdout.rstrip().endswith("stack: up"), p.stdout
+    brokers = cluster.conf.get("kafka.brokers").split(",")
+    assert [lines[f"kafka-{i}"].group(3) for i in (1, 2, 3)] == brokers
+    assert {lines[f"seckill-server-{i}"].group(3) for i in (1, 2)} == {f"http://127.0.0.1:{cluster.port}"}
+    metrics = cluster.conf.get_int("consumer.metrics-port")
+    assert [lines[f"order-consumer-{i}"].group(3) for i in (1, 2)] == \
+        [f"metrics http://127.0.0.1:{metrics}", f"metrics http://127.0.0.1:{metrics + 1}"]
+    for m in lines.values():
+        assert Path(f"/proc/{m.group(2)}").exists(), m.group(0)
+
+
+def test_topics_are_on_three_replicas_and_need_two_in_sync(cluster):
+    text = cluster.describe()
+    for topic in (cluster.conf.get("kafka.topic"), cluster.conf.get("kafka.dead-letter-topic")):
+        head = re.search(rf"^Topic: {re.escape(topic)}\t.*$", text, re.M)
+        assert head, text
+        assert "ReplicationFactor: 3" in head.group(0) and "min.insync.replicas=2" in head.group(0), head.group(0)
+        parts = re.findall(rf"Topic: {re.escape(topic)}\tPartition: \d+\tLeader: \d+\tReplicas: ([\d,]+)\tIsr: ([\d,]+)", text)
+        assert parts, text
+        for replicas, isr in parts:
+            assert sorted(replicas.split(",")) == ["1", "2", "3"] and len(isr.split(",")) == 3, (replicas, isr)
+
+
+def test_a_sale_through_the_shared_port_runs_on_both_gateways_and_both_consumers(cluster, ids):
+    sale = cluster.ctl.create_sale(stock=50)
+    users = [ids() for _ in range(80)]
+    answers = cluster.sale(users, sale.activity_id)
+    statuses = collections.Counter(status for status, _ in answers)
+    assert statuses == {200: 50, 409: 30}, statuses
+    orders = [body["orderNo"] for status, body in answers if status == 200]
+    nodes = collections.Counter((int(o.split("-")[0]) >> NODE_BITS_SHIFT) & 1023 for o in orders)
+    assert len(nodes) == 2, f"every accepted order came from one gateway: {nodes}"
+    poll_until(lambda: cluster.rows(sale.activity_id) == 50, 60, "the 50 orders in MariaDB")
+    r = cluster.ctl("verify", sale.activity_id)
+    assert r.rc == 0, repr(r)
+    # Both consumers hold partitions of the order topic (one group, 6 partitions).
+    topic = cluster.conf.get("kafka.topic")
+    for name in ("order-consumer-1", "order-consumer-2"):
+        log = (cluster.data / "log" / f"{name}.log").read_text(errors="replace")
+        assert re.search(rf"assigned .*{re.escape(topic)}", log), f"{name} was assigned nothing:\n{log[-2000:]}"
+
+
+def test_losing_the_broker_that_leads_most_partitions_loses_no_order(cluster, ids):
+    topic = cluster.conf.get("kafka.topic")
+    leaders = collections.Counter(cluster.leaders(topic).values())
+    victim = leaders.most_common(1)[0][0]
+    os.kill(cluster.kafka_pid(victim), signal.SIGKILL)
+    # Mid-failover: until the controllers see the broker gone (broker.session.timeout.ms)
+    # and elect new leaders, orders for its partitions wait in the producer; those that
+    # outwait kafka.producer.message.timeout.ms roll back and are told 503. Nothing else.
+    during = cluster.ctl.create_sale(stock=30)
+    answers = cluster.sale([ids() for _ in range(40)], during.activity_id)
+    statuses = collections.Counter(status for status, _ in answers)
+    assert set(statuses) <= {200, 409, 503} and statuses[200] <= 30, statuses
+    poll_until(lambda: cluster.rows(during.activity_id) == statuses[200], 90,
+               f"the {statuses[200]} accepted orders in MariaDB")
+    r = cluster.ctl("verify", during.activity_id)
+    assert r.rc == 0, repr(r)
+
+    # After the failover every partition has a live leader, and with two replicas of three
+    # min.insync.replicas=2 still holds: produce succeeds, no 503.
+    poll_until(lambda: victim not in cluster.leaders(topic).values(), 60,
+               f"leaders of {topic} elected away from node {victim}")
+    after = cluster.ctl.create_sale(stock=30)
+    answers = cluster.sale([ids() for _ in range(40)], after.activity_id)
+    statuses = collections.Counter(status for status, _ in answers)
+    assert statuses == {200: 30, 409: 10}, statuses
+    poll_until(lambda: cluster.rows(after.activity_id) == 30, 90, "the 30 orders in MariaDB")
+    r = cluster.ctl("verify", after.activity_id)
+    assert r.rc == 0, repr(r)
+    p = cluster.sh("kafka.sh", "--node", str(victim), "start", timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
