@@ -269,7 +269,7 @@ def test_sigterm_with_redis_stalled(tmp_path, consumer, ctl, conf, mysql, redis)
     assert "drain deadline passed" in log, "the drain went idle: the test did not reach the deadline"
     done = result["done"]
     ok = check_orders_accounted(mysql, redis, conf, a, done, stock)
-    assert len(ok) >= 200
+    assert len(ok) >= 100
 
 
 def kafka(action):
@@ -325,6 +325,6 @@ def test_sigterm_during_kafka_outage(tmp_path, consumer, ctl, conf, mysql, redis
     broken = [x for x in sent if x.error is not None and not is_connection_error(x.error)]
     assert not broken, describe_failures(broken)
     ok = check_orders_accounted(mysql, redis, conf, a, done, stock)
-    assert len(ok) >= 200
+    assert len(ok) >= 100
     # Nothing was left for the reaper: every reservation was confirmed or rolled back.
     assert redis("ZCARD", conf.key("resv", a)) == 0, "reservations left behind by the shutdown"
