@@ -8,7 +8,8 @@
 #include "gateway/reply.h"
 
 /* Every request shares one timeout, so the order of starts is the order of deadlines:
- * the live list is a queue whose head is the next to expire, and one timer checks it.
+ * the live list is a queue whose head is the next to expire, and one timer is set for the
+ * head's deadline (none while nothing waits: an idle gateway does not wake for it).
  * Entries handed to their expire hook move to `overdue`, where only shutdown looks. */
 struct pending_set {
     struct pending live;      /* sentinel; oldest first */
@@ -77,7 +78,20 @@ size_t pending_expire_due(struct pending_set *s, int64_t now_us)
     return cut;
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+static void arm(struct pending_set *s)
+{
+    if (s->live.next == &s->live || evtimer_pending(s->timer, NULL))
+        return;
+    int64_t wait_us = s->live.next->deadline_us - clock_mono_us();
+    struct timeval tv = { 0, 0 };
+    if (wait_us > 0) {
+        tv.tv_sec = (time_t)(wait_us / 1000000);
+        tv.tv_usec = (suseconds_t)(wait_us % 1000000);
+    }
+    evtimer_add(s->timer, &tv);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
@@ -85,6 +99,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     size_t cut = pending_expire_due(s, clock_mono_us());
     if (cut)
         LOG_WARN("%zu requests still waiting at %s (%lld ms)", cut, s->name, (long long)(s->timeout_us / 1000));
+    arm(s);
 }
 
 struct pending_set *pending_set_new(struct event_base *base, int64_t timeout_ms, const char *name,
@@ -98,19 +113,11 @@ struct pending_set *pending_set_new(struct event_base *base, int64_t timeout_ms,
     s->answer = answer_fn ? answer_fn : default_answer;
     s->name = name;
     s->timeout_us = timeout_ms * 1000;
-    s->timer = event_new(base, -1, EV_PERSIST, on_tick, s);
+    s->timer = evtimer_new(base, on_deadline, s);
     if (!s->timer) {
         free(s);
         return NULL;
     }
-    /* A 503 comes at most one tick after its deadline. */
-    int64_t tick_ms = timeout_ms / 20;
-    if (tick_ms > 50)
-        tick_ms = 50;
-    if (tick_ms < 1)
-        tick_ms = 1;
-    struct timeval tick = clock_timeval_ms(tick_ms);
-    event_add(s->timer, &tick);
     return s;
 }
 
@@ -146,6 +153,7 @@ void pending_start(struct pending_set *s, struct pending *p, struct evhttp_reque
     p->deadline_us = clock_mono_us() + s->timeout_us;
     s->count++;
     list_append(&s->live, p);
+    arm(s);
 }
 
 void pending_end(struct pending *p)

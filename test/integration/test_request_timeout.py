@@ -25,7 +25,8 @@ GATEWAY = {
     "redis.timeout-ms": "2000",
 }
 REDIS_DELAY_S = 1.8
-# The deadline timer ticks every 50 ms; the rest is the client's own overhead.
+# The verdict of the rollback at the delivery cut comes a little after the cut plus the
+# Redis delay; the rest is the client's own overhead.
 SLACK_S = 0.3
 CLIENTS = 40
 

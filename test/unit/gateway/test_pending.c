@@ -171,6 +171,23 @@ static void test_close_answers_waiting_and_later_starts(void **state)
     assert_int_equal(pending_count(set), 0);
 }
 
+/* The set's own timer, on a loop: the oldest request is answered at its deadline. */
+static void test_timer_fires_at_the_deadline(void **state)
+{
+    (void)state;
+    struct pending_set *quick = pending_set_new(base, 10, "test deadline", record);
+    assert_non_null(quick);
+    struct pending p;
+    struct evhttp_request *http = REQ(1);
+    pending_start(quick, &p, &http, NULL);
+    while (http)
+        assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+    assert_int_equal(answered, 1);
+    assert_ptr_equal(answers[0].req, REQ(1));
+    pending_end(&p);
+    pending_set_free(quick);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +197,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hook_decides_and_shutdown_still_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlines_in_start_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_answers_waiting_and_later_starts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_timer_fires_at_the_deadline, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
