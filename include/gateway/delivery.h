@@ -43,6 +43,7 @@ struct delivery {
     const struct delivery_ops *ops;
     struct evhttp_request *http;
     int64_t produced_us;             /* monotonic, set by delivery_send */
+    bool held;                       /* the success reply waits on another verdict */
 };
 
 void delivery_init(struct delivery *d, const struct delivery_ops *ops, struct evhttp_request *http);
@@ -51,7 +52,7 @@ void delivery_init(struct delivery *d, const struct delivery_ops *ops, struct ev
  * encoder failed, which counts as a message too large. d belongs to the delivery from here (see above). */
 void delivery_send(struct delivery *d, struct kafkaprod *kp, bool reply_after_ack, const char *key,
                    const void *payload, int len);
-/* Sends the success reply if the client still waits. */
+/* Sends the success reply if the client still waits and the reply is not held. */
 void delivery_accept(struct delivery *d);
 
 #endif

@@ -16,6 +16,7 @@
 #include "gateway/tokenbucket.h"
 
 struct order;
+struct pending_set;
 
 /* The gateway's parts, wired together by server.c and handed to every handler. Owned by
  * server.c's main; lives as long as the loop. */
@@ -28,6 +29,8 @@ struct gateway {
     struct activity_cache *activities;
     struct queuedmarks *marks;
     struct executebatch *batch;   /* execute requests coalesced per loop pass */
+    struct pending_set *pending;  /* requests waiting on Redis or Kafka: deadline, shutdown */
+    struct pending_set *delivery_cut;  /* executes: where a slow delivery is rolled back */
     struct tokenbucket bucket;
     struct orderno_gen orderno;
     struct nodelease *lease;  /* the order-number node id, leased in Redis */

@@ -29,7 +29,8 @@ struct kafkaprod *kafkaprod_new(struct event_base *base, const struct config *cf
 void kafkaprod_free(struct kafkaprod *kp);
 
 /* 0 when queued (ticket->done will run), else the error and no callback
- * (queue full, unknown topic, fatal producer state). */
+ * (queue full, unknown topic, fatal producer state, or kp NULL: the producer is gone at
+ * shutdown). The queries below take NULL too. */
 rd_kafka_resp_err_t kafkaprod_produce(struct kafkaprod *kp, const void *key, size_t keylen,
                                       const void *payload, size_t len, struct kafkaprod_ticket *ticket);
 

@@ -7,7 +7,9 @@
 struct cJSON;
 
 /* HTTP replies of the gateway: every body is JSON with `success`, and on failure
- * `status` and `message`. The status names and their HTTP codes are fixed by the API. */
+ * `status` and `message`. The status names and their HTTP codes are fixed by the API.
+ * A NULL request (already answered at its deadline or at shutdown, pending.h) is sent
+ * nothing: a late callback may call these without checking. */
 
 enum reply_status {
     REPLY_OUT_OF_STOCK,

@@ -13,6 +13,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
+#include "gateway/pending.h"
 #include "common/parse.h"
 #include "gateway/reply.h"
 #include "common/timeparse.h"
@@ -42,12 +43,14 @@ struct redeem {
     char id_text[24];
     struct redeemevent ev;
     int64_t order_amount;
+    struct pending p;  /* shutdown answers it; its own timeouts bound it otherwise */
 };
 
-/* One listing; freed by its callback. */
+/* One listing; freed by its callback. `http` is NULL once pending.h answered it. */
 struct listing {
     struct evhttp_request *http;
     int64_t user_id;
+    struct pending p;
 };
 
 static void unavailable(struct evhttp_request *req)
@@ -106,8 +109,9 @@ static int by_id(const void *a, const void *b)
 static void on_listed(redisReply *reply, void *privdata)
 {
     struct listing *l = privdata;
-    if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+    if (!l->http || !reply || reply->type != REDIS_REPLY_ARRAY) {
         unavailable(l->http);
+        pending_end(&l->p);
         free(l);
         return;
     }
@@ -149,6 +153,7 @@ static void on_listed(redisReply *reply, void *privdata)
         cJSON_AddItemToArray(list, coupon_json(&items[k], now));
     reply_json(l->http, 200, json);
     free(items);
+    pending_end(&l->p);
     free(l);
 }
 
@@ -172,13 +177,20 @@ void couponapi_list(struct gateway *gw, struct evhttp_request *req)
     }
     l->http = req;
     l->user_id = user_id;
+    pending_start(gw->pending, &l->p, &l->http, NULL);
     char key[64];
     usercoupon_key(key, sizeof(key), user_id);
     const char *argv[] = { "HGETALL", key };
     if (redisconn_command_argv(gw->redis, 2, argv, NULL, on_listed, l) != 0) {
-        unavailable(req);
+        unavailable(l->http);
+        pending_end(&l->p);
         free(l);
     }
+}
+
+static void redeem_keep_waiting(struct pending *p)
+{
+    (void)p;
 }
 
 static void answer_redeemed(struct redeem *r)
@@ -248,6 +260,7 @@ static void clear_pending(struct redeem *r)
 
 static void finish(struct redeem *r)
 {
+    pending_end(&r->p);
     r->gw->in_flight--;
     free(r);
 }
@@ -360,6 +373,10 @@ static void on_use(redisReply *reply, void *privdata)
 static void on_record(redisReply *reply, void *privdata)
 {
     struct redeem *r = privdata;
+    if (!r->d.http) {  /* answered at shutdown: use nothing */
+        finish(r);
+        return;
+    }
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
         finish(r);
@@ -460,6 +477,8 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
         return;
     }
     delivery_init(&r->d, &redeem_delivery, req);
+    /* Not cut at the request timeout: a 503 while the coupon may still be used would lie. */
+    pending_start(gw->pending, &r->p, &r->d.http, redeem_keep_waiting);
     r->gw = gw;
     r->order_amount = cents;
     r->ev.user_coupon_id = id;
@@ -473,7 +492,7 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
     const char *argv[] = { "HMGET", r->key, r->id_text, used_field, pending_field };
     gw->in_flight++;
     if (redisconn_command_argv(gw->redis, 5, argv, NULL, on_record, r) != 0) {
-        unavailable(req);
+        unavailable(r->d.http);
         r->d.http = NULL;
         finish(r);
     }

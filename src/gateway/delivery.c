@@ -13,7 +13,7 @@ void delivery_init(struct delivery *d, const struct delivery_ops *ops, struct ev
 
 void delivery_accept(struct delivery *d)
 {
-    if (!d->http)
+    if (!d->http || d->held)
         return;
     d->ops->accepted(d);
     d->http = NULL;

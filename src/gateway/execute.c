@@ -18,6 +18,7 @@
 #include "gateway/metrics.h"
 #include "gateway/nodelease.h"
 #include "common/orderevent.h"
+#include "gateway/pending.h"
 #include "gateway/purchasetoken.h"
 #include "gateway/reply.h"
 
@@ -25,11 +26,24 @@
  *
  * Ownership: execute_request allocates it after the local checks; the Redis callback
  * owns it next and either finishes it or hands it to the delivery (delivery.h), whose
- * report, or the rollback after a failed one, frees it. `d.http` is the client's request
- * until the one reply is sent, NULL after. */
+ * report, or the rollback after a failed one, frees it. A rollback sent at the request
+ * deadline holds it too: `holds` counts the callbacks still to come, and the last one
+ * frees it. `d.http` is the client's request until the one reply is sent, NULL after;
+ * pending.h may answer it (deadline, shutdown) and clear it, after which the callbacks
+ * only settle the Redis side. */
+enum order_stage {
+    ORDER_RESERVING,    /* queued for, or waiting on, execute.lua */
+    ORDER_DELIVERING,   /* reserved; the order is with Kafka */
+    ORDER_ROLLING_BACK, /* release.lua sent; its verdict answers */
+};
+
 struct order {
     struct delivery d;  /* first: the delivery's callbacks hand it back */
     struct executebatch_req script;  /* its part of this pass's execute.lua call */
+    struct pending p;       /* gw->pending: http.request-timeout-ms */
+    struct pending cut;     /* gw->delivery_cut: the same less redis.timeout-ms */
+    enum order_stage stage;
+    unsigned holds;
     struct gateway *gw;
     int64_t user_id;
     int64_t activity_id;
@@ -48,7 +62,11 @@ struct order {
 
 static void req_finish(struct order *r)
 {
+    if (--r->holds > 0)
+        return;
     struct gateway *gw = r->gw;
+    pending_end(&r->p);
+    pending_end(&r->cut);
     gw->in_flight--;
     if (gw->spare_count < EXECUTE_SPARE_MAX) {
         r->spare_next = gw->spare_orders;
@@ -109,6 +127,13 @@ static void answer_failed(struct order *r, enum reply_status status, const char 
 
 static void remember_winner(struct order *r, const char *order_no);
 
+static void forget_winner(struct order *r)
+{
+    struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
+    if (a)
+        intmap_remove(&a->winners, r->user_id);
+}
+
 /* The rollback's verdict decides the answer of a request still waiting: a delivery
  * report that says "failed" (a timeout, the broker gone before its ack) can be wrong, and
  * only Redis knows whether a consumer already has the order. */
@@ -139,9 +164,8 @@ static void on_rolled_back(redisReply *reply, void *privdata)
  * seckill.pre-reduce-timeout. */
 static void rollback_and_answer(struct order *r)
 {
-    struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
-    if (a)
-        intmap_remove(&a->winners, r->user_id);
+    forget_winner(r);
+    r->stage = ORDER_ROLLING_BACK;
     struct keys_set scratch;
     const struct keys_set *keys = activity_keys(r->gw->activities, r->activity_id, &scratch);
     if (r->gw->cfg->enable_stock_rollback && keys) {
@@ -153,6 +177,81 @@ static void rollback_and_answer(struct order *r)
     }
     answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
     req_finish(r);
+}
+
+static void answer_timed_out(struct order *r)
+{
+    if (!r->d.http)
+        return;
+    observe_latency(r);
+    reply_error(r->d.http, REPLY_UNAVAILABLE, "request timed out, please retry", 1, NULL, NULL);
+    r->d.http = NULL;
+}
+
+/* The rollback sent at the request deadline while the delivery was still out: as after a
+ * failed delivery, Redis decides (docs/protocol.md, "Request timeout"). The delivery
+ * report still comes and finishes its share. */
+static void on_deadline_rolled_back(redisReply *reply, void *privdata)
+{
+    struct order *r = privdata;
+    long long verdict = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    r->d.held = false;
+    if (verdict == 2) {
+        LOG_INFO("order %s: past the request timeout but in Kafka; answering accepted", r->order_no);
+        delivery_accept(&r->d);
+    } else {
+        if (verdict == 1) {
+            metrics_inc(METRIC_ORDERS_ROLLED_BACK);
+            forget_winner(r);
+            LOG_INFO("order %s: not delivered within the request timeout; rolled back", r->order_no);
+        } else if (verdict < 0) {
+            LOG_WARN("order %s: rollback at the request timeout did not reach Redis", r->order_no);
+        }
+        answer_timed_out(r);
+    }
+    req_finish(r);
+}
+
+/* Sends release.lua for an order whose delivery report has not come by the deadline.
+ * Without Redis (or with rollback off) the delivery report answers, however late. */
+static void rollback_at_deadline(struct order *r)
+{
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_keys(r->gw->activities, r->activity_id, &scratch);
+    if (!r->gw->cfg->enable_stock_rollback || !keys)
+        return;
+    const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
+                           keys->name[KEYS_RESERVED], "order", r->order_no, r->user };
+    if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_deadline_rolled_back, r) != 0)
+        return;
+    r->d.held = true;  /* an ack arriving now must not answer 200 for what may be released */
+    r->holds++;
+    r->stage = ORDER_ROLLING_BACK;
+}
+
+/* pending.h's hook at http.request-timeout-ms: a 503 only where it cannot turn out a lie. */
+static void on_request_deadline(struct pending *p)
+{
+    struct order *r = (struct order *)((char *)p - offsetof(struct order, p));
+    switch (r->stage) {
+    case ORDER_RESERVING:
+        answer_timed_out(r);  /* a late OK verdict releases the stock (on_executed) */
+        break;
+    case ORDER_DELIVERING:
+        rollback_at_deadline(r);  /* Redis was away at the cut: try again */
+        break;
+    case ORDER_ROLLING_BACK:
+        break;  /* its verdict answers within redis.timeout-ms */
+    }
+}
+
+/* redis.timeout-ms before the deadline, an order still with Kafka is rolled back, so that
+ * the verdict that decides its answer comes by the deadline. */
+static void on_delivery_cut(struct pending *p)
+{
+    struct order *r = (struct order *)((char *)p - offsetof(struct order, cut));
+    if (r->stage == ORDER_DELIVERING)
+        rollback_at_deadline(r);
 }
 
 static void observe_delivery(const struct order *r)
@@ -255,7 +354,14 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
     const char *status = reply->element[0]->str;
     if (strcmp(status, "OK") == 0) {
         r->coupon_id = element_int(reply, 2, 0);
+        if (!r->d.http) {
+            /* Told 503 already (deadline or shutdown): the order must not reach Kafka. */
+            LOG_INFO("order %s: reserved after its client was answered; releasing it", r->order_no);
+            rollback_and_answer(r);
+            return;
+        }
         remember_winner(r, r->order_no);
+        r->stage = ORDER_DELIVERING;
         produce(r);
         return;
     }
@@ -362,7 +468,6 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
         return;
     }
     if (gw->draining) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
         reply_error(req, REPLY_UNAVAILABLE, "shutting down", 1, NULL, NULL);
         return;
     }
@@ -384,6 +489,10 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
         return;
     }
     delivery_init(&r->d, &order_delivery, req);
+    r->holds = 1;
+    r->stage = ORDER_RESERVING;
+    pending_start(gw->pending, &r->p, &r->d.http, on_request_deadline);
+    pending_start(gw->delivery_cut, &r->cut, &r->d.http, on_delivery_cut);
     r->gw = gw;
     r->user_id = user_id;
     r->activity_id = activity_id;

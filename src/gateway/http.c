@@ -163,6 +163,9 @@ static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
     watch(http, req);
+    /* Draining: answer what comes on an open connection, then let it go. */
+    if (http->gw->draining)
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path) {

@@ -145,7 +145,8 @@ fail:
 
 /* Every message of the old producer gets its delivery report (purged = failure), so
  * each waiting request is answered and its reservation rolled back before the new
- * producer takes over. */
+ * producer takes over. At exit those reports still need Redis, the marks and the
+ * activity cache: server.c frees the producer before them. */
 static void producer_destroy(struct kafkaprod *kp)
 {
     if (!kp->rk)
@@ -222,7 +223,7 @@ void kafkaprod_free(struct kafkaprod *kp)
 rd_kafka_resp_err_t kafkaprod_produce(struct kafkaprod *kp, const void *key, size_t keylen,
                                       const void *payload, size_t len, struct kafkaprod_ticket *ticket)
 {
-    if (!kp->rk)
+    if (!kp || !kp->rk)
         return RD_KAFKA_RESP_ERR__STATE;
     if (rd_kafka_produce(kp->topic, RD_KAFKA_PARTITION_UA, RD_KAFKA_MSG_F_COPY, (void *)payload,
                          len, key, keylen, ticket) != 0)
@@ -232,11 +233,11 @@ rd_kafka_resp_err_t kafkaprod_produce(struct kafkaprod *kp, const void *key, siz
 
 int kafkaprod_flush(struct kafkaprod *kp, int timeout_ms)
 {
-    if (!kp->rk)
+    if (!kp || !kp->rk)
         return 0;
     return rd_kafka_flush(kp->rk, timeout_ms) == RD_KAFKA_RESP_ERR_NO_ERROR ? 0 : -1;
 }
 
-bool kafkaprod_healthy(const struct kafkaprod *kp) { return kp->rk && kp->healthy; }
+bool kafkaprod_healthy(const struct kafkaprod *kp) { return kp && kp->rk && kp->healthy; }
 
-int kafkaprod_in_flight(const struct kafkaprod *kp) { return kp->rk ? rd_kafka_outq_len(kp->rk) : 0; }
+int kafkaprod_in_flight(const struct kafkaprod *kp) { return kp && kp->rk ? rd_kafka_outq_len(kp->rk) : 0; }

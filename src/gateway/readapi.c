@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "gateway/auth.h"
 #include "gateway/httpparams.h"
+#include "gateway/pending.h"
 #include "common/json.h"
 #include "common/keys.h"
 #include "common/parse.h"
@@ -17,10 +18,12 @@
 
 enum query_kind { QUERY_STOCK, QUERY_RESULT, QUERY_ORDER, QUERY_OWN_ORDER, QUERY_ACTIVITY };
 
-/* One read request waiting on Redis; freed by its callback, which sends the reply. */
+/* One read request waiting on Redis; freed by its callback, which sends the reply unless
+ * pending.h answered it first (deadline, shutdown) and cleared `http`. */
 struct query {
     struct gateway *gw;
     struct evhttp_request *http;
+    struct pending p;
     enum query_kind kind;
     int64_t activity_id;
     const struct keys_set *keys;  /* the cached activity's, or `scratch` */
@@ -117,10 +120,18 @@ static void answer_activity(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
+static void query_free(struct query *q)
+{
+    pending_end(&q->p);
+    free(q);
+}
+
 static void on_query(redisReply *reply, void *privdata)
 {
     struct query *q = privdata;
-    if (!reply || reply->type == REDIS_REPLY_ERROR) {
+    if (!q->http) {
+        /* answered already */
+    } else if (!reply || reply->type == REDIS_REPLY_ERROR) {
         unavailable(q->http);
     } else {
         switch (q->kind) {
@@ -131,7 +142,7 @@ static void on_query(redisReply *reply, void *privdata)
         case QUERY_ACTIVITY: answer_activity(q, reply); break;
         }
     }
-    free(q);
+    query_free(q);
 }
 
 /* A query about one activity, with its keys; NULL when it could not be made (answered). */
@@ -150,6 +161,7 @@ static struct query *query_new(struct gateway *gw, struct evhttp_request *req, e
     q->http = req;
     q->kind = kind;
     q->activity_id = activity_id;
+    pending_start(gw->pending, &q->p, &q->http, NULL);
     return q;
 }
 
@@ -160,7 +172,7 @@ static void query_send(struct query *q, enum luascript_id script, int nkeys, int
                  : redisconn_eval(q->gw->redis, script, nkeys, nargs, argv, NULL, on_query, q);
     if (rc != 0) {
         unavailable(q->http);
-        free(q);
+        query_free(q);
     }
 }
 

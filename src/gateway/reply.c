@@ -57,6 +57,8 @@ static const char *reason_phrase(int code)
 
 static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body, size_t len)
 {
+    if (!req)
+        return;
     metrics_response(code, status);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
     evhttp_add_header(headers, "Content-Type", "application/json");
@@ -154,7 +156,7 @@ void reply_error(struct evhttp_request *req, enum reply_status status, const cha
         len = snprintf(body, sizeof(body), "{\"success\":false,\"status\":\"%s\",\"message\":\"error\"}",
                        reply_status_name(status));
     }
-    if (retry_after > 0) {
+    if (retry_after > 0 && req) {
         char value[24];
         snprintf(value, sizeof(value), "%" PRId64, retry_after);
         evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", value);

@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/orderno.h"
 #include "gateway/nodelease.h"
+#include "gateway/pending.h"
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
 #include "gateway/redisconn.h"
@@ -36,7 +37,9 @@ static void on_redis_connect(void *arg)
 }
 
 /* Shutdown: stop accepting, let in-flight requests finish (their Kafka delivery reports
- * included), write the last queued marks, then leave the loop. */
+ * included), write the last queued marks, then leave the loop; server_stop does the rest.
+ * The deadline leaves room for every request's own bound: its request timeout, and for
+ * an execute past it the rollback that decides its answer (redis.timeout-ms). */
 struct server_drain {
     struct gateway *gw;
     struct http *http;
@@ -72,9 +75,69 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     /* No order number is made from here on (execute answers 503 while draining). */
     nodelease_release(d->gw->lease);
     http_stop_accepting(d->http);
-    d->deadline_us = clock_mono_us() + (d->gw->cfg->http_request_timeout_ms + 2000) * 1000;
+    const struct config *cfg = d->gw->cfg;
+    int64_t margin_ms = cfg->redis_timeout_ms + 1000 > 2000 ? cfg->redis_timeout_ms + 1000 : 2000;
+    d->deadline_us = clock_mono_us() + (cfg->http_request_timeout_ms + margin_ms) * 1000;
     struct timeval tick = { 0, 10 * 1000 };
     event_add(d->timer, &tick);
+}
+
+/* Runs the loop again until done(gw) or timeout_ms: the last answers and Redis writes
+ * need it after the drain has left it. */
+struct server_settle {
+    struct gateway *gw;
+    bool (*done)(const struct gateway *gw);
+    int64_t until_us;
+};
+
+static void on_settle_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct server_settle *s = arg;
+    if ((s->done && s->done(s->gw)) || clock_mono_us() >= s->until_us)
+        event_base_loopbreak(s->gw->base);
+}
+
+static void run_loop_until(struct gateway *gw, bool (*done)(const struct gateway *gw), int64_t timeout_ms)
+{
+    struct server_settle s = { gw, done, clock_mono_us() + timeout_ms * 1000 };
+    struct event *tick = event_new(gw->base, -1, EV_PERSIST, on_settle_tick, &s);
+    if (!tick)
+        return;
+    struct timeval tv = { 0, 10 * 1000 };
+    event_add(tick, &tv);
+    event_base_dispatch(gw->base);
+    event_free(tick);
+}
+
+static bool redis_settled(const struct gateway *gw)
+{
+    return redisconn_pending(gw->redis) == 0 && queuedmarks_pending(gw->marks) == 0;
+}
+
+/* After the drain, in the order of ownership. Requests still waiting are answered 503 and
+ * detached (pending.h), so no late callback can reply on a request evhttp frees; the
+ * HTTP side goes first, then the producer (its last reports roll back through Redis and
+ * add marks), then the loop runs until those reach Redis, bounded by redis.timeout-ms.
+ * main frees Redis next (its callbacks still see marks and cache), then marks and cache. */
+static void server_stop(struct gateway *gw, struct http *http)
+{
+    size_t cut = pending_close(gw->pending) + pending_close(gw->delivery_cut);
+    if (cut) {
+        LOG_WARN("drain deadline: %zu requests still waiting answered 503", cut);
+        run_loop_until(gw, NULL, 200);  /* lets the 503s reach their sockets */
+    }
+    http_free(http);
+    executebatch_free(gw->batch);  /* a flush left unrun: its verdicts fail, nobody to answer */
+    gw->batch = NULL;
+    if (kafkaprod_flush(gw->kafka, 5000) != 0)
+        LOG_WARN("kafka flush timed out; undelivered orders are rolled back");
+    kafkaprod_free(gw->kafka);
+    gw->kafka = NULL;
+    queuedmarks_flush(gw->marks);
+    if (!redis_settled(gw))
+        run_loop_until(gw, redis_settled, gw->cfg->redis_timeout_ms + 500);
 }
 
 int main(int argc, char **argv)
@@ -105,6 +168,14 @@ int main(int argc, char **argv)
         return 1;
     }
     gw.base = event_base_new();
+    gw.pending = pending_set_new(gw.base, cfg.http_request_timeout_ms, "http.request-timeout-ms", NULL);
+    /* config.c keeps the request timeout above redis.timeout-ms */
+    gw.delivery_cut = pending_set_new(gw.base, cfg.http_request_timeout_ms - cfg.redis_timeout_ms,
+                                      "the delivery cut (request timeout - redis.timeout-ms)", NULL);
+    if (!gw.pending || !gw.delivery_cut) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     /* Purchase-token nonces start at a random point so that a restarted gateway, or a
      * second one with the same secret, does not hand out nonces already spent. */
     evutil_secure_rng_get_bytes(&gw.token_nonce, sizeof(gw.token_nonce));
@@ -146,17 +217,8 @@ int main(int argc, char **argv)
     event_add(sigint, NULL);
 
     event_base_dispatch(gw.base);
-
-    /* A loopbreak can leave a flush unrun: its requests are answered 503 while their
-     * HTTP requests still exist. */
-    executebatch_free(gw.batch);
-    gw.batch = NULL;
-
-    /* Every request has its delivery report by now unless the drain deadline passed;
-     * flushing serves any stragglers (they roll back if Kafka cannot take them). */
-    if (kafkaprod_flush(gw.kafka, 5000) != 0)
-        LOG_WARN("kafka flush timed out; undelivered orders expire through the reaper");
-    http_free(http);
+    event_del(drain.timer);  /* its loopbreak would cut server_stop's loops short */
+    server_stop(&gw, http);
     event_free(drain.timer);
     event_free(sigterm);
     event_free(sigint);
@@ -164,12 +226,14 @@ int main(int argc, char **argv)
     LOG_INFO("stopped");
 out:
     executebatch_free(gw.batch);
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks and lease */
+    kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
+    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper and lease */
     reaper_free(reaper);
     nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
-    kafkaprod_free(gw.kafka);
+    pending_set_free(gw.pending);  /* every context has ended by now */
+    pending_set_free(gw.delivery_cut);
     execute_free_spares(&gw);  /* last: the callbacks above may still finish orders */
     event_base_free(gw.base);
     luascript_free_all(&gw.scripts);
