@@ -15,6 +15,7 @@
 #include "gateway/redisconn.h"
 #include "gateway/tokenbucket.h"
 
+struct iplimit;
 struct order;
 
 /* The gateway's parts, wired together by server.c and handed to every handler. Owned by
@@ -29,6 +30,7 @@ struct gateway {
     struct queuedmarks *marks;
     struct executebatch *batch;   /* execute requests coalesced per loop pass */
     struct tokenbucket bucket;
+    struct iplimit *iplimit;  /* the local per-IP limit in front of `bucket`; NULL when off */
     struct orderno_gen orderno;
     bool node_ready;          /* order numbers need a node id from Redis first */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
