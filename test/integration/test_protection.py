@@ -1,7 +1,8 @@
-"""Protection (issue 4) against the real gateway: the global token bucket, the per-user and
-per-IP limits and the anti-brush ban at their boundaries, the switches that turn them off,
-JWT authentication, one-time purchase tokens, X-Forwarded-For trust, and the cap on open
-connections (the table of malformed requests is test_malformed.py).
+"""Protection (issue 4) against the real gateway: the global token bucket, the local per-IP
+limit in front of it, the per-user and per-IP limits and the anti-brush ban at their
+boundaries, the switches that turn them off, JWT authentication, one-time purchase
+tokens, X-Forwarded-For trust, the cap on open connections and /metrics on its own port
+(the table of malformed requests is test_malformed.py, slow clients test_slowloris.py).
 
 Most tests start a gateway of their own with the settings they test (`gateway_with`); the
 module's gateway (relaxed limits, auth.mode=none, X-Forwarded-For not trusted) shows that
