@@ -11,12 +11,13 @@ X-Forwarded-For is ignored unless trusted."""
 import http.client
 import json
 import socket
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import Gateway, free_port, poll_until, wait_for_consumer, write_conf
+from conftest import BIN, Gateway, child_env, free_port, poll_until, wait_for_consumer, write_conf
 from gatewayhttp import b64url, gateway_metrics, http_bytes, jwt_sign, raw_http, read_raw_reply
 
 JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"
@@ -525,3 +526,10 @@ def test_metrics_on_its_own_port_or_off(gateway_with):
     r = send(off, http_bytes("GET", "/metrics"))
     assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
     assert send(off, http_bytes("GET", "/healthz")).code == 200
+
+    # Anything else stops start-up, naming the key.
+    for bad in ("on", "0", "70000", "-1", off.conf.http_port):
+        p = subprocess.run([str(BIN / "seckill-server"), "-c", str(off.conf.path),
+                            "--set", f"http.metrics-port={bad}"],
+                           capture_output=True, text=True, timeout=30, env=child_env())
+        assert p.returncode == 2 and "http.metrics-port" in p.stderr, (bad, p.returncode, p.stderr)
