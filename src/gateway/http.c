@@ -39,7 +39,9 @@
  * request (an idle kept-alive connection is left to evhttp's idle timeout). evhttp's own
  * timeout restarts with every read, so one byte now and then would hold a socket
  * forever. Every deadline is the same span from its start, so the connections waiting
- * for one form a FIFO in deadline order and one timer serves them all. */
+ * for one form a FIFO in deadline order and one timer serves them all.
+ *
+ * evhttp keeps one close callback per connection: this file's. Nothing else may set one. */
 enum conn_state {
     CONN_ADOPTING,  /* accepted; evhttp's connection not known yet */
     CONN_HEAD,      /* a request has begun, or none came since accept: on the deadline list */
@@ -54,7 +56,7 @@ struct conn {
     struct bufferevent *bev;
     struct evhttp_connection *evcon;   /* set by on_adopt */
     enum conn_state state;
-    int64_t deadline_us;               /* CONN_HEAD only */
+    int64_t deadline_us;               /* CONN_HEAD: the deadline; CONN_ADOPTING: the accept time */
     struct conn *prev, *next;          /* the deadline list, or the adopting list (next) */
 };
 
