@@ -24,6 +24,8 @@ activity=$("${CTL[@]}" activity create --coupon "$coupon" --stock 50000000 --sta
 common=(--set "http.port=$PORT" --set log.level=warn)
 on=(--set seckill.enable-rate-limit=true --set seckill.rate-limit.permits-per-second=100000000
     --set seckill.rate-limit.burst-capacity=100000000 --set seckill.max-requests-per-user=1000
+    --set seckill.rate-limit.per-ip-local-permits-per-second=100000000
+    --set seckill.rate-limit.per-ip-local-burst=100000000
     --set seckill.max-requests-per-ip=100000000 --set seckill.enable-anti-brush=true
     --set seckill.anti-brush-threshold=1000)
 off=(--set seckill.enable-rate-limit=false --set seckill.enable-anti-brush=false)

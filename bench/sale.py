@@ -35,10 +35,13 @@ PROTECTION_KEYS = ("seckill.enable-rate-limit", "seckill.rate-limit.permits-per-
                    "seckill.rate-limit.burst-capacity", "seckill.max-requests-per-user",
                    "seckill.max-requests-per-ip", "seckill.enable-anti-brush",
                    "seckill.anti-brush-threshold", "seckill.anti-brush.ban-seconds")
-# The global token bucket raised out of the way, so that the per-user, per-IP and
-# anti-brush work of every request is what is measured.
+# The global token bucket and the local per-IP share raised out of the way (both still
+# checked), so that the per-user, per-IP and anti-brush work of every request is what is
+# measured.
 BUCKET_RAISED = {"seckill.rate-limit.permits-per-second": "100000000",
-                 "seckill.rate-limit.burst-capacity": "100000000"}
+                 "seckill.rate-limit.burst-capacity": "100000000",
+                 "seckill.rate-limit.per-ip-local-permits-per-second": "100000000",
+                 "seckill.rate-limit.per-ip-local-burst": "100000000"}
 ACTIVITY_CACHE_S = 1.2  # seckill.activity-refresh-ms: a new sale is known to the gateway
 
 

@@ -32,6 +32,9 @@ struct config {
     bool http_trust_forwarded_for;
     int64_t http_max_connections;
     bool http_reuse_port;            /* SO_REUSEPORT: several gateways on one http.port */
+    int64_t http_header_timeout_ms;
+    char *http_metrics_port;   /* "main", "off" or a port: see config_metrics_port */
+    char *http_metrics_host;
 
     char *auth_mode;
     char *auth_jwt_secret;
@@ -64,6 +67,9 @@ struct config {
 
     int64_t permits_per_second;
     int64_t burst_capacity;
+    int64_t per_ip_local_permits_per_second;   /* 0: no local per-IP limit */
+    int64_t per_ip_local_burst;
+    int64_t per_ip_local_table_size;
     char *stock_prefix;
     char *user_prefix;
     bool enable_rate_limit;
@@ -114,6 +120,12 @@ int config_set(struct config *cfg, const char *key, const char *value, char *err
  * Pass-through kafka.* keys are file and --set only: their names are ambiguous in env form. */
 int config_apply_env(struct config *cfg, char *const *envp, char *err, size_t errlen);
 int config_validate(const struct config *cfg, char *err, size_t errlen);
+
+/* http.metrics-port as a number: CONFIG_METRICS_MAIN ("main": /metrics on http.port),
+ * CONFIG_METRICS_OFF ("off": not served), else the port of its own listener. */
+#define CONFIG_METRICS_MAIN 0
+#define CONFIG_METRICS_OFF (-1)
+int64_t config_metrics_port(const struct config *cfg);
 
 /* Writes the value of KEY as the loader sees it (for scripts: `seckillctl config get`). */
 int config_format(const struct config *cfg, const char *key, char *out, size_t outlen);

@@ -15,6 +15,7 @@
 #include "gateway/redisconn.h"
 #include "gateway/tokenbucket.h"
 
+struct iplimit;
 struct order;
 struct pending_set;
 
@@ -32,6 +33,7 @@ struct gateway {
     struct pending_set *pending;  /* requests waiting on Redis or Kafka: deadline, shutdown */
     struct pending_set *delivery_cut;  /* executes: where a slow delivery is rolled back */
     struct tokenbucket bucket;
+    struct iplimit *iplimit;  /* the local per-IP limit in front of `bucket`; NULL when off */
     struct orderno_gen orderno;
     struct nodelease *lease;  /* the order-number node id, leased in Redis */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */

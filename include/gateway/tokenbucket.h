@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The gateway's global limiter: `rate` permits per second, at most `burst` saved up.
+/* A limiter (the gateway's global one, and each bucket of iplimit): `rate` permits per second, at most `burst` saved up.
  * Pure arithmetic on the caller's monotonic clock in microseconds; never waits.
  * Tokens are kept in millionths so that refills of a fraction of a token are not lost. */
 
@@ -17,6 +17,8 @@ struct tokenbucket {
 
 void tokenbucket_init(struct tokenbucket *tb, int64_t rate, int64_t burst, int64_t now_us);
 bool tokenbucket_take(struct tokenbucket *tb, int64_t now_us);
+/* The fill at now_us in millionths of a permit (refilled first; takes nothing). */
+int64_t tokenbucket_level(struct tokenbucket *tb, int64_t now_us);
 /* Seconds until one permit is available, rounded up, at least 1 (for Retry-After). */
 int64_t tokenbucket_retry_after(const struct tokenbucket *tb);
 

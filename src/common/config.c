@@ -44,6 +44,9 @@ static const struct config_entry config_table[] = {
     BOOL("http.trust-forwarded-for", http_trust_forwarded_for, "false"),
     INT("http.max-connections", http_max_connections, "20000", 1, 1000000),
     BOOL("http.reuse-port", http_reuse_port, "false"),
+    INT("http.header-timeout-ms", http_header_timeout_ms, "10000", 100, 3600000),
+    STR("http.metrics-port", http_metrics_port, "main"),
+    STR("http.metrics-host", http_metrics_host, "127.0.0.1"),
 
     CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
     STR("auth.jwt-secret", auth_jwt_secret, ""),
@@ -72,6 +75,9 @@ static const struct config_entry config_table[] = {
 
     INT("seckill.rate-limit.permits-per-second", permits_per_second, "100", 1, 100000000),
     INT("seckill.rate-limit.burst-capacity", burst_capacity, "200", 1, 100000000),
+    INT("seckill.rate-limit.per-ip-local-permits-per-second", per_ip_local_permits_per_second, "10", 0, 100000000),
+    INT("seckill.rate-limit.per-ip-local-burst", per_ip_local_burst, "20", 1, 100000000),
+    INT("seckill.rate-limit.per-ip-local-table-size", per_ip_local_table_size, "65536", 64, 16777216),
     STR("seckill.stock.prefix", stock_prefix, "seckill:stock"),
     STR("seckill.user.prefix", user_prefix, "seckill:user"),
     BOOL("seckill.enable-rate-limit", enable_rate_limit, "true"),
@@ -431,8 +437,28 @@ static int check_message_timeout(const struct config *cfg, char *err, size_t err
     return 0;
 }
 
+int64_t config_metrics_port(const struct config *cfg)
+{
+    const char *v = cfg->http_metrics_port;
+    if (strcmp(v, "main") == 0)
+        return CONFIG_METRICS_MAIN;
+    int64_t port;
+    if (strcmp(v, "off") == 0 || parse_int(v, &port) != 0 || port < 1 || port > 65535)
+        return CONFIG_METRICS_OFF;
+    return port;
+}
+
 int config_validate(const struct config *cfg, char *err, size_t errlen)
 {
+    int64_t metrics_port = config_metrics_port(cfg);
+    if (metrics_port == CONFIG_METRICS_OFF && strcmp(cfg->http_metrics_port, "off") != 0) {
+        set_err(err, errlen, "http.metrics-port: '%s' is not main, off or a port (1-65535)", cfg->http_metrics_port);
+        return -1;
+    }
+    if (metrics_port == cfg->http_port) {
+        set_err(err, errlen, "http.metrics-port: must differ from http.port (say main to serve /metrics there)");
+        return -1;
+    }
     if (cfg->burst_capacity < 1) {
         set_err(err, errlen, "seckill.rate-limit.burst-capacity: must be at least 1");
         return -1;
@@ -470,6 +496,7 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         { "consumer.group-id", cfg->consumer_group_id },
         { "consumer.metrics-host", cfg->consumer_metrics_host },
         { "stack.data-dir", cfg->stack_data_dir },
+        { "http.metrics-host", cfg->http_metrics_host },
     };
     for (size_t i = 0; i < sizeof(nonempty) / sizeof(nonempty[0]); i++) {
         if (nonempty[i].value[0] == '\0') {

@@ -9,6 +9,7 @@
 
 #include "gateway/auth.h"
 #include "gateway/clientip.h"
+#include "gateway/ratelimit.h"
 #include "common/clock.h"
 #include "gateway/delivery.h"
 #include "gateway/executebatch.h"
@@ -413,10 +414,8 @@ static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64
 
 static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id)
 {
-    if (gw->cfg->enable_rate_limit && !tokenbucket_take(&gw->bucket, clock_mono_us())) {
-        reply_error(req, REPLY_RATE_LIMITED, "too many requests", tokenbucket_retry_after(&gw->bucket), NULL, NULL);
+    if (gw->cfg->enable_rate_limit && ratelimit_refused(gw, req))
         return true;
-    }
     struct activity *a = activity_cache_find(gw->activities, activity_id);
     if (!a || !a->loaded)
         return false;

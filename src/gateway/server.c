@@ -16,6 +16,7 @@
 #include "gateway/execute.h"
 #include "gateway/executebatch.h"
 #include "gateway/http.h"
+#include "gateway/iplimit.h"
 #include "gateway/kafkaprod.h"
 #include "common/log.h"
 #include "common/orderno.h"
@@ -180,6 +181,11 @@ int main(int argc, char **argv)
      * second one with the same secret, does not hand out nonces already spent. */
     evutil_secure_rng_get_bytes(&gw.token_nonce, sizeof(gw.token_nonce));
     tokenbucket_init(&gw.bucket, cfg.permits_per_second, cfg.burst_capacity, clock_mono_us());
+    gw.iplimit = iplimit_from_config(&cfg);
+    if (!gw.iplimit && cfg.per_ip_local_permits_per_second > 0) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     gw.kafka = kafkaprod_new(gw.base, &cfg, err, sizeof(err));
     if (!gw.kafka) {
         LOG_ERROR("%s", err);
@@ -237,6 +243,7 @@ out:
     execute_free_spares(&gw);  /* last: the callbacks above may still finish orders */
     event_base_free(gw.base);
     luascript_free_all(&gw.scripts);
+    iplimit_free(gw.iplimit);
     config_free(&cfg);
     return status;
 }

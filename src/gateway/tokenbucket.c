@@ -36,6 +36,12 @@ bool tokenbucket_take(struct tokenbucket *tb, int64_t now_us)
     return true;
 }
 
+int64_t tokenbucket_level(struct tokenbucket *tb, int64_t now_us)
+{
+    tokenbucket_refill(tb, now_us);
+    return tb->micro_tokens;
+}
+
 int64_t tokenbucket_retry_after(const struct tokenbucket *tb)
 {
     int64_t missing = MICRO - tb->micro_tokens;

@@ -62,11 +62,14 @@ BIN = _resolve(os.environ["SECKILL_BIN"]) if os.environ.get("SECKILL_BIN") else 
 BASE_CONF = _resolve(os.environ.get("SECKILL_CONF") or ROOT / "build" / "conf" / "test.conf")
 
 # The clients of these tests all come from 127.0.0.1 and hammer one activity: the global
-# token bucket, the per-IP and per-user limits and the anti-brush ban would refuse most of
-# them. A module that tests those limits sets its own values.
+# token bucket, the local and the per-activity per-IP limits, the per-user limits and the
+# anti-brush ban would refuse most of them. A module that tests those limits sets its own
+# values.
 TEST_LIMITS = {
     "seckill.rate-limit.permits-per-second": "1000000",
     "seckill.rate-limit.burst-capacity": "1000000",
+    "seckill.rate-limit.per-ip-local-permits-per-second": "1000000",
+    "seckill.rate-limit.per-ip-local-burst": "1000000",
     "seckill.max-requests-per-ip": "100000000",
     "seckill.max-requests-per-user": "1000",
     "seckill.anti-brush-threshold": "1000",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, Ctl, MySQL, child_env, conf_of, poll_until
+from conftest import BIN, ROOT, TEST_LIMITS, Ctl, MySQL, child_env, conf_of, poll_until
 
 CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
 UP_TIMEOUT = 240
@@ -89,6 +89,8 @@ class Cluster:
 def cluster(services):
     assert CLUSTER_CONF.exists(), f"{CLUSTER_CONF} not found (make {CLUSTER_CONF.relative_to(ROOT)})"
     env = dict(child_env(), CONF=str(CLUSTER_CONF), STACK_BIN_DIR=str(BIN))
+    # The suite's relaxed limits (all its clients are 127.0.0.1), as SECKILL_<KEY> overrides.
+    env.update({"SECKILL_" + k.upper().replace(".", "_").replace("-", "_"): v for k, v in TEST_LIMITS.items()})
     c = Cluster(conf_of(CLUSTER_CONF), env)
     try:
         p = c.sh("stack.sh", "up", timeout=UP_TIMEOUT)

@@ -1,19 +1,24 @@
-"""Protection (issue 4) against the real gateway: the global token bucket, the per-user and
-per-IP limits and the anti-brush ban at their boundaries, the switches that turn them off,
-JWT authentication, one-time purchase tokens, X-Forwarded-For trust, and the cap on open
-connections (the table of malformed requests is test_malformed.py).
+"""Protection (issue 4) against the real gateway: the global token bucket, the local per-IP
+limit in front of it, the per-user and per-IP limits and the anti-brush ban at their
+boundaries, the switches that turn them off, JWT authentication, one-time purchase
+tokens, X-Forwarded-For trust, the cap on open connections and /metrics on its own port
+(the table of malformed requests is test_malformed.py, slow clients test_slowloris.py).
 
 Most tests start a gateway of their own with the settings they test (`gateway_with`); the
 module's gateway (relaxed limits, auth.mode=none, X-Forwarded-For not trusted) shows that
 X-Forwarded-For is ignored unless trusted."""
 
+import http.client
+import json
 import socket
+import subprocess
+import threading
 import time
 
 import pytest
 
-from conftest import Gateway, poll_until, wait_for_consumer, write_conf
-from gatewayhttp import b64url, http_bytes, jwt_sign, raw_http, read_raw_reply
+from conftest import BIN, Gateway, child_env, free_port, poll_until, wait_for_consumer, write_conf
+from gatewayhttp import b64url, gateway_metrics, http_bytes, jwt_sign, raw_http, read_raw_reply
 
 JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"
 TOKEN_SECRET = "integration-purchase-token-secret-0123456789"
@@ -72,6 +77,72 @@ def test_global_token_bucket(gateway_with, ctl, ids):
         assert retry_after(r) == 1 and r["retryAfter"] == 1, repr(r)
     # Refused requests take no token: at 5 per second one is back within 200 ms.
     poll_until(lambda: send(gw, execute_req(ids(), a)).code == 200, 3, "the bucket to refill", interval=0.1)
+
+
+# ---- the local per-IP limit in front of the global bucket --------------------------------
+
+PER_IP = {"seckill.rate-limit.permits-per-second": 20, "seckill.rate-limit.burst-capacity": 20,
+          "seckill.rate-limit.per-ip-local-permits-per-second": 5,
+          "seckill.rate-limit.per-ip-local-burst": 5}
+PHASE_SECONDS = 4
+PACE = 0.25   # the paced client's interval: 4 a second, within its local share of 5
+
+
+def flood(port, target, source, stop):
+    """Execute requests as fast as one keep-alive connection from `source` takes them,
+    until `stop`; the list of (code, status) answers."""
+    answers = []
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10, source_address=(source, 0))
+    try:
+        while not stop.is_set():
+            c.request("POST", target())
+            r = c.getresponse()
+            body = json.loads(r.read() or b"{}")
+            answers.append((r.status, body.get("status")))
+    finally:
+        c.close()
+    return answers
+
+
+def paced_against_flood(gw, activity, ids):
+    """A client on 127.0.0.1 sending one request every PACE seconds while another on
+    127.0.0.2 floods: the paced client's answers and the flooder's."""
+    stop = threading.Event()
+    flooded = []
+    t = threading.Thread(target=lambda: flooded.extend(
+        flood(gw.conf.http_port, lambda: f"/seckill/execute?userId={ids()}&activityId={activity}",
+              "127.0.0.2", stop)))
+    t.start()
+    paced = []
+    try:
+        end = time.monotonic() + PHASE_SECONDS
+        nxt = time.monotonic()
+        while nxt < end:
+            poll_until(lambda: time.monotonic() >= nxt, 2, "the next paced request", interval=0.01)
+            paced.append(send(gw, execute_req(ids(), activity)))
+            nxt += PACE
+    finally:
+        stop.set()
+        t.join(15)
+    return paced, flooded
+
+
+def test_flooding_client_does_not_empty_the_global_bucket(gateway_with, ctl, ids):
+    gw = gateway_with(PER_IP)
+    pending = ctl.create_sale(50, start="+1h", end="+2h").activity_id
+    active = ctl.create_sale(200).activity_id
+    for activity, expected in ((pending, (409, "NOT_STARTED")), (active, (200, "PROCESSING"))):
+        paced, flooded = paced_against_flood(gw, activity, ids)
+        refused = [r for r in paced if (r.code, r.status) != expected]
+        assert not refused, f"{len(refused)} of {len(paced)} paced requests refused: {refused[:3]}"
+        # The flooder got its local share and 429 for the rest, far more than it was let in.
+        let_in = [a for a in flooded if a != (429, "RATE_LIMITED")]
+        assert len(flooded) > 10 * len(let_in), (len(flooded), len(let_in))
+        assert all(a == expected for a in let_in), let_in[:5]
+        assert len(let_in) <= 5 + 5 * (PHASE_SECONDS + 1), len(let_in)
+    m = gateway_metrics(gw.conf.http_port)
+    assert m["seckill_rate_limited_global_total"] == 0, m
+    assert m["seckill_rate_limited_local_ip_total"] > 0, m
 
 
 # ---- per-user and per-IP limits ----------------------------------------------------------
@@ -430,3 +501,35 @@ def test_connection_cap(gateway_with):
     finally:
         for s in held:
             s.close()
+
+
+# ---- /metrics on its own listener ----------------------------------------------------------
+
+
+def test_metrics_on_its_own_port_or_off(gateway_with):
+    metrics_port = free_port()
+    gw = gateway_with({"http.metrics-port": metrics_port})
+    r = send(gw, http_bytes("GET", "/metrics"))
+    assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
+    page = raw_http(metrics_port, http_bytes("GET", "/metrics"))
+    assert page.code == 200 and page.headers.get("Content-Type", "").startswith("text/plain"), repr(page)
+    assert "seckill_http_open_connections " in page.text, page.text[:300]
+    # That listener serves /metrics and nothing else.
+    r = raw_http(metrics_port, http_bytes("GET", "/healthz")).reply()
+    assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
+    r = raw_http(metrics_port, http_bytes("POST", "/metrics")).reply()
+    assert r.code == 405 and r.headers.get("Allow") == "GET", repr(r)
+    # The API is as before on the main port.
+    assert send(gw, http_bytes("GET", "/healthz")).code == 200
+
+    off = gateway_with({"http.metrics-port": "off"})
+    r = send(off, http_bytes("GET", "/metrics"))
+    assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
+    assert send(off, http_bytes("GET", "/healthz")).code == 200
+
+    # Anything else stops start-up, naming the key.
+    for bad in ("on", "0", "70000", "-1", off.conf.http_port):
+        p = subprocess.run([str(BIN / "seckill-server"), "-c", str(off.conf.path),
+                            "--set", f"http.metrics-port={bad}"],
+                           capture_output=True, text=True, timeout=30, env=child_env())
+        assert p.returncode == 2 and "http.metrics-port" in p.stderr, (bad, p.returncode, p.stderr)
