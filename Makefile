@@ -25,6 +25,8 @@ CONF     ?= $(if $(filter cluster,$(TOPOLOGY)),conf/cluster.conf,conf/seckill.co
 TEST_CONF := build/conf/test.conf
 TEST_CLUSTER_CONF := build/conf/test-cluster.conf
 TEST_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(TEST_CONF))
+# make chaos TOPOLOGY=cluster: the cluster scenarios on the tests' own cluster.
+CHAOS_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(if $(filter cluster,$(TOPOLOGY)),$(TEST_CLUSTER_CONF),$(TEST_CONF)))
 PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb libcrypto
 SANITIZE ?= 0
 
@@ -194,14 +196,15 @@ bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 	BUILD=$(BUILD) bash bench/run.sh
 
 # ---- chaos suite (docs/chaos.md) ---------------------------------------------------
-#   make chaos    the release binaries in a sale under load while one component fails
+#   make chaos [TOPOLOGY=cluster]
+#                 the release binaries in a sale under load while one component fails
 #                 per scenario (kill -9, SIGTERM, Kafka or MariaDB stopped, Redis frozen
 #                 or restarted); I1-I6 and seckillctl verify after each; the table is
 #                 printed and written to build/chaos/report.md. Starts the services it
 #                 needs and stops again those it started.
 .PHONY: chaos
-chaos: deps all $(TEST_CONF)
-	CONF=$(TEST_STACK_CONF) bash test/chaos/run.sh
+chaos: deps all $(TEST_CONF) $(TEST_CLUSTER_CONF)
+	CONF=$(CHAOS_STACK_CONF) TOPOLOGY=$(TOPOLOGY) bash test/chaos/run.sh
 
 $(TEST_CONF): conf/seckill.conf test/conf/namespace.conf
 	@mkdir -p $(dir $@)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from chaosload import Load, MetricsScraper, Sampler
+from chaosload import Loads, Sampler, Scrapers
 from resp import RedisError
 
 _IT_PATH = Path(__file__).resolve().parents[1] / "integration" / "conftest.py"
@@ -105,6 +105,12 @@ class Stack:
         self.env = it.child_env()
         self.env["CONF"] = str(conf_path)
         self.data = it.conf_of(conf_path).data_dir(ROOT)
+        self.kafka_nodes = len(it.conf_of(conf_path).get("kafka.brokers").split(","))
+
+    @staticmethod
+    def kafka_pidfile(node):
+        """Node 1 of scripts/kafka.sh keeps its files in kafka/, node N in kafka-N/."""
+        return "kafka/kafka.pid" if node == 1 else f"kafka-{node}/kafka.pid"
 
     def sh(self, script, *args, timeout=180, check=True, conf=None):
         env = dict(self.env)
@@ -145,9 +151,11 @@ class Stack:
 
     def ensure_up(self):
         """After a scenario, failed or not: every service runs, none is frozen."""
-        for script, pidfile in (("redis", "redis/redis.pid"), ("kafka", "kafka/kafka.pid")):
-            if self.frozen(pidfile):
-                self.sh(script, "thaw", check=False)
+        if self.frozen("redis/redis.pid"):
+            self.sh("redis", "thaw", check=False)
+        for node in range(1, self.kafka_nodes + 1):
+            if self.frozen(self.kafka_pidfile(node)):
+                self.sh("kafka", "--node", str(node), "thaw", check=False)
         for script in ("redis", "mariadb", "kafka"):
             if not self.running(script):
                 log(f"{script} is down after the scenario: starting it")
@@ -172,8 +180,11 @@ class Scenario:
 
     def __init__(self, key, title, fault, stock=100000, rate=400, threads=32, warm=300,
                  after=3.0, overrides=None, allow=(), expect_503=False, expect_errors=False,
-                 sellout=False, max_seconds=60, post=None):
+                 sellout=False, max_seconds=60, post=None, gateways=1, consumers=1):
         self.key, self.title, self.fault = key, title, fault
+        # Several gateways each listen on a port of their own, the load split over them
+        # (as behind a load balancer); several consumers share the group.
+        self.gateways, self.consumers = gateways, consumers
         self.stock, self.rate, self.threads, self.warm = stock, rate, threads, warm
         self.after, self.overrides = after, dict(overrides or {})
         self.allow = set(allow)
@@ -184,9 +195,10 @@ class Scenario:
 
 
 class Ctx:
-    def __init__(self, scenario, conf, gateway, consumer, redis, mysql, ctl, stack, sale, load):
+    def __init__(self, scenario, conf, gateways, consumers, redis, mysql, ctl, stack, sale, load):
         self.scenario, self.conf = scenario, conf
-        self.gateway, self.consumer = gateway, consumer
+        self.gateways, self.consumers = gateways, consumers
+        self.gateway, self.consumer = gateways[0], consumers[0]
         self.redis, self.mysql, self.ctl, self.stack = redis, mysql, ctl, stack
         self.sale, self.load = sale, load
         self.a = sale.activity_id
@@ -434,7 +446,7 @@ def expectations(ctx, tries):
     # A failed delivery whose rollback finds no reservation: the reaper expired the order
     # while its delivery report was still pending. Had that delivery succeeded, the client
     # would have been told 200 for a FAILED order.
-    late = ctx.gateway.log_text().count("rollback found no reservation")
+    late = sum(g.log_text().count("rollback found no reservation") for g in ctx.gateways)
     out.append(("no expiry before the delivery report", late == 0,
                 f"{late} failed deliveries found their reservation already released"))
     if ctx.t_recovered is not None:
@@ -455,24 +467,30 @@ def run(sc, stack, redis, mysql, results):
     overrides.update(sc.overrides)
     overrides.update(extra_settings())
     conf = it.write_conf(out / "seckill.conf", overrides)
+    # Each instance its own HTTP and metrics port; one of a kind logs into `out` itself.
+    confs = [conf] + [it.write_conf(out / f"seckill-{i + 1}.conf", overrides)
+                      for i in range(1, max(sc.gateways, sc.consumers))]
     ctl = it.Ctl(conf)
-    consumer = it.Consumer(conf, out)
-    gateway = it.Gateway(conf, out)
+    consumers = [it.Consumer(confs[i], out if sc.consumers == 1 else out / f"consumer-{i + 1}")
+                 for i in range(sc.consumers)]
+    gateways = [it.Gateway(confs[i], out if sc.gateways == 1 else out / f"gateway-{i + 1}")
+                for i in range(sc.gateways)]
     row = {"key": sc.key, "title": sc.title, "results": {}, "counts": {}, "notes": [], "expect": []}
     results.append(row)
     load = sampler = metrics = None
     t_start = time.monotonic()
     try:
-        consumer.start()
-        gateway.start()
+        for svc in consumers + gateways:
+            svc.start()
         sale = ctl.create_sale(sc.stock)
-        log(f"{sc.key}: activity {sale.activity_id}, stock {sc.stock}, gateway :{conf.http_port}")
+        log(f"{sc.key}: activity {sale.activity_id}, stock {sc.stock}, gateway "
+            + ", ".join(f":{g.conf.http_port}" for g in gateways))
         sampler = Sampler(conf.http_port, conf)
-        metrics = MetricsScraper(gateway)
+        metrics = Scrapers(gateways)
         user_base = (int(time.time() * 1000) % 10**9) * 1000
-        load = Load(conf.http_port, sale.activity_id, user_base, sc.rate, sc.threads,
-                    max_requests=int(sc.rate * sc.max_seconds), on_accept=sampler.offer)
-        ctx = Ctx(sc, conf, gateway, consumer, redis, mysql, ctl, stack, sale, load)
+        load = Loads([g.conf.http_port for g in gateways], sale.activity_id, user_base, sc.rate,
+                     sc.threads, max_requests=int(sc.rate * sc.max_seconds), on_accept=sampler.offer)
+        ctx = Ctx(sc, conf, gateways, consumers, redis, mysql, ctl, stack, sale, load)
         sampler.start()
         metrics.start()
         load.start()
@@ -517,13 +535,15 @@ def run(sc, stack, redis, mysql, results):
             if th is not None:
                 th.stop_ev.set()
         # Clean stops: exit 0 after SIGTERM, no sanitizer report, no work left undone.
-        for svc in (gateway, consumer):
+        several = len(gateways) + len(consumers) > 2
+        for i, svc in enumerate(gateways + consumers):
             try:
                 svc.finish(timeout=int(conf.get("http.request-timeout-ms")) / 1000 + 20)
                 ok, detail = True, "exit 0"
             except BaseException as e:  # noqa: BLE001 - recorded in the table
                 ok, detail = False, str(e)[:400]
-            row["expect"].append((f"{svc.name} clean", ok, detail))
+            name = f"{svc.name} {svc.log.parent.name}" if several else svc.name
+            row["expect"].append((f"{name} clean", ok, detail))
         stack.ensure_up()
         row["seconds"] = time.monotonic() - t_start
         write_report(results)

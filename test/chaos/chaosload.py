@@ -349,3 +349,76 @@ class MetricsScraper(threading.Thread):
 
     def total(self, name):
         return sum(v.get(name, 0) for v in self.per_pid.values())
+
+
+# ---- several gateways --------------------------------------------------------------------
+
+
+class _AllEvents:
+    """stop_ev of several loads or scrapers as one: set() sets them all."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def set(self):
+        for p in self.parts:
+            p.stop_ev.set()
+
+
+class Loads:
+    """One Load per gateway port, the rate, the threads and the request budget split
+    evenly, the users distinct; read as one Load."""
+
+    def __init__(self, ports, activity, user_base, rate, threads, max_requests, on_accept=None):
+        n = len(ports)
+        self.parts = [Load(port, activity, user_base + i * 10**7, rate / n, max(1, threads // n),
+                           max_requests // n, on_accept=on_accept) for i, port in enumerate(ports)]
+        self.stop_ev = _AllEvents(self.parts)
+
+    def start(self):
+        for p in self.parts:
+            p.start()
+        return self
+
+    def stop(self, timeout=30):
+        self.stop_ev.set()
+        for p in self.parts:
+            p.stop(timeout)
+
+    @property
+    def finished(self):
+        return all(p.finished for p in self.parts)
+
+    @property
+    def accepted(self):
+        return sum(p.accepted for p in self.parts)
+
+    @property
+    def last_accept(self):
+        return max(p.last_accept for p in self.parts)
+
+    @property
+    def tries(self):
+        return self.snapshot()
+
+    def snapshot(self):
+        return [t for p in self.parts for t in p.snapshot()]
+
+
+class Scrapers:
+    """A MetricsScraper per gateway, totals summed."""
+
+    def __init__(self, gateways):
+        self.parts = [MetricsScraper(g) for g in gateways]
+        self.stop_ev = _AllEvents(self.parts)
+
+    def start(self):
+        for p in self.parts:
+            p.start()
+
+    def stop(self):
+        for p in self.parts:
+            p.stop()
+
+    def total(self, name):
+        return sum(p.total(name) for p in self.parts)

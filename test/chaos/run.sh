@@ -4,7 +4,7 @@
 # down is started first and stopped again at the end; one that was running is left
 # running (the faults restart it, so its pid changes). The gateway and consumer the suite
 # runs are its own (own ports, topic and consumer group), never the stack's.
-#   test/chaos/run.sh [pytest args...]     e.g. -k S3, or -m short
+#   [TOPOLOGY=cluster] test/chaos/run.sh [pytest args...]     e.g. -k S3, or -m short
 # Ends with the scenario x invariant table; the details go to build/chaos/report.md.
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=../../scripts/lib.sh
@@ -27,8 +27,13 @@ fi
 
 # The project's test Python (var/venv, test/requirements.txt), not the first python3 on PATH.
 PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
+# TOPOLOGY=cluster: the scenarios of several gateways, consumers and brokers.
+case ${TOPOLOGY:-single} in
+  cluster) scenarios=test/chaos/test_chaos_cluster.py ;;
+  *) scenarios=test/chaos/test_chaos.py ;;
+esac
 SECKILL_BIN=${SECKILL_BIN:-$ROOT/build} SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF \
-  "$PY" -m pytest -q -s -p no:cacheprovider test/chaos "$@"
+  "$PY" -m pytest -q -s -p no:cacheprovider "$scenarios" "$@"
 rc=$?
 
 for svc in "${started[@]}"; do
