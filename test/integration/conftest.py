@@ -425,6 +425,13 @@ def wait_for_consumer(mysql, redis, conf, activity_id, expected_rows=None, consu
 # ---- fixtures ----------------------------------------------------------------------------
 
 
+def kafka_script(*args, timeout=60):
+    """scripts/kafka.sh ARGS on the suite's own broker (BASE_CONF), never on whichever
+    stack CONF of the caller's environment names."""
+    subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), *args], cwd=ROOT, check=True,
+                   env=dict(child_env(), CONF=str(BASE_CONF)), capture_output=True, timeout=timeout)
+
+
 def connect_backends(conf, who):
     """Redis and MariaDB clients for `conf` once the binaries exist and Redis, MariaDB and
     Kafka answer; otherwise the whole run stops with one clear message naming `who`."""

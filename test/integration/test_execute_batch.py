@@ -46,18 +46,31 @@ def burst(gw, activity, users):
             s.close()
     calls = after["seckill_execute_batch_size_count"] - before["seckill_execute_batch_size_count"]
     carried = after["seckill_execute_batch_size_sum"] - before["seckill_execute_batch_size_sum"]
-    return replies, calls, carried
+    return replies, calls, carried, {k: after[k] - before.get(k, 0) for k in after
+                                     if k.startswith("seckill_execute_batch_size_bucket")}
 
 
 def test_one_pass_is_one_call_with_every_answer_its_own(gateway_with, ctl, redis, conf, ids):
     gw = gateway_with({})
     stock = 15
-    sale = ctl.create_sale(stock)
-    distinct = [ids() for _ in range(BURST - 4)]
-    users = distinct + distinct[:4]          # four users twice in the same call
-    replies, calls, carried = burst(gw, sale.activity_id, users)
+    # On a busy machine a socket's bytes now and then come up in the pass after the
+    # others; every burst must be answered right, and at least one of three must go to
+    # Redis as one call (without coalescing none would).
+    shapes = []
+    for _ in range(3):
+        sale = ctl.create_sale(stock)
+        distinct = [ids() for _ in range(BURST - 4)]
+        users = distinct + distinct[:4]          # four users twice in the same call
+        replies, calls, carried, _ = burst(gw, sale.activity_id, users)
+        assert carried == BURST
+        check_burst_answers(redis, conf, sale, stock, users, replies)
+        shapes.append(calls)
+        if calls == 1:
+            break
+    assert 1 in shapes, f"no burst went to Redis as one call: calls per burst {shapes}"
 
-    assert (calls, carried) == (1, BURST), "the burst did not go to Redis as one call"
+
+def check_burst_answers(redis, conf, sale, stock, users, replies):
     ok = {}
     for user, r in zip(users, replies):
         assert r.code in (200, 409), repr(r)
@@ -76,12 +89,16 @@ def test_one_pass_is_one_call_with_every_answer_its_own(gateway_with, ctl, redis
 
 
 def test_batch_max_splits_a_pass_into_calls(gateway_with, ctl, redis, conf, ids):
-    gw = gateway_with({"seckill.execute-batch-max": 8})
+    batch_max = 10  # a bound of the histogram's buckets
+    gw = gateway_with({"seckill.execute-batch-max": batch_max})
     sale = ctl.create_sale(100)
     users = [ids() for _ in range(BURST)]
-    replies, calls, carried = burst(gw, sale.activity_id, users)
+    replies, calls, carried, buckets = burst(gw, sale.activity_id, users)
 
-    assert (calls, carried) == (BURST // 8, BURST)
+    # Every call carried at most batch_max: 24 requests take 3 calls or more (more when a
+    # socket's bytes came up a pass later, on a busy machine).
+    assert carried == BURST and calls >= -(-BURST // batch_max), (calls, carried)
+    assert buckets[f'seckill_execute_batch_size_bucket{{le="{batch_max}"}}'] == calls, buckets
     assert [r.code for r in replies] == [200] * BURST, [repr(r) for r in replies if r.code != 200]
     assert len({r["orderNo"] for r in replies}) == BURST
     assert redis("GET", conf.key("stock", sale.activity_id)) == str(100 - BURST)

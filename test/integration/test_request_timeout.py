@@ -8,11 +8,10 @@ request timeout. The gateway must answer within it, and truthfully: a 503 never 
 SUCCESS, and no stock is lost."""
 
 import http.client
-import subprocess
 import threading
 import time
 
-from conftest import ROOT, poll_until, success_count
+from conftest import kafka_script, poll_until, success_count
 from gatewayhttp import Reply
 from stallproxy import StallProxy
 
@@ -32,8 +31,7 @@ CLIENTS = 40
 
 
 def kafka(action):
-    subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), action], cwd=ROOT, check=True,
-                   capture_output=True, timeout=60)
+    kafka_script(action)
 
 
 def timed_execute(port, user, activity, out):

@@ -3,13 +3,12 @@ request it took (the order, or 503 UNAVAILABLE), flushes Kafka and exits 0 withi
 drain bound; every order it answered 200 reaches SUCCESS in MySQL."""
 
 import http.client
-import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import ROOT, Gateway, order_rows, poll_until, success_count, wait_for_consumer, write_conf
+from conftest import Gateway, kafka_script, order_rows, poll_until, success_count, wait_for_consumer, write_conf
 from gatewayhttp import Attempt, Reply, describe_failures, run_load
 from stallproxy import StallProxy
 
@@ -35,16 +34,30 @@ def is_connection_error(e):
                           http.client.BadStatusLine)) and not isinstance(e, TimeoutError)
 
 
+class BackgroundLoad:
+    """run_load of `count` fresh users on one activity, in a thread until stopped."""
+
+    def __init__(self, port, activity, count, threads):
+        base = int(time.time() * 1000) % 10**12 * 1000
+        self.attempts = [Attempt(base + i, activity) for i in range(1, count + 1)]
+        self.stop_ev = threading.Event()
+        self.result = {}
+        self.thread = threading.Thread(
+            target=lambda: self.result.setdefault("done", run_load(port, self.attempts, threads, stop=self.stop_ev)),
+            daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        """Stops it; returns every attempt made."""
+        self.stop_ev.set()
+        self.thread.join(60)
+        assert not self.thread.is_alive(), "the load did not stop"
+        return self.result["done"]
+
+
 def test_sigterm_drains(conf, gateway, consumer, sale, mysql, redis):
     a = sale.activity_id
-    base = int(time.time() * 1000) % 10**12 * 1000
-    attempts = [Attempt(base + i, a) for i in range(1, 50001)]
-    stop = threading.Event()
-    result = {}
-    load = threading.Thread(
-        target=lambda: result.setdefault("done", run_load(conf.http_port, attempts, THREADS, stop=stop)),
-        daemon=True)
-    load.start()
+    load = BackgroundLoad(conf.http_port, a, 50000, THREADS)
 
     users = conf.key("users", a)
     poll_until(lambda: redis("HLEN", users) >= 300, 60, "300 orders before the SIGTERM", interval=0.01)
@@ -53,15 +66,12 @@ def test_sigterm_drains(conf, gateway, consumer, sale, mysql, redis):
     gateway.terminate()
     rc = gateway.wait(bound + 10)
     elapsed = time.monotonic() - t0
-    stop.set()
-    load.join(60)
-    assert not load.is_alive(), "the load did not stop"
+    done = load.stop()
     assert rc is not None, f"the gateway did not exit within {bound + 10:.0f}s of SIGTERM"
     gateway.record_exit()
     assert rc == 0, f"exit status {rc}; log:\n{gateway.log_tail()}"
     assert elapsed <= bound, f"the gateway took {elapsed:.1f}s to drain, bound {bound}s"
 
-    done = result["done"]
     sent = [x for x in done if x.sent is not None]
     answered = [x for x in sent if x.reply is not None]
     dropped = [x for x in sent if x.error is not None and is_connection_error(x.error)]
@@ -236,15 +246,8 @@ def test_sigterm_with_redis_stalled(tmp_path, consumer, ctl, conf, mysql, redis)
     pollers = None
     try:
         g = start_own_gateway(tmp_path, "stalled", dict(STALL_OVERRIDES, **{"redis.port": proxy.port}))
-        base = int(time.time() * 1000) % 10**12 * 1000
-        attempts = [Attempt(base + i, a) for i in range(1, 20001)]
-        stop = threading.Event()
-        result = {}
-        load = threading.Thread(
-            target=lambda: result.setdefault("done", run_load(g.conf.http_port, attempts, 8, stop=stop)),
-            daemon=True)
-        load.start()
-        pollers = Pollers(g.conf.http_port, a, [x.user for x in attempts[:POLLERS]])
+        load = BackgroundLoad(g.conf.http_port, a, 20000, 8)
+        pollers = Pollers(g.conf.http_port, a, [x.user for x in load.attempts[:POLLERS]])
         poll_until(lambda: redis("HLEN", conf.key("users", a)) >= 200, 60, "200 orders before the stall",
                    interval=0.01)
         proxy.stall()
@@ -252,10 +255,8 @@ def test_sigterm_with_redis_stalled(tmp_path, consumer, ctl, conf, mysql, redis)
         poll_until(lambda: "redis did not answer within" in g.log_text(since_start=True), 10,
                    "the gateway to notice the stalled Redis")
         elapsed = sigterm_and_wait(g, stop_bound(g.conf))
-        stop.set()
         pollers.finish()
-        load.join(60)
-        assert not load.is_alive(), "the load did not stop"
+        done = load.stop()
     finally:
         if pollers is not None:
             pollers.finish()
@@ -267,14 +268,12 @@ def test_sigterm_with_redis_stalled(tmp_path, consumer, ctl, conf, mysql, redis)
     assert not pollers.bad, f"answers that are not the API's JSON: {pollers.bad[:3]}"
     log = g.log_text(since_start=True)
     assert "drain deadline passed" in log, "the drain went idle: the test did not reach the deadline"
-    done = result["done"]
     ok = check_orders_accounted(mysql, redis, conf, a, done, stock)
     assert len(ok) >= 100
 
 
 def kafka(action):
-    subprocess.run(["bash", str(ROOT / "scripts" / "kafka.sh"), action], cwd=ROOT, check=True,
-                   capture_output=True, timeout=60)
+    kafka_script(action)
 
 
 def test_sigterm_during_kafka_outage(tmp_path, consumer, ctl, conf, mysql, redis):
@@ -289,15 +288,8 @@ def test_sigterm_during_kafka_outage(tmp_path, consumer, ctl, conf, mysql, redis
     pollers = None
     frozen = False
     try:
-        base = int(time.time() * 1000) % 10**12 * 1000
-        attempts = [Attempt(base + i, a) for i in range(1, 20001)]
-        stop = threading.Event()
-        result = {}
-        load = threading.Thread(
-            target=lambda: result.setdefault("done", run_load(g.conf.http_port, attempts, 8, stop=stop)),
-            daemon=True)
-        load.start()
-        pollers = Pollers(g.conf.http_port, a, [x.user for x in attempts[:POLLERS]])
+        load = BackgroundLoad(g.conf.http_port, a, 20000, 8)
+        pollers = Pollers(g.conf.http_port, a, [x.user for x in load.attempts[:POLLERS]])
         poll_until(lambda: redis("HLEN", conf.key("users", a)) >= 200, 60, "200 orders before the outage",
                    interval=0.01)
         kafka("freeze")
@@ -306,10 +298,8 @@ def test_sigterm_during_kafka_outage(tmp_path, consumer, ctl, conf, mysql, redis
         poll_until(lambda: "kafka delivery failed" in g.log_text(since_start=True), 10,
                    "deliveries failing on the frozen broker", interval=0.01)
         elapsed = sigterm_and_wait(g, stop_bound(g.conf))
-        stop.set()
         pollers.finish()
-        load.join(60)
-        assert not load.is_alive(), "the load did not stop"
+        done = load.stop()
     finally:
         if frozen:
             kafka("thaw")
@@ -320,7 +310,6 @@ def test_sigterm_during_kafka_outage(tmp_path, consumer, ctl, conf, mysql, redis
             g.proc.wait()
     print(f"\nexit after {elapsed:.2f}s; pollers: {pollers.codes}, {pollers.errors} connection errors")
     assert not pollers.bad, f"answers that are not the API's JSON: {pollers.bad[:3]}"
-    done = result["done"]
     sent = [x for x in done if x.sent is not None]
     broken = [x for x in sent if x.error is not None and not is_connection_error(x.error)]
     assert not broken, describe_failures(broken)
