@@ -19,6 +19,7 @@ import pytest
 import requests
 
 from conftest import ROOT, child_env, poll_until
+from gatewayhttp import metrics_samples
 
 TOPIC = "seckill.poison.orders"
 DLQ = "seckill.poison.orders.dlq"
@@ -136,12 +137,7 @@ def read_topic(brokers, topic, timeout_s=20):
 def scrape(conf):
     r = requests.get(f"http://127.0.0.1:{conf.get('consumer.metrics-port')}/metrics", timeout=10)
     assert r.status_code == 200, r.text[:300]
-    samples = {}
-    for line in r.text.splitlines():
-        if line and not line.startswith("#"):
-            series, _, value = line.rpartition(" ")
-            samples[series] = float(value)
-    return samples
+    return metrics_samples(r.text)
 
 
 REFUSED = "seckill_consumer_mysql_refused_total"

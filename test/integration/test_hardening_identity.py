@@ -7,7 +7,7 @@ Each test failed on the code before its fix."""
 
 import time
 
-from conftest import poll_until
+from conftest import poll_until, won_coupon
 from gatewayhttp import http_bytes, jwt_sign, raw_http
 
 JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"
@@ -183,16 +183,7 @@ def test_nul_in_json_and_encoded_names_refused(gateway, ctl, redis, conf, ids):
 
 
 def test_use_amount_beyond_decimal_15_2(api, gateway, consumer, ctl, redis, mysql, ids):
-    sale = ctl.create_sale(2)
-    user = ids()
-    r = api.execute(user, sale.activity_id)
-    assert r.code == 200, repr(r)
-    order_no = r["orderNo"]
-    poll_until(lambda: api.order_status(order_no) == "SUCCESS", 20, f"order {order_no} to be SUCCESS")
-    uc_id = int(poll_until(lambda: mysql.rows(f"SELECT id FROM user_coupon WHERE source_ref = '{order_no}'"),
-                           20, "the user coupon row")[0][0])
-    key = f"seckill:ucoupon:{{u{user}}}"
-    poll_until(lambda: redis("HEXISTS", key, str(uc_id)) == 1, 20, "the coupon record in Redis")
+    user, uc_id, key = won_coupon(ctl, api, mysql, redis, ids)
     before = redis("HGETALL", key)
 
     ok = {"userId": user, "orderRef": f"big-{user}"}

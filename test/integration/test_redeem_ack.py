@@ -20,7 +20,7 @@ import threading
 
 import pytest
 
-from conftest import Gateway, free_port, poll_until, write_conf
+from conftest import Gateway, free_port, poll_until, won_coupon, write_conf
 from gatewayhttp import Api
 
 
@@ -53,21 +53,6 @@ def deaf_gateway(tmp_path, services):
     yield start
     for g in started:
         g.finish(timeout=int(g.conf.get("http.request-timeout-ms")) / 1000 + 20)
-
-
-def won_coupon(ctl, api, mysql, redis, ids):
-    """A user and the user coupon they won through the normal gateway, in Redis."""
-    sale = ctl.create_sale(2)
-    user = ids()
-    r = api.execute(user, sale.activity_id)
-    assert r.code == 200, repr(r)
-    order_no = r["orderNo"]
-    poll_until(lambda: api.order_status(order_no) == "SUCCESS", 20, f"order {order_no} to be SUCCESS")
-    uc_id = int(poll_until(lambda: mysql.rows(f"SELECT id FROM user_coupon WHERE source_ref = '{order_no}'"),
-                           20, "the user coupon row")[0][0])
-    key = f"seckill:ucoupon:{{u{user}}}"
-    poll_until(lambda: redis("HEXISTS", key, str(uc_id)) == 1, 20, "the coupon record in Redis")
-    return user, uc_id, key
 
 
 def use(api, uc_id, user, ref, amount="100.00"):

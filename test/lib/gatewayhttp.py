@@ -257,17 +257,22 @@ def raw_http(port, data, timeout=10, source=None, method=None):
         sock.close()
 
 
-def gateway_metrics(port):
-    """The gateway's GET /metrics as {series: value}, series being the sample line up to
-    its value (the name and any labels)."""
-    r = raw_http(port, http_bytes("GET", "/metrics"))
-    assert r.code == 200, repr(r)
+def metrics_samples(text):
+    """A Prometheus text page as {series: value}, series being the sample line up to its
+    value (the name and any labels)."""
     samples = {}
-    for line in r.text.splitlines():
+    for line in text.splitlines():
         if line and not line.startswith("#"):
             series, _, value = line.rpartition(" ")
             samples[series] = float(value)
     return samples
+
+
+def gateway_metrics(port):
+    """The gateway's GET /metrics as metrics_samples."""
+    r = raw_http(port, http_bytes("GET", "/metrics"))
+    assert r.code == 200, repr(r)
+    return metrics_samples(r.text)
 
 
 def b64url(data):
