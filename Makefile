@@ -203,7 +203,7 @@ bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 #                 printed and written to build/chaos/report.md. Starts the services it
 #                 needs and stops again those it started.
 .PHONY: chaos
-chaos: deps all $(TEST_CONF) $(TEST_CLUSTER_CONF)
+chaos: deps all $(BENCH_OPENLOOP) $(TEST_CONF) $(TEST_CLUSTER_CONF)
 	CONF=$(CHAOS_STACK_CONF) TOPOLOGY=$(TOPOLOGY) bash test/chaos/run.sh
 
 $(TEST_CONF): conf/seckill.conf test/conf/namespace.conf

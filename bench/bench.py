@@ -124,6 +124,10 @@ class Bench(SaleScenarios):
         self.user_base += USER_BASE_STEP
         return self.user_base
 
+    def scrape(self):
+        """The gateway's counters (bench/cluster.py sums those of several)."""
+        return scrape(self.addr)
+
     def cpu_snapshot(self, server_pid):
         snap = {"t": time.monotonic(), "system": system_ticks()}
         pids = dict(self.service_pids)
@@ -195,14 +199,14 @@ class Bench(SaleScenarios):
                       baseline_id=None, metrics=True, record=True, seconds=None, xff=False):
         base = self.next_user_base()
         reset_peak_rss(server_pid)
-        m0 = scrape(self.addr) if metrics else None
+        m0 = self.scrape() if metrics else None
         p0 = redis_persistence(self.redis)
         s0 = self.cpu_snapshot(server_pid)
         w = run_wrk(self.addr, THREADS, conns, seconds or (SECONDS if record else WARMUP_SECONDS),
                     activity, base, xff=xff)
         s1 = self.cpu_snapshot(server_pid)
         time.sleep(0.3)  # requests still in flight when wrk stopped get their answers
-        m1 = scrape(self.addr) if metrics else None
+        m1 = self.scrape() if metrics else None
         p1 = redis_persistence(self.redis)
         secs, machine = self.cpu_usage(s0, s1, w["cpu_s"])
         rps = w["requests"] / (w["duration_us"] / 1e6)

@@ -93,7 +93,64 @@ def evaluate(result):
     for k in result["correctness"]:
         add(f"correctness of the {k['activity']} sale (orders == stock sold, no duplicates, verify)",
             f"activity {k['activity_id']}", f"{k['rows']:,} rows, sold {k['sold']:,}", k["ok"])
+    cl = result.get("cluster")
+    if cl:
+        for s in cl["scenarios"]:
+            add(f"cluster {s['id']}: zero socket errors and unexpected statuses", f"cluster {s['id']}",
+                f"{s['socket_errors']} + {s['unexpected']}", s["socket_errors"] == 0 and s["unexpected"] == 0)
+        for k in cl["correctness"]:
+            add("correctness of the cluster's contended sale (orders == stock sold, no duplicates, verify)",
+                f"cluster activity {k['activity_id']}", f"{k['rows']:,} rows, sold {k['sold']:,}", k["ok"])
+        if cl.get("errors"):
+            add("cluster part without errors", "cluster", "; ".join(cl["errors"])[:200], False)
     return out
+
+
+def cluster_section(result):
+    """TOPOLOGY=cluster against single, from the same run (bench/cluster.py)."""
+    cl = result.get("cluster")
+    if not cl:
+        return []
+    L = ["## TOPOLOGY=cluster against single\n"]
+    L.append(f"The contended sale again on the cluster topology (bench/cluster.py, conf/cluster.conf + "
+             f"bench/conf/bench.conf + bench/conf/cluster-namespace.conf): {cl.get('gateways')} gateways on one "
+             f"port (SO_REUSEPORT), {cl.get('brokers')} KRaft brokers with the topic on "
+             f"{cl.get('replication_factor')} replicas and min.insync.replicas={cl.get('min_insync_replicas')}, "
+             f"acks=all; one Redis, one MariaDB. Same wrk runs as the single stack's, right after them on "
+             f"the same machine. CPU is summed over the processes of a part (both gateways, all brokers), "
+             f"per accepted order.\n")
+    L.append("| conn | topology | req/s | × single | × baseline | p50 | p99 | gateways µs | Redis µs | "
+             "brokers µs | stack µs/order | socket errors |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for conns in (64, 256):
+        single = scenario(result, f"contended-{conns}")
+        clus = next((s for s in cl["scenarios"] if s["id"] == f"contended-{conns}"), None)
+        base = scenario(result, f"baseline-{conns}")
+        for name, s in (("single", single), ("cluster", clus)):
+            if not s:
+                continue
+            c = s["cpu_us_per_request"]
+            vs_single = f"{s['rps'] / single['rps']:.2f}" if single and name == "cluster" else "–"
+            vs_base = f"{s['rps'] / base['rps']:.2f}" if base else "–"
+            L.append(f"| {conns} | {name} | {fmt_int(s['rps'])} | {vs_single} | {vs_base} | "
+                     f"{s['latency_ms']['p50']:.2f} | {s['latency_ms']['p99']:.2f} | {fmt(c.get('server'), 1)} | "
+                     f"{fmt(c.get('redis'), 1)} | {fmt(c.get('kafka'), 1)} | "
+                     f"{fmt(s.get('stack_cpu_us_per_accepted_order'), 1)} | {s['socket_errors']} |")
+        if single and clus and single.get("accepted") and clus.get("accepted"):
+            extra = clus["cpu_us_per_request"].get("kafka", 0) - single["cpu_us_per_request"].get("kafka", 0)
+            L.append(f"| {conns} | replication | | | | | | | | **{extra:+.1f}** | | |")
+    L.append("")
+    L.append("The brokers' row difference is what three replicas cost per order over one broker "
+             "(leader append, two follower fetches, the high-watermark wait of acks=all), in CPU of the "
+             "brokers alone; the machine has two cores, so the second gateway shares them with the three "
+             "JVMs and cannot double the throughput.\n")
+    for k in cl["correctness"]:
+        L.append(f"Correctness after the cluster's sale (both consumers of the group): {k['rows']:,} rows, "
+                 f"sold {k['sold']:,}, live {k['live_reservations']}, verify exit {k['verify_exit']}: "
+                 f"{'ok' if k['ok'] else '**FAILED** ' + str([n for n, ok in k['checks'].items() if not ok])}.\n")
+    for e in cl.get("errors", []):
+        L.append(f"- cluster error: {e}")
+    return L
 
 
 def spike_value(sp, name):
@@ -261,6 +318,7 @@ def markdown(result, evaluation, stamp, command, png_name):
                          f"`{k['verify_output'].strip().splitlines()[-1] if k['verify_output'].strip() else ''}`)")
         L.append("")
 
+    L += cluster_section(result)
     L += forks_section(result)
 
     stops = result.get("stops", {})
@@ -489,8 +547,11 @@ def main():
     ap.add_argument("--stamp", required=True)
     ap.add_argument("--results", required=True)
     ap.add_argument("--command", default="make bench")
+    ap.add_argument("--cluster", help="bench/cluster.py's result, for the TOPOLOGY=cluster section")
     args = ap.parse_args()
     result = json.loads(Path(args.result).read_text())
+    if args.cluster:
+        result["cluster"] = json.loads(Path(args.cluster).read_text())
     result["command"] = args.command
     result["stamp"] = args.stamp
     evaluation = evaluate(result)

@@ -9,8 +9,12 @@
 #    project's own gateway and consumer of `make up`, if they run, are stopped for the
 #    duration (they would hold the gateway's port and share the CPU) and started again after;
 # 3. bench/bench.py runs every scenario and writes the figures as JSON;
-# 4. bench/report.py writes bench/results/<UTC time>.{md,json} and latest.{md,json,png};
-# 5. stops what it started and deletes the run's Kafka topic, leaving the stack as it was.
+# 4. the cluster topology (BENCH_CLUSTER=0 leaves it out): conf/cluster.conf, then
+#    bench/conf/bench.conf, then bench/conf/cluster-namespace.conf (its own ports and
+#    var/bench-cluster); its services are started, bench/cluster.py runs the contended sale
+#    on its gateways, and the services are stopped and their data removed;
+# 5. bench/report.py writes bench/results/<UTC time>.{md,json} and latest.{md,json,png};
+# 6. stops what it started and deletes the run's Kafka topic, leaving the stack as it was.
 #
 # SECKILL_<KEY> variables override the configuration as everywhere (bench/README.md: a run
 # next to another stack on other ports). BENCH_* variables: see bench/bench.py.
@@ -81,6 +85,10 @@ cleanup() {
     fi
     rm -f "$f"
   done
+  if [ -n "${CLUSTER_CONF:-}" ] && [ -n "${CLUSTER_VAR:-}" ] && [ -d "$CLUSTER_VAR" ]; then
+    CONF=$CLUSTER_CONF bash "$S/stack.sh" down || rc=1
+    rm -rf "$CLUSTER_VAR"
+  fi
   if "$S/kafka.sh" status >/dev/null 2>&1; then
     delete_topic "seckill.bench.$STAMP" || warn "could not delete topic seckill.bench.$STAMP"
   fi
@@ -123,7 +131,37 @@ python3 bench/bench.py --conf "$CONF" --out "$RUNDIR/result.json" --logs "$RUNDI
   --baseline "$ROOT/$BUILD/bench/baseline"
 bench_rc=$?
 [ -s "$RUNDIR/result.json" ] || die "bench.py wrote no results (logs in $RUNDIR)"
-python3 bench/report.py "$RUNDIR/result.json" --stamp "$STAMP" --results bench/results \
+
+cluster_args=()
+if [ "${BENCH_CLUSTER:-1}" != 0 ]; then
+  CLUSTER_CONF=$RUNDIR/bench-cluster.conf
+  {
+    cat conf/cluster.conf
+    printf '\n# ==== bench/conf/bench.conf ====\n'
+    cat bench/conf/bench.conf
+    printf '\n# ==== bench/conf/cluster-namespace.conf ====\n'
+    cat bench/conf/cluster-namespace.conf
+    printf '\n# ==== this run (bench/run.sh) ====\n'
+    printf 'kafka.topic = seckill.bench.%s\n' "$STAMP"
+    printf 'consumer.group-id = seckill-bench-%s\n' "$STAMP"
+  } >"$CLUSTER_CONF"
+  CLUSTER_VAR=$(CONF=$CLUSTER_CONF conf_get stack.data-dir)
+  case $CLUSTER_VAR in /*) ;; *) CLUSTER_VAR=$ROOT/$CLUSTER_VAR ;; esac
+  log "cluster topology: configuration $CLUSTER_CONF"
+  if CONF=$CLUSTER_CONF bash "$S/stack.sh" up --services-only; then
+    python3 bench/cluster.py --conf "$CLUSTER_CONF" --out "$RUNDIR/cluster.json" --logs "$RUNDIR/cluster" \
+      || bench_rc=1
+  else
+    warn "starting the cluster's services failed"
+    bench_rc=1
+  fi
+  CONF=$CLUSTER_CONF bash "$S/stack.sh" down || bench_rc=1
+  # A namespace of the benchmark alone: nothing in it outlives the run.
+  rm -rf "$CLUSTER_VAR"
+  [ -s "$RUNDIR/cluster.json" ] && cluster_args=(--cluster "$RUNDIR/cluster.json")
+fi
+
+python3 bench/report.py "$RUNDIR/result.json" "${cluster_args[@]}" --stamp "$STAMP" --results bench/results \
   --command "make bench" || die "report failed"
 log "done in $(( $(date +%s) - t0 ))s: bench/results/$STAMP.md (latest.md, latest.json, latest.png); logs in ${RUNDIR#"$ROOT"/}"
 exit "$bench_rc"

@@ -180,11 +180,14 @@ class Scenario:
 
     def __init__(self, key, title, fault, stock=100000, rate=400, threads=32, warm=300,
                  after=3.0, overrides=None, allow=(), expect_503=False, expect_errors=False,
-                 sellout=False, max_seconds=60, post=None, gateways=1, consumers=1):
+                 sellout=False, max_seconds=60, post=None, gateways=1, consumers=1, generator="python"):
         self.key, self.title, self.fault = key, title, fault
         # Several gateways each listen on a port of their own, the load split over them
         # (as behind a load balancer); several consumers share the group.
         self.gateways, self.consumers = gateways, consumers
+        # "python": a thread per connection (chaosload.Load); "openloop": the C generator
+        # (chaosload.OpenLoad), for rates Python cannot keep next to three brokers.
+        self.generator = generator
         self.stock, self.rate, self.threads, self.warm = stock, rate, threads, warm
         self.after, self.overrides = after, dict(overrides or {})
         self.allow = set(allow)
@@ -489,10 +492,12 @@ def run(sc, stack, redis, mysql, results):
         metrics = Scrapers(gateways)
         user_base = (int(time.time() * 1000) % 10**9) * 1000
         load = Loads([g.conf.http_port for g in gateways], sale.activity_id, user_base, sc.rate,
-                     sc.threads, max_requests=int(sc.rate * sc.max_seconds), on_accept=sampler.offer)
+                     sc.threads, max_requests=int(sc.rate * sc.max_seconds), on_accept=sampler.offer,
+                     generator=sc.generator, bin_dir=BIN, out_dir=out)
         ctx = Ctx(sc, conf, gateways, consumers, redis, mysql, ctl, stack, sale, load)
         sampler.start()
         metrics.start()
+        t_load_start = time.monotonic()
         load.start()
         it.poll_until(lambda: load.accepted >= sc.warm or load.finished, 30,
                       f"{sc.warm} accepted orders before the fault")
@@ -509,8 +514,15 @@ def run(sc, stack, redis, mysql, results):
                 first = min(t.done for t in load.snapshot() if t.code == 200 and t.done > t_rec)
                 ctx.notes.append(f"first order accepted {first - t_rec:.1f} s after recovery")
         time.sleep(sc.after)
+        t_load = time.monotonic() - t_load_start
         load.stop()
-        log(f"{sc.key}: load stopped after {len(load.tries)} requests; waiting for quiescence")
+        n_tries = len(load.tries)
+        skipped = sum(s.get("skipped", 0) for s in load.summaries() if s)
+        ctx.notes.append(f"load: {n_tries} requests in {t_load:.1f} s, {n_tries / t_load:.0f}/s sent "
+                         f"(target {sc.rate:.0f}/s, {sc.generator})"
+                         + (f"; {(n_tries + skipped) / t_load:.0f}/s offered, {skipped} of them skipped "
+                            f"after waiting 1 s for a connection" if skipped else ""))
+        log(f"{sc.key}: load stopped after {n_tries} requests; waiting for quiescence")
         timeout = int(conf.get("seckill.pre-reduce-timeout")) + 45
         quiet = _quiesce(ctx, timeout)
         if sc.post is not None:

@@ -1,5 +1,6 @@
 """What the chaos suite runs next to a fault (chaoslib.run): the paced load of distinct
-users (Load, one Try per request), the I6 sampler that checks for a MySQL row the moment
+users (Load, one Try per request, from Python threads; OpenLoad, the same from the C
+generator build/bench/openloop for rates Python cannot keep on two cores), the I6 sampler that checks for a MySQL row the moment
 an order shows SUCCESS (Sampler, with SqlPipe, a long-lived mariadb session), and the
 scraper that keeps each gateway process's counters (MetricsScraper)."""
 
@@ -9,13 +10,14 @@ import os
 import random
 import re
 import select
+import signal
 import socket
 import subprocess
 import threading
 import time
 from collections import deque
 
-from gatewayhttp import raw_execute
+from gatewayhttp import Reply, raw_execute
 
 HTTP_TIMEOUT = 10.0      # client timeout: longer than any answer may take (4 s bound)
 
@@ -220,6 +222,130 @@ class Load:
             return list(self.tries)
 
 
+class _Signal:
+    """stop_ev of an OpenLoad: set() ends the generator's schedule (SIGTERM)."""
+
+    def __init__(self, load):
+        self.load = load
+
+    def set(self):
+        self.load.terminate()
+
+    def is_set(self):
+        return self.load.stopping
+
+
+class OpenLoad:
+    """The Load of one gateway port from build/bench/openloop (bench/openloop.c -l): the
+    requests go out on a fixed schedule of `rate` a second over at most `conns`
+    keep-alive connections, each answer or error read back as one Try with the times of
+    time.monotonic(). A due request that waited more than a second for a free connection
+    is skipped, as a user who gave up (no catch-up burst after a stall); one unanswered
+    for HTTP_TIMEOUT is a client timeout; a refused connect uses up a request. Same
+    interface as Load."""
+
+    SKIP_MS = 1000
+
+    def __init__(self, bin_dir, log_path, port, activity, user_base, rate, conns, max_requests,
+                 repeat_share=0.05, on_accept=None):
+        self.log_path = log_path
+        self.argv = [str(bin_dir / "bench" / "openloop"), "-l", "-p", str(port), "-a", str(activity),
+                     "-r", str(rate), "-n", str(max_requests), "-c", str(conns),
+                     "-u", str(user_base + 1), "-R", str(repeat_share), "-k", str(self.SKIP_MS),
+                     "-T", str(HTTP_TIMEOUT), "-t", str(HTTP_TIMEOUT + 2), "-i", "1000"]
+        self.port, self.activity, self.rate = port, activity, rate
+        self.on_accept = on_accept
+        self.tries = []
+        self.lock = threading.Lock()
+        self.stop_ev = _Signal(self)
+        self.stopping = False
+        self.accepted = 0
+        self.last_accept = 0.0
+        self.summary = None
+        self.proc = self.reader = None
+        self.stderr = b""
+
+    def _parse(self, line):
+        f = line.rstrip("\n").split("\t", 7)
+        t = Try(int(f[1]), repeat=f[2] == "1")
+        t.sent, t.done = float(f[3]), float(f[4])
+        if f[0] == "E":
+            t.error = {"refused": ConnectionRefusedError, "timeout": TimeoutError}.get(
+                f[5], ConnectionResetError)(f[5])
+            return t
+        try:
+            t.reply = Reply(int(f[5]), {"Content-Type": f[6]}, f[7] if len(f) > 7 else "",
+                            f"execute user {t.user}")
+        except AssertionError as e:
+            t.error = e
+        return t
+
+    def _handle(self, line):
+        if line.startswith("{"):
+            self.summary = json.loads(line)
+            return
+        t = self._parse(line)
+        with self.lock:
+            self.tries.append(t)
+            if t.code == 200:
+                self.accepted += 1
+                self.last_accept = t.done
+        if t.code == 200 and self.on_accept is not None:
+            self.on_accept(t.reply.get("orderNo"))
+
+    def _read(self):
+        # The generator writes to a file, not a pipe: a reader that falls behind must
+        # never block the generator's loop and so bend its schedule.
+        pending = ""
+        with open(self.log_path, encoding="utf-8", errors="replace") as f:
+            while True:
+                chunk = f.read(1 << 16)
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split("\n")
+                    for line in lines:
+                        self._handle(line)
+                elif self.proc.poll() is not None:
+                    rest = f.read()
+                    if not rest:
+                        break
+                    pending += rest
+                else:
+                    time.sleep(0.02)
+        if pending:
+            self._handle(pending)
+
+    def start(self):
+        self.log_file = open(self.log_path, "w")
+        self.proc = subprocess.Popen(self.argv, stdout=self.log_file, stderr=subprocess.PIPE, text=True)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        return self
+
+    def terminate(self):
+        self.stopping = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self, timeout=30):
+        self.terminate()
+        self.proc.wait(timeout)
+        self.reader.join(timeout)
+        self.stderr = self.proc.stderr.read()
+        self.proc.stderr.close()
+        self.log_file.close()
+        assert self.proc.returncode == 0, f"openloop exit {self.proc.returncode}: {self.stderr.strip()}"
+        assert self.summary is not None, "openloop printed no summary"
+
+    @property
+    def finished(self):
+        return self.proc is not None and self.proc.poll() is not None and not self.reader.is_alive()
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.tries)
+
+
 # ---- I6 sampler and /metrics scraper ---------------------------------------------------------
 
 
@@ -366,13 +492,19 @@ class _AllEvents:
 
 
 class Loads:
-    """One Load per gateway port, the rate, the threads and the request budget split
-    evenly, the users distinct; read as one Load."""
+    """One load per gateway port, the rate, the connections and the request budget split
+    evenly, the users distinct; read as one Load. `generator` is "python" (Load) or
+    "openloop" (OpenLoad, which needs bin_dir and out_dir for its logs)."""
 
-    def __init__(self, ports, activity, user_base, rate, threads, max_requests, on_accept=None):
+    def __init__(self, ports, activity, user_base, rate, threads, max_requests, on_accept=None,
+                 generator="python", bin_dir=None, out_dir=None):
         n = len(ports)
-        self.parts = [Load(port, activity, user_base + i * 10**7, rate / n, max(1, threads // n),
-                           max_requests // n, on_accept=on_accept) for i, port in enumerate(ports)]
+        if generator == "openloop":
+            self.parts = [OpenLoad(bin_dir, out_dir / f"load-{port}.log", port, activity, user_base + i * 10**7, rate / n, max(1, threads // n),
+                                   max_requests // n, on_accept=on_accept) for i, port in enumerate(ports)]
+        else:
+            self.parts = [Load(port, activity, user_base + i * 10**7, rate / n, max(1, threads // n),
+                               max_requests // n, on_accept=on_accept) for i, port in enumerate(ports)]
         self.stop_ev = _AllEvents(self.parts)
 
     def start(self):
@@ -403,6 +535,10 @@ class Loads:
 
     def snapshot(self):
         return [t for p in self.parts for t in p.snapshot()]
+
+    def summaries(self):
+        """The openloop summaries (skipped, achieved rate ...), None for Python loads."""
+        return [getattr(p, "summary", None) for p in self.parts]
 
 
 class Scrapers:

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""The contended sale of `make bench` on the cluster topology, against services that
+bench/run.sh started with conf/cluster.conf (three KRaft brokers, topics on three
+replicas with min.insync.replicas=2).
+
+    cluster.py --conf FILE --out RESULT.json --logs DIR
+
+Runs `stack.gateways` gateways sharing http.port (SO_REUSEPORT) and, for the correctness
+check afterwards, `stack.consumers` consumers of one group; the same wrk runs as the
+single stack's contended sale (bench.py), so that bench/report.py can set the two side
+by side: requests a second, and CPU per accepted order of the gateways, Redis and the
+brokers, summed over the processes of each part. What the brokers spend beyond the single
+stack's broker is what replication costs per order.
+"""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from bench import SECONDS, THREADS, WARMUP_SECONDS, Bench, log, now_utc
+from benchlib import BUILD, ROOT, Proc, environment, http_ok, proc_ticks, read_pidfile, scrape, system_ticks
+
+# Gateway i serves /metrics on METRICS_PORT_BASE + i: behind one shared port a scrape
+# would reach whichever gateway the kernel picks.
+METRICS_PORT_BASE = 37110
+
+
+class ClusterBench(Bench):
+    """Bench on several gateways, consumers and brokers: a part's CPU is the sum of its
+    processes'. Only the steps that compare the topologies."""
+
+    def __init__(self, args):
+        super().__init__(args)
+        var = self.conf.data_dir(ROOT)
+        brokers = self.conf.get("kafka.brokers").split(",")
+        self.kafka_pids = [read_pidfile(var / ("kafka" if i == 1 else f"kafka-{i}") / "kafka.pid")
+                           for i in range(1, len(brokers) + 1)]
+        self.service_pids = {"redis": read_pidfile(var / "redis" / "redis.pid"),
+                             "mariadb": read_pidfile(var / "mariadb" / "mariadbd.pid")}
+        self.n_gateways = int(self.conf.get("stack.gateways"))
+        self.n_consumers = int(self.conf.get("stack.consumers"))
+        self.gateways, self.consumers = [], []
+        missing = [f"kafka node {i + 1}" for i, p in enumerate(self.kafka_pids) if p is None]
+        missing += [k for k, p in self.service_pids.items() if p is None]
+        if missing:
+            raise RuntimeError(f"not running under {var}: {', '.join(missing)}")
+
+    def cpu_snapshot(self, server_pid):
+        del server_pid  # every gateway counts
+        groups = {k: [p] for k, p in self.service_pids.items()}
+        groups["kafka"] = self.kafka_pids
+        groups["server"] = [g.pid for g in self.gateways if g.alive()]
+        live = [c.pid for c in self.consumers if c.alive()]
+        if live:
+            groups["consumer"] = live
+        procs = {}
+        for k, pids in groups.items():
+            ticks = [proc_ticks(p) for p in pids]
+            procs[k] = None if any(t is None for t in ticks) else sum(ticks)
+        return {"t": time.monotonic(), "system": system_ticks(), "procs": procs}
+
+    def scrape(self):
+        total = {"responses": {}, "values": {}}
+        for i in range(1, len(self.gateways) + 1):
+            one = scrape((self.addr[0], METRICS_PORT_BASE + i))
+            for part, values in one.items():
+                for k, v in values.items():
+                    total[part][k] = total[part].get(k, 0) + v
+        return total
+
+    def start_gateway(self, sets=()):
+        for i in range(1, self.n_gateways + 1):
+            metrics = (self.addr[0], METRICS_PORT_BASE + i)
+            g = Proc(f"seckill-server-{i}", [BUILD / "seckill-server", "-c", self.conf.path, "--set",
+                                             f"http.metrics-port={metrics[1]}"] + [a for kv in sets for a in ("--set", kv)],
+                     self.logs).start()
+            g.wait_ready(lambda m=metrics: http_ok(m, "/metrics"), 60, "answering /metrics")
+            self.gateways.append(g)
+        self.gateway = self.gateways[0]
+        log(f"{len(self.gateways)} gateways up (pids {[g.pid for g in self.gateways]}) "
+            f"on {self.addr[0]}:{self.addr[1]}")
+
+    def start_consumer(self):
+        base = int(self.conf.get("consumer.metrics-port"))
+        for i in range(1, self.n_consumers + 1):
+            argv = [BUILD / "order-consumer", "-c", self.conf.path, "--set", "log.level=info"]
+            if base:
+                argv += ["--set", f"consumer.metrics-port={base + i - 1}"]
+            c = Proc(f"order-consumer-{i}", argv, self.logs).start()
+            c.wait_ready(lambda c=c: "ready (group" in c.log_text(), 60, "ready")
+            self.consumers.append(c)
+        self.consumer = self.consumers[0]
+
+    def contended(self, activity):
+        # Three JVMs that just started: a longer warm-up than the single stack's one broker.
+        r = self.http_scenario("contended-warmup", "", "contended", self.gateway.pid, 256, activity,
+                               ["OK"], record=False, seconds=WARMUP_SECONDS * 3)
+        self.contended_accepted += self.accepted_ok(r)
+        for conns in (64, 256):
+            r = self.http_scenario(f"contended-{conns}",
+                                   f"contended sale on the cluster, every request a new user, {conns} connections",
+                                   "contended", self.gateway.pid, conns, activity, ["OK"])
+            self.contended_accepted += self.accepted_ok(r)
+
+    def setup(self):
+        self.start_gateway()
+        self.activity("contended", 10_000_000)
+        time.sleep(1.2)  # the gateways' activity cache (seckill.activity-refresh-ms)
+
+    def correctness(self):
+        self.start_consumer()
+        self.check_activity("contended", accepted=self.contended_accepted)
+
+    def run(self):
+        r = self.results
+        r["started_at"] = now_utc()
+        t0 = time.monotonic()
+        self.aof_rewrites_off()
+        try:
+            for name, step in (("gateways", self.setup),
+                               ("contended", lambda: self.contended(self.activities["contended"]["id"])),
+                               ("correctness", self.correctness)):
+                try:
+                    step()
+                except Exception as e:  # noqa: BLE001 - report it and go on where possible
+                    self.error(name, e)
+                    if name == "gateways":
+                        break
+        finally:
+            self.aof_rewrites_restore()
+            self.shutdown()
+            self.cleanup_data()
+            r["finished_at"] = now_utc()
+            r["duration_s"] = round(time.monotonic() - t0, 1)
+            self.mysql.close()
+        return r
+
+    def shutdown(self):
+        stops = {}
+        for p in self.gateways + self.consumers:
+            if p.alive():
+                rc, secs = p.stop(60)
+                stops[p.name] = {"exit_status": rc, "stop_s": secs}
+                if rc != 0:
+                    self.error(p.name, f"exit status {rc} after SIGTERM")
+        self.results["stops"] = stops
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--conf", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--logs", required=True)
+    args = ap.parse_args()
+    args.baseline = None
+    bench = ClusterBench(args)
+    env = environment(bench.conf, bench.mysql)
+    result = bench.run()
+    result.update(env)
+    result.update({
+        "topology": "cluster",
+        "gateways": bench.n_gateways, "consumers": bench.n_consumers,
+        "brokers": len(bench.kafka_pids),
+        # as scripts/kafka.sh creates the topics
+        "replication_factor": min(3, len(bench.kafka_pids)), "min_insync_replicas": min(2, len(bench.kafka_pids)),
+        "settings": {"wrk_threads": THREADS, "wrk_seconds": SECONDS, "warmup_seconds": WARMUP_SECONDS},
+        "activities": bench.activities,
+        "conf_file": args.conf,
+    })
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    log(f"results in {args.out}")
+    return 1 if result["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
