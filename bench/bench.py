@@ -647,11 +647,12 @@ class Bench(SaleScenarios):
 
     # -- the whole run -------------------------------------------------------------------------
 
-    def run(self):
-        r = self.results
-        r["started_at"] = now_utc()
-        t0 = time.monotonic()
-        steps = [
+    # A step whose failure ends the run: nothing after it can run without it.
+    FATAL_STEP = "gateway"
+
+    def steps(self):
+        """(name, callable) of the run, in order."""
+        return [
             ("baseline", self.run_baseline),
             ("gateway", self.setup_gateway),
             ("idle", lambda: self.idle_connections(self.activities["notstarted"]["id"])),
@@ -668,6 +669,12 @@ class Bench(SaleScenarios):
             ("protection", self.protection),
             ("sale checks", self.sale_checks),
         ]
+
+    def run(self):
+        r = self.results
+        r["started_at"] = now_utc()
+        t0 = time.monotonic()
+        steps = self.steps()
         self.aof_rewrites_off()
         try:
             for name, step in steps:
@@ -676,7 +683,7 @@ class Bench(SaleScenarios):
                     step()
                 except Exception as e:  # noqa: BLE001 - report it and go on where possible
                     self.error(name, e)
-                    if name in ("gateway",):
+                    if name == self.FATAL_STEP:
                         break
                 # Scenarios that did not count Redis's forks themselves get their step's.
                 p1 = redis_persistence(self.redis)

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench import SECONDS, THREADS, WARMUP_SECONDS, Bench, log, now_utc
+from bench import SECONDS, THREADS, WARMUP_SECONDS, Bench, log
 from benchlib import BUILD, ROOT, Proc, environment, http_ok, proc_ticks, read_pidfile, scrape, system_ticks
 
 # Gateway i serves /metrics on METRICS_PORT_BASE + i: behind one shared port a scrape
@@ -113,29 +113,12 @@ class ClusterBench(Bench):
         self.start_consumer()
         self.check_activity("contended", accepted=self.contended_accepted)
 
-    def run(self):
-        r = self.results
-        r["started_at"] = now_utc()
-        t0 = time.monotonic()
-        self.aof_rewrites_off()
-        try:
-            for name, step in (("gateways", self.setup),
-                               ("contended", lambda: self.contended(self.activities["contended"]["id"])),
-                               ("correctness", self.correctness)):
-                try:
-                    step()
-                except Exception as e:  # noqa: BLE001 - report it and go on where possible
-                    self.error(name, e)
-                    if name == "gateways":
-                        break
-        finally:
-            self.aof_rewrites_restore()
-            self.shutdown()
-            self.cleanup_data()
-            r["finished_at"] = now_utc()
-            r["duration_s"] = round(time.monotonic() - t0, 1)
-            self.mysql.close()
-        return r
+    FATAL_STEP = "gateways"
+
+    def steps(self):
+        return [("gateways", self.setup),
+                ("contended", lambda: self.contended(self.activities["contended"]["id"])),
+                ("correctness", self.correctness)]
 
     def shutdown(self):
         stops = {}
