@@ -11,7 +11,8 @@ CC       ?= cc
 BUILD    ?= build
 # TOPOLOGY picks the stack make up/down/status/run work on (DESIGN: Topologies):
 #   single   one of each (conf/seckill.conf), the default
-#   cluster  3 Kafka nodes (replication factor 3), 2 gateways on one port, 2 consumers
+#   cluster  a Redis Cluster (3 masters, 3 replicas), 3 Kafka nodes (replication factor 3),
+#            2 gateways on one port, 2 consumers
 #            (conf/cluster.conf; docs/scale-out.md)
 # CONF=FILE replaces the topology's file.
 TOPOLOGY ?= single
