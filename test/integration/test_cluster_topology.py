@@ -305,6 +305,9 @@ def test_a_sale_goes_on_while_its_slot_migrates_to_another_master(cluster, ids):
     assert r.rc == 0, repr(r)
     logs = "".join((cluster.data / "log" / f"seckill-server-{i}.log").read_text(errors="replace") for i in (1, 2))
     assert re.search(rf"redis: ASK {slot} ", logs) and re.search(rf"redis: MOVED {slot} ", logs), logs[-3000:]
+    # The consumers' maps were as old: their claims of the later orders met the MOVED too.
+    logs = "".join((cluster.data / "log" / f"order-consumer-{i}.log").read_text(errors="replace") for i in (1, 2))
+    assert re.search(rf"redis: MOVED {slot} ", logs), logs[-3000:]
 
 
 def test_a_stopped_redis_cluster_comes_back_with_its_data(cluster, ids):
