@@ -187,8 +187,8 @@ static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
     if (n->head.next->deadline_us > clock_mono_us())
         return;
     metrics_inc(METRIC_REDIS_TIMEOUTS);
-    LOG_WARN("redis %s:%d did not answer within %lld ms (%lu commands pending), dropping the connection",
-             n->host, n->port, (long long)n->cfg->redis_timeout_ms, n->pending);
+    LOG_WARN("redis did not answer within %lld ms (%lu commands pending), dropping the connection to %s:%d",
+             (long long)n->cfg->redis_timeout_ms, n->pending, n->host, n->port);
     redisAsyncContext *ac = n->ac;
     n->connected = false;
     /* Calls every pending callback with NULL and then on_disconnect, which schedules
