@@ -11,7 +11,8 @@ CC       ?= cc
 BUILD    ?= build
 # TOPOLOGY picks the stack make up/down/status/run work on (DESIGN: Topologies):
 #   single   one of each (conf/seckill.conf), the default
-#   cluster  3 Kafka nodes (replication factor 3), 2 gateways on one port, 2 consumers
+#   cluster  a Redis Cluster (3 masters, 3 replicas), 3 Kafka nodes (replication factor 3),
+#            2 gateways on one port, 2 consumers
 #            (conf/cluster.conf; docs/scale-out.md)
 # CONF=FILE replaces the topology's file.
 TOPOLOGY ?= single
@@ -138,7 +139,7 @@ FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
-FUZZ_MODULES := common/config common/configline common/json common/parse common/couponterms common/usercoupon common/redeemevent \
+FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
                 common/orderno common/orderevent common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
 FUZZ_CFLAGS  := $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS  := $(shell pkg-config --libs libevent libcjson libcrypto 2>/dev/null) -lm

@@ -52,6 +52,8 @@ conf_get() {
     redis.host | kafka.host | mysql.host | http.host) echo 127.0.0.1 ;;
     redis.port) echo 16379 ;;
     redis.appendfsync) echo everysec ;;
+    redis.nodes) echo "" ;;
+    redis.cluster-node-timeout-ms) echo 2000 ;;
     kafka.brokers) echo 127.0.0.1:19092 ;;
     kafka.topic) echo seckill.orders ;;
     kafka.dead-letter-topic) echo seckill.orders.dlq ;;

@@ -14,6 +14,8 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 S=$ROOT/scripts
+# redis.nodes set: a Redis Cluster (redis-cluster.sh); empty: the one Redis (redis.sh).
+if [ -n "$(conf_get redis.nodes)" ]; then REDIS=redis-cluster; else REDIS=redis; fi
 # The binaries the consumer and gateway instances run (the tests pass their ASan builds).
 BINDIR=${STACK_BIN_DIR:-$ROOT/build}
 RUN=$VAR/run
@@ -40,7 +42,7 @@ services_up() {
   kafka_out=$(mktemp)
   "$S/kafka.sh" start create-topics >"$kafka_out" 2>&1 &
   kafka_job=$!
-  "$S/redis.sh" start || failed=1
+  "$S/$REDIS.sh" start || failed=1
   { "$S/mariadb.sh" start && "$S/mariadb.sh" schema; } || failed=1
   wait "$kafka_job" || failed=1
   cat "$kafka_out"
@@ -274,7 +276,7 @@ down() {
   $apps_only && return "$failed"
   "$S/kafka.sh" stop || failed=1
   "$S/mariadb.sh" stop || failed=1
-  "$S/redis.sh" stop || failed=1
+  "$S/$REDIS.sh" stop || failed=1
   return "$failed"
 }
 
@@ -282,7 +284,7 @@ down() {
 parts_status() {
   local part
   TOTAL=0 STOPPED=0
-  for part in redis mariadb kafka; do
+  for part in "$REDIS" mariadb kafka; do
     TOTAL=$((TOTAL + 1))
     "$S/$part.sh" status || STOPPED=$((STOPPED + 1))
   done

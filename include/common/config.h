@@ -49,6 +49,9 @@ struct config {
     int64_t redis_reconnect_min_ms;
     int64_t redis_reconnect_max_ms;
     char *redis_appendfsync;
+    char *redis_nodes;              /* empty: one Redis at redis.host:redis.port */
+    int64_t redis_cluster_refresh_ms;
+    int64_t redis_cluster_node_timeout_ms;
 
     char *kafka_brokers;
     char *kafka_topic;

@@ -19,15 +19,16 @@
  *   seckill:rl:user:{A}:<uid> seckill:rl:ip:{A}:<ip> seckill:brush:{A}:<uid> seckill:ban:{A}:<uid>
  *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
  *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
- *   seckill:node-seq          counter where the search for a free node id starts
- *   seckill:nodes             hash    node id -> "<token>:<expiry ms>" of the gateway leasing
+ *   seckill:{nodes}:seq       counter where the search for a free node id starts
+ *   seckill:{nodes}           hash    node id -> "<token>:<expiry ms>" of the gateway leasing
  *                                     it (nodelease.c)
  */
 
 #define KEYS_LEN 160
 #define KEYS_ACTIVITIES "seckill:activities"
-#define KEYS_NODE_SEQ "seckill:node-seq"
-#define KEYS_NODES "seckill:nodes"
+/* The two keys of nodelease.lua share the tag {nodes}: one slot in a Redis Cluster. */
+#define KEYS_NODE_SEQ "seckill:{nodes}:seq"
+#define KEYS_NODES "seckill:{nodes}"
 
 enum keys_kind {
     KEYS_ACTIVITY,

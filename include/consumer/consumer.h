@@ -10,6 +10,7 @@
 
 #include "common/config.h"
 #include "common/luascript.h"
+#include "common/redisroute.h"
 #include "consumer/batch.h"
 #include "consumer/persist.h"
 #include "consumer/publish.h"
@@ -51,7 +52,7 @@ struct consumer {
     rd_kafka_t *rk;              /* high-level consumer (kafkacons) */
     rd_kafka_t *dlq;             /* idempotent producer of the dead-letter topic (deadletter) */
     char dlq_error[256];         /* last failed dead-letter delivery */
-    redisContext *redis;
+    struct redisroute *redis;    /* one Redis, or the masters of a Redis Cluster */
     MYSQL *db;
     struct batch batch;
     /* Messages that arrived while a step was being retried (a rebalance can hand over

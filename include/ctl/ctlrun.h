@@ -7,6 +7,7 @@
 
 #include "common/config.h"
 #include "common/luascript.h"
+#include "common/redisroute.h"
 
 /* One run of seckillctl, the admin CLI, as every command module sees it. ctl.c holds main
  * and the command table; the shared helpers are ctlargs (options and values), ctlout
@@ -28,7 +29,7 @@ struct ctlrun {
     const char *command;    /* "activity create": for messages */
     const char *usage;      /* its arguments, for usage errors */
     MYSQL *db;
-    redisContext *redis;
+    struct redisroute *redis;
     struct luascript_set *scripts;  /* read on first use by ctlredis_script */
 };
 

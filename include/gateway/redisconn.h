@@ -8,16 +8,18 @@
 #include "common/config.h"
 #include "common/luascript.h"
 
-/* The gateway's one asynchronous Redis connection on the libevent loop.
+/* The gateway's Redis on the libevent loop: the one place every command goes through.
  *
- * - Commands pipeline on one context; replies come back in order.
- * - Every command carries a deadline (redis.timeout-ms). When the oldest one passes it,
- *   the connection is dropped: every pending callback runs at once with reply == NULL,
- *   so no request waits on a frozen Redis. hiredis 0.14 has no timeout of its own.
- * - While disconnected, commands fail at once (the caller answers 503) and a reconnect
- *   is tried on a timer with exponential backoff.
- * - Scripts go out as EVALSHA; a NOSCRIPT answer sends SCRIPT LOAD and the same command
- *   again, which queues behind the load and succeeds.
+ * - Single (redis.nodes empty): one connection (redisnode) to redis.host:redis.port.
+ * - Cluster: a connection to every node of redis.nodes and to any node a slot map or a
+ *   redirect names; the slot map (slotmap) comes from CLUSTER SLOTS at the first connect,
+ *   every redis.cluster-refresh-ms, and soon after a MOVED or a lost node.
+ * - A command goes to the master of its first key's slot (a script's KEYS[1], a plain
+ *   command's argv[1]); every key of one call must share that slot (keys.h). -MOVED
+ *   updates the map and resends there, -ASK resends once behind ASKING to the node named,
+ *   on the loop, at most SLOTMAP_MAX_REDIRECTS hops.
+ * - Each connection has today's deadline, reconnect with backoff and NOSCRIPT handling
+ *   (redisnode.h). A master that is down fails only the commands of its slots, at once.
  *
  * Callbacks run exactly once, with reply == NULL on any failure; the reply is owned by
  * hiredis and valid only during the callback. */
@@ -31,15 +33,17 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
                                 const struct luascript_set *scripts);
 void redisconn_free(struct redisconn *rc);
 
-/* Called on the loop after every successful (re)connect. */
+/* Called on the loop after every successful (re)connect of a node once the slot map is
+ * known, and when it first is. */
 void redisconn_on_connect(struct redisconn *rc, redisconn_connect_cb cb, void *arg);
 
-bool redisconn_ready(const struct redisconn *rc);
 unsigned long redisconn_pending(const struct redisconn *rc);
 unsigned long redisconn_reconnects(const struct redisconn *rc);
 
-/* argv: the keys, then the arguments. Returns 0 when sent (cb will run), -1 when Redis
- * is not connected (cb will not run). */
+/* True when the slot map is known and a master is connected. */
+bool redisconn_ready(const struct redisconn *rc);
+/* argv: the keys, then the arguments. Returns 0 when sent (cb will run), -1 when the
+ * master of the first key's slot is not connected (cb will not run). */
 int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                    const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata);
 int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *argv,

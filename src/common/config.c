@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/configline.h"
+#include "common/slotmap.h"
 
 #ifndef SK_LUA_DIR
 #define SK_LUA_DIR "schema/lua"
@@ -61,6 +62,9 @@ static const struct config_entry config_table[] = {
     INT("redis.reconnect-min-ms", redis_reconnect_min_ms, "100", 1, 600000),
     INT("redis.reconnect-max-ms", redis_reconnect_max_ms, "5000", 1, 600000),
     CHOICE("redis.appendfsync", redis_appendfsync, "everysec", "always|everysec|no"),
+    STR("redis.nodes", redis_nodes, ""),
+    INT("redis.cluster-refresh-ms", redis_cluster_refresh_ms, "5000", 100, 3600000),
+    INT("redis.cluster-node-timeout-ms", redis_cluster_node_timeout_ms, "2000", 100, 600000),
 
     STR("kafka.brokers", kafka_brokers, "127.0.0.1:19092"),
     STR("kafka.topic", kafka_topic, "seckill.orders"),
@@ -465,6 +469,12 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
     }
     if (cfg->redis_reconnect_max_ms < cfg->redis_reconnect_min_ms) {
         set_err(err, errlen, "redis.reconnect-max-ms: must not be below redis.reconnect-min-ms");
+        return -1;
+    }
+    struct slotmap_addr nodes[SLOTMAP_MAX_NODES];
+    char why[160];
+    if (slotmap_parse_nodes(cfg->redis_nodes, nodes, SLOTMAP_MAX_NODES, why, sizeof(why)) < 0) {
+        set_err(err, errlen, "redis.nodes: %s (expected host:port,host:port,... or empty)", why);
         return -1;
     }
     if (cfg->consumer_retry_max_ms < cfg->consumer_retry_min_ms) {

@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "consumer/consumer.h"
 #include "store/db.h"
@@ -12,24 +11,26 @@ int backend_redis(struct consumer *c, char *err, size_t errlen)
 {
     if (c->redis)
         return 0;
-    struct timeval tv = clock_timeval_ms(c->cfg.redis_timeout_ms);
-    redisContext *r = redisConnectWithTimeout(c->cfg.redis_host, (int)c->cfg.redis_port, tv);
-    if (!r || r->err || redisSetTimeout(r, tv) != REDIS_OK) {
-        snprintf(err, errlen, "redis %s:%" PRId64 ": %s", c->cfg.redis_host, c->cfg.redis_port,
-                 r ? r->errstr : "out of memory");
-        if (r)
-            redisFree(r);
+    struct redisroute *rr = redisroute_new(&c->cfg, c->cfg.redis_timeout_ms);
+    if (!rr) {
+        snprintf(err, errlen, "redis: out of memory");
         return -1;
     }
-    c->redis = r;
-    LOG_INFO("connected to redis %s:%" PRId64, c->cfg.redis_host, c->cfg.redis_port);
+    if (redisroute_open(rr, err, errlen) != 0) {
+        redisroute_free(rr);
+        return -1;
+    }
+    c->redis = rr;
+    if (redisroute_cluster(rr))
+        LOG_INFO("connected to the redis cluster of %s", c->cfg.redis_nodes);
+    else
+        LOG_INFO("connected to redis %s:%" PRId64, c->cfg.redis_host, c->cfg.redis_port);
     return 0;
 }
 
 void backend_redis_drop(struct consumer *c)
 {
-    if (c->redis)
-        redisFree(c->redis);
+    redisroute_free(c->redis);
     c->redis = NULL;
 }
 

@@ -60,11 +60,11 @@ static redisReply *eval(struct consumer *c, enum luascript_id id, const struct s
                         const struct pair_args *a, char *err, size_t errlen)
 {
     const struct luascript *s = &c->scripts.scripts[id];
-    redisReply *reply = luascript_call_sync(c->redis, s, k->count, k->argv, a->count * 2,
-                                            a->argv);
+    char why[256];
+    redisReply *reply = redisroute_script(c->redis, s, k->count, k->argv, a->count * 2, a->argv,
+                                          why, sizeof(why));
     if (!reply) {
-        snprintf(err, errlen, "%s.lua: %s", s->name,
-                 c->redis->err ? c->redis->errstr : "out of memory");
+        snprintf(err, errlen, "%s.lua: %s", s->name, why);
         backend_redis_drop(c);
         return NULL;
     }

@@ -2,8 +2,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
+#include "common/usercoupon.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
 #include "consumer/persist.h"
@@ -47,6 +49,50 @@ static const struct usercoupon *terms_of(struct consumer *c, int64_t coupon_id, 
     return NULL;
 }
 
+/* The records of one Redis master in one pipeline, master after master (one Redis: all of
+ * them, in order). recs is scratch and gets reordered. */
+static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t n, char *err,
+                          size_t errlen)
+{
+    redisContext **ctx = malloc(n * sizeof(*ctx));
+    if (!ctx) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char key[64];
+        usercoupon_key(key, sizeof(key), recs[i].user_id);
+        ctx[i] = redisroute_for_key(c->redis, key, strlen(key), err, errlen);
+        if (!ctx[i])
+            rc = -1;
+    }
+    for (size_t done = 0; done < n && rc == 0;) {
+        redisContext *target = ctx[done];
+        size_t k = done;
+        for (size_t i = done; i < n; i++) {
+            if (ctx[i] != target)
+                continue;
+            struct usercoupon r = recs[i];
+            recs[i] = recs[k];
+            recs[k] = r;
+            ctx[i] = ctx[k];
+            ctx[k] = target;
+            k++;
+        }
+        char why[256];
+        if (couponsync_publish_many(target, recs + done, k - done, why, sizeof(why)) < 0) {
+            snprintf(err, errlen, "%s", why);
+            /* a MOVED among the replies reloads the map; a broken connection is closed */
+            redisroute_failed(c->redis, target);
+            rc = -1;
+        }
+        done = k;
+    }
+    free(ctx);
+    return rc;
+}
+
 int publish_coupons(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
@@ -85,14 +131,7 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
         uc->id = bc->id;
         uc->user_id = b->accepted[i].user_id;
     }
-    char why[256];
-    if (n > 0 && couponsync_publish_many(c->redis, p->records, n, why, sizeof(why)) < 0) {
-        snprintf(err, errlen, "%s", why);
-        if (c->redis->err)
-            backend_redis_drop(c);
-        return -1;
-    }
-    return 0;
+    return n > 0 ? publish_routed(c, p->records, n, err, errlen) : 0;
 }
 
 void publish_free(struct publish_cache *p)

@@ -198,21 +198,18 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
         left = 0;
     }
     bool cancelled = ctlactivity_is_cancelled(row);
-    char s_left[24], s_id[24];
+    char s_left[24];
     snprintf(s_left, sizeof(s_left), "%" PRId64, left);
-    snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
     struct ctlactivitywarmup_meta meta;
     ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
     const char *set[] = { "SET", k->name[KEYS_STOCK], cancelled ? "0" : s_left };
     /* 'returned' is rewritten, not added to: it describes this rebuilt stock key. */
     const char *returned_set[] = { "HSET", k->name[KEYS_ACTIVITY], "returned", s_left };
     const char *returned_del[] = { "HDEL", k->name[KEYS_ACTIVITY], "returned" };
-    const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
     if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
         (cancelled ? ctlactivitywarmup_queue(ctl, c, 4, returned_set)
-                   : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK ||
-        ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK)
+                   : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK)
         goto out;
     free(ch);
 
@@ -247,12 +244,8 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
         return CTLRUN_FAIL;
     struct ctlactivitywarmup_meta meta;
     ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
-    char s_id[24];
-    snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
-    const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
     const char *get[] = { "GET", k->name[KEYS_STOCK] };
     if (ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
-        ctlactivitywarmup_queue(ctl, c, 3, sadd) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 2, get) != CTLRUN_OK) {
         ctlactivitywarmup_discard(c);
         return CTLRUN_FAIL;
@@ -262,7 +255,7 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
     if (rc != CTLRUN_OK)
         return rc;
     int64_t left;
-    if (r->elements == 3 && ctlredis_int(r->element[2], &left) == 0)
+    if (r->elements == 2 && ctlredis_int(r->element[1], &left) == 0)
         snprintf(report, reportlen, "stock key kept: %" PRId64 " left", left);
     else
         snprintf(report, reportlen, "stock key kept (it vanished meanwhile: run warmup again)");
@@ -273,11 +266,12 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
 int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row, char *report,
                            size_t reportlen)
 {
-    redisContext *c = ctlredis_conn(ctl);
-    if (!c)
-        return CTLRUN_FAIL;
     struct keys_set k;
     if (ctlactivity_keys(ctl, row->id, &k) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    /* The WATCH, the reads and the MULTI stay on the master of the activity's slot. */
+    redisContext *c = ctlredis_for_key(ctl, k.name[KEYS_STOCK]);
+    if (!c)
         return CTLRUN_FAIL;
     bool cancelled = ctlactivity_is_cancelled(row);
     int rc = CTLACTIVITYWARMUP_RETRY;
@@ -285,14 +279,14 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
         /* The activity hash is watched too: a cancel running meanwhile must not be undone
          * by this warmup writing the status it read from MySQL before the cancel. */
         const char *watch[] = { "WATCH", k.name[KEYS_STOCK], k.name[KEYS_ACTIVITY] };
-        redisReply *r = ctlredis_argv(ctl, 3, watch);
+        redisReply *r = ctlredis_on(ctl, c, 3, watch);
         if (!r)
             return CTLRUN_FAIL;
         freeReplyObject(r);
         const char *exists[] = { "EXISTS", k.name[KEYS_STOCK] };
         const char *status[] = { "HGET", k.name[KEYS_ACTIVITY], "status" };
-        redisReply *e = ctlredis_argv(ctl, 2, exists);
-        redisReply *st = e ? ctlredis_argv(ctl, 3, status) : NULL;
+        redisReply *e = ctlredis_on(ctl, c, 2, exists);
+        redisReply *st = e ? ctlredis_on(ctl, c, 3, status) : NULL;
         if (!e || !st) {
             if (e)
                 freeReplyObject(e);
@@ -304,7 +298,7 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
         freeReplyObject(st);
         if (redis_cancelled && !cancelled) {
             const char *unwatch[] = { "UNWATCH" };
-            r = ctlredis_argv(ctl, 1, unwatch);
+            r = ctlredis_on(ctl, c, 1, unwatch);
             if (r)
                 freeReplyObject(r);
             return ctlout_fail(ctl, "activity %" PRId64 " is cancelled in Redis but not in MySQL (an "
@@ -317,7 +311,19 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
     if (rc == CTLACTIVITYWARMUP_RETRY)
         return ctlout_fail(ctl, "activity %" PRId64 ": the activity kept changing during warmup; "
                            "is another warmup or cancel running?", row->id);
-    if (rc != CTLRUN_OK || !cancelled)
+    if (rc != CTLRUN_OK)
+        return rc;
+    /* The list of warmed activities has a slot of its own, so in a Redis Cluster it cannot
+     * join the activity's transaction: it is added after it (idempotent; a failure here
+     * fails the warmup, which can be run again). */
+    char s_id[24];
+    snprintf(s_id, sizeof(s_id), "%" PRId64, row->id);
+    const char *sadd[] = { "SADD", KEYS_ACTIVITIES, s_id };
+    redisReply *added = ctlredis_argv(ctl, 3, sadd);
+    if (!added)
+        return CTLRUN_FAIL;
+    freeReplyObject(added);
+    if (!cancelled)
         return rc;
     /* A kept stock key of a cancelled sale may hold units the reaper released after the
      * cancel; cancel.lua moves them into 'returned' and makes sure the hash says

@@ -40,8 +40,7 @@ int ctlcouponwarmup_publish(struct ctlrun *ctl, const struct usercoupon *tmpl, c
 {
     memset(out, 0, sizeof(*out));
     MYSQL *db = ctldb_conn(ctl);
-    redisContext *redis = ctlredis_conn(ctl);
-    if (!db || !redis)
+    if (!db || !ctlredis_conn(ctl))
         return CTLRUN_FAIL;
     char sql[512];
     bool has_payable = true;
@@ -68,7 +67,13 @@ int ctlcouponwarmup_publish(struct ctlrun *ctl, const struct usercoupon *tmpl, c
         bool payable_unknown = false;
         if (r[2] && strcmp(r[2], "USED") == 0)
             ctlcouponwarmup_used_fields(r, has_payable, &uc, out, &payable_unknown);
-        char err[256];
+        char err[256], key[64];
+        usercoupon_key(key, sizeof(key), uc.user_id);
+        redisContext *redis = ctlredis_for_key(ctl, key);
+        if (!redis) {
+            rc = CTLRUN_FAIL;
+            break;
+        }
         int written = couponsync_publish(redis, &uc, err, sizeof(err));
         if (written < 0) {
             rc = ctlout_fail(ctl, "user coupon %" PRId64 ": %s", uc.id, err);

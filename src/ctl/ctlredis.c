@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ctl/ctlout.h"
 #include "common/clock.h"
@@ -12,47 +13,74 @@
  * per-command deadline is expected, a dead server is not. */
 #define CTLREDIS_COMMAND_TIMEOUT_MS 30000
 
-redisContext *ctlredis_conn(struct ctlrun *ctl)
+struct redisroute *ctlredis_conn(struct ctlrun *ctl)
 {
     if (ctl->redis)
         return ctl->redis;
-    redisContext *c = redisConnectWithTimeout(ctl->cfg.redis_host, (int)ctl->cfg.redis_port,
-                                              clock_timeval_ms(ctl->cfg.redis_timeout_ms));
-    if (!c || c->err) {
-        ctlout_fail(ctl, "redis %s:%" PRId64 ": %s", ctl->cfg.redis_host, ctl->cfg.redis_port,
-                    c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
     int64_t timeout = ctl->cfg.redis_timeout_ms > CTLREDIS_COMMAND_TIMEOUT_MS
                           ? ctl->cfg.redis_timeout_ms
                           : CTLREDIS_COMMAND_TIMEOUT_MS;
-    if (redisSetTimeout(c, clock_timeval_ms(timeout)) != REDIS_OK) {
-        ctlout_fail(ctl, "redis: cannot set the command timeout");
-        redisFree(c);
+    struct redisroute *rr = redisroute_new(&ctl->cfg, timeout);
+    char err[256];
+    if (!rr) {
+        ctlout_fail(ctl, "redis: out of memory");
         return NULL;
     }
-    ctl->redis = c;
+    if (redisroute_open(rr, err, sizeof(err)) != 0) {
+        ctlout_fail(ctl, "%s", err);
+        redisroute_free(rr);
+        return NULL;
+    }
+    ctl->redis = rr;
+    return rr;
+}
+
+redisContext *ctlredis_for_key(struct ctlrun *ctl, const char *key)
+{
+    struct redisroute *rr = ctlredis_conn(ctl);
+    if (!rr)
+        return NULL;
+    char err[256];
+    redisContext *c = redisroute_for_key(rr, key, strlen(key), err, sizeof(err));
+    if (!c)
+        ctlout_fail(ctl, "%s", err);
     return c;
 }
 
-redisReply *ctlredis_argv(struct ctlrun *ctl, int argc, const char **argv)
+/* An error reply is printed and freed: the callers want an answer or nothing. */
+static redisReply *ctlredis_checked(struct ctlrun *ctl, const char *what, redisReply *r, const char *err)
 {
-    redisContext *c = ctlredis_conn(ctl);
-    if (!c)
-        return NULL;
-    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
     if (!r) {
-        ctlout_fail(ctl, "redis %s: %s", argv[0], c->errstr[0] ? c->errstr : "no reply");
+        ctlout_fail(ctl, "%s", err);
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
-        ctlout_fail(ctl, "redis %s: %s", argv[0], r->str);
+        ctlout_fail(ctl, "redis %s: %s", what, r->str);
         freeReplyObject(r);
         return NULL;
     }
     return r;
+}
+
+redisReply *ctlredis_argv(struct ctlrun *ctl, int argc, const char **argv)
+{
+    struct redisroute *rr = ctlredis_conn(ctl);
+    if (!rr)
+        return NULL;
+    char err[256];
+    redisReply *r = redisroute_argv(rr, argc, argv, NULL, argc > 1 ? 1 : -1, err, sizeof(err));
+    return ctlredis_checked(ctl, argv[0], r, err);
+}
+
+redisReply *ctlredis_on(struct ctlrun *ctl, redisContext *c, int argc, const char **argv)
+{
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    char err[256];
+    if (!r) {
+        snprintf(err, sizeof(err), "redis %s: %s", argv[0], c->errstr[0] ? c->errstr : "no reply");
+        redisroute_failed(ctl->redis, c);
+    }
+    return ctlredis_checked(ctl, argv[0], r, err);
 }
 
 int ctlredis_int(const redisReply *r, int64_t *out)
@@ -76,7 +104,8 @@ int ctlredis_int(const redisReply *r, int64_t *out)
 
 redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, size_t n)
 {
-    redisContext *c = ctlredis_conn(ctl);
+    /* Every command names a key of one activity: one slot, one master. */
+    redisContext *c = ctlredis_for_key(ctl, cmds[0].argv[1]);
     if (!c)
         return NULL;
     const char *multi[] = { "MULTI" }, *exec[] = { "EXEC" };
@@ -97,6 +126,7 @@ redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, 
             if (result)
                 freeReplyObject(result);
             ctlout_fail(ctl, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+            redisroute_failed(ctl->redis, c);
             return NULL;
         }
         redisReply *r = v;
@@ -108,6 +138,7 @@ redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, 
             freeReplyObject(r);
     }
     if (!result || result->type != REDIS_REPLY_ARRAY || result->elements != n) {
+        redisroute_failed(ctl->redis, c);  /* a MOVED here: the next command reloads the map */
         ctlout_fail(ctl, "redis: transaction failed%s%s", problem[0] ? ": " : "", problem);
         if (result)
             freeReplyObject(result);
@@ -119,8 +150,8 @@ redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, 
 redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
                             const char *const *keys, int nargs, const char *const *args)
 {
-    redisContext *c = ctlredis_conn(ctl);
-    if (!c)
+    struct redisroute *rr = ctlredis_conn(ctl);
+    if (!rr)
         return NULL;
     if (!ctl->scripts) {
         struct luascript_set *set = malloc(sizeof(*set));
@@ -137,17 +168,10 @@ redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
         ctl->scripts = set;
     }
     const struct luascript *s = &ctl->scripts->scripts[id];
-    redisReply *r = luascript_call_sync(c, s, nkeys, keys, nargs, args);
-    if (!r) {
-        ctlout_fail(ctl, "redis %s.lua: %s", s->name, c->errstr[0] ? c->errstr : "no reply");
-        return NULL;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        ctlout_fail(ctl, "redis %s.lua: %s", s->name, r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
+    char err[256], what[64];
+    redisReply *r = redisroute_script(rr, s, nkeys, keys, nargs, args, err, sizeof(err));
+    snprintf(what, sizeof(what), "%s.lua", s->name);
+    return ctlredis_checked(ctl, what, r, err);
 }
 
 int ctlredis_exec_errors(struct ctlrun *ctl, const redisReply *r)

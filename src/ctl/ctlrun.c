@@ -4,8 +4,7 @@
 
 void ctlrun_close(struct ctlrun *ctl)
 {
-    if (ctl->redis)
-        redisFree(ctl->redis);
+    redisroute_free(ctl->redis);
     if (ctl->db)
         mysql_close(ctl->db);
     if (ctl->scripts) {

@@ -1,202 +1,142 @@
 #include "gateway/redisconn.h"
 
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "gateway/metrics.h"
+#include "common/slotmap.h"
+#include "gateway/redisnode.h"
 
 #define REDISCONN_STACK_ARGS 32
+/* Triggered reloads of the slot map (a MOVED, a lost node, a slot without a live master)
+ * are at most this often; the MOVED itself has already fixed its slot. */
+#define REDISCONN_REFRESH_MIN_US 100000
 
-/* One command in flight. Owned by redisconn from send until its hiredis callback has
- * run; linked in send order so the head is always the oldest. */
+/* One command from send until its caller's callback has run: the formatted bytes stay
+ * here so a MOVED or ASK can resend them elsewhere. Freed after the callback. */
 struct redisconn_cmd {
-    struct redisconn_cmd *prev, *next;
     struct redisconn *rc;
     redisconn_cb cb;
     void *privdata;
-    int64_t deadline_us;
-    char *formatted;        /* kept for a NOSCRIPT retry; NULL for plain commands */
-    size_t formatted_len;
+    char *buf;
+    size_t len;
     enum luascript_id script;
-    bool retried;
+    int hops;
 };
 
+/* A CLUSTER SLOTS in flight, to node. */
+struct redisconn_slots {
+    struct redisconn *rc;
+    int node;
+};
+
+/* Ownership: redisconn owns its nodes (one per slot map node: the single Redis, or every
+ * node of the cluster it has heard of), the map and the timer. */
 struct redisconn {
     struct event_base *base;
     const struct config *cfg;
     const struct luascript_set *scripts;
-    redisAsyncContext *ac;         /* NULL while disconnected */
-    bool connected;
-    struct event *reconnect_timer;
-    struct event *deadline_timer;
-    int64_t backoff_ms;
-    struct redisconn_cmd head;     /* sentinel of the in-flight list */
-    unsigned long pending;
-    unsigned long reconnects;
+    bool cluster;
+    bool map_loaded;        /* single: always; cluster: after the first CLUSTER SLOTS */
+    bool refreshing;        /* a CLUSTER SLOTS is in flight */
+    bool closing;
+    int64_t refreshed_us;
+    struct slotmap map;
+    struct redisnode *nodes[SLOTMAP_MAX_NODES];
+    struct event *refresh_timer;
     redisconn_connect_cb on_connect;
     void *on_connect_arg;
 };
 
-static void redisconn_connect(struct redisconn *rc);
-static int eval_formatted(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
-                          const char *const *argv, const size_t *argvlen, const char **full, size_t *lens,
-                          redisconn_cb cb, void *privdata);
+static void refresh(struct redisconn *rc, bool triggered);
 
-static void cmd_link(struct redisconn *rc, struct redisconn_cmd *cmd)
+static void on_node_event(void *arg, struct redisnode *node, bool up)
 {
-    cmd->prev = rc->head.prev;
-    cmd->next = &rc->head;
-    rc->head.prev->next = cmd;
-    rc->head.prev = cmd;
-    rc->pending++;
-}
-
-static void cmd_unlink(struct redisconn *rc, struct redisconn_cmd *cmd)
-{
-    cmd->prev->next = cmd->next;
-    cmd->next->prev = cmd->prev;
-    rc->pending--;
-}
-
-static void schedule_reconnect(struct redisconn *rc)
-{
-    struct timeval tv = clock_timeval_ms(rc->backoff_ms);
-    evtimer_add(rc->reconnect_timer, &tv);
-    LOG_WARN("redis %s:%lld unavailable, reconnecting in %lld ms", rc->cfg->redis_host,
-             (long long)rc->cfg->redis_port, (long long)rc->backoff_ms);
-    rc->backoff_ms *= 2;
-    if (rc->backoff_ms > rc->cfg->redis_reconnect_max_ms)
-        rc->backoff_ms = rc->cfg->redis_reconnect_max_ms;
-}
-
-static void on_reconnect_timer(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    redisconn_connect(arg);
-}
-
-static void command_done(redisAsyncContext *ac, void *r, void *privdata);
-
-static int send_formatted(struct redisconn *rc, struct redisconn_cmd *cmd, const char *buf, size_t len)
-{
-    if (redisAsyncFormattedCommand(rc->ac, command_done, cmd, buf, len) != REDIS_OK)
-        return -1;
-    cmd->deadline_us = clock_mono_us() + rc->cfg->redis_timeout_ms * 1000;
-    cmd_link(rc, cmd);
-    return 0;
-}
-
-static void load_scripts(struct redisconn *rc)
-{
-    for (int i = 0; i < LUASCRIPT_COUNT; i++) {
-        const struct luascript *s = &rc->scripts->scripts[i];
-        /* Fire and forget: the EVALSHAs queued behind it on this context see its effect. */
-        redisAsyncCommand(rc->ac, NULL, NULL, "SCRIPT LOAD %b", s->body, s->body_len);
-    }
-}
-
-static void command_done(redisAsyncContext *ac, void *r, void *privdata)
-{
-    (void)ac;
-    struct redisconn_cmd *cmd = privdata;
-    struct redisconn *rc = cmd->rc;
-    redisReply *reply = r;
-    cmd_unlink(rc, cmd);
-    if (reply)
-        metrics_observe_us(METRIC_REDIS_ROUNDTRIP, clock_mono_us() - (cmd->deadline_us - rc->cfg->redis_timeout_ms * 1000));
-    if (reply && cmd->formatted && !cmd->retried && luascript_is_noscript(reply) && rc->connected) {
-        const struct luascript *s = &rc->scripts->scripts[cmd->script];
-        LOG_WARN("redis forgot script %s, loading it again", s->name);
-        redisAsyncCommand(rc->ac, NULL, NULL, "SCRIPT LOAD %b", s->body, s->body_len);
-        cmd->retried = true;
-        if (send_formatted(rc, cmd, cmd->formatted, cmd->formatted_len) == 0)
-            return;
-        reply = NULL;
-    }
-    cmd->cb(reply, cmd->privdata);
-    if (cmd->formatted)
-        redisFreeCommand(cmd->formatted);
-    free(cmd);
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    struct redisconn *rc = ac->data;
-    if (status != REDIS_OK) {
-        LOG_WARN("redis connect failed: %s", ac->errstr);
-        rc->ac = NULL;  /* hiredis frees the context after this callback */
-        schedule_reconnect(rc);
+    (void)node;
+    struct redisconn *rc = arg;
+    if (rc->closing)
         return;
-    }
-    rc->connected = true;
-    rc->backoff_ms = rc->cfg->redis_reconnect_min_ms;
-    LOG_INFO("redis %s:%lld connected", rc->cfg->redis_host, (long long)rc->cfg->redis_port);
-    load_scripts(rc);
-    if (rc->on_connect)
+    if (rc->cluster)
+        refresh(rc, true);  /* a lost master may be failing over; a back one may own slots */
+    if (up && rc->map_loaded && rc->on_connect)
         rc->on_connect(rc->on_connect_arg);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+/* The node of index i of the map, created on first need (a node first heard of in a
+ * CLUSTER SLOTS or a MOVED connects from then on). */
+static struct redisnode *node_at(struct redisconn *rc, int i)
 {
-    struct redisconn *rc = ac->data;
-    if (status != REDIS_OK)
-        LOG_WARN("redis connection lost: %s", ac->errstr[0] ? ac->errstr : "closed");
-    rc->connected = false;
-    rc->ac = NULL;
-    rc->reconnects++;
-    schedule_reconnect(rc);
+    if (i < 0 || (size_t)i >= rc->map.count)
+        return NULL;
+    if (!rc->nodes[i])
+        rc->nodes[i] = redisnode_new(rc->base, rc->cfg, rc->scripts, rc->map.nodes[i].host,
+                                     rc->map.nodes[i].port, on_node_event, rc);
+    return rc->nodes[i];
 }
 
-static void redisconn_connect(struct redisconn *rc)
+static void on_slots(redisReply *reply, void *privdata)
 {
-    redisAsyncContext *ac = redisAsyncConnect(rc->cfg->redis_host, (int)rc->cfg->redis_port);
-    if (!ac) {
-        schedule_reconnect(rc);
+    struct redisconn_slots *q = privdata;
+    struct redisconn *rc = q->rc;
+    rc->refreshing = false;
+    char err[160];
+    if (!reply || rc->closing) {
+        free(q);
         return;
     }
-    if (ac->err) {
-        LOG_WARN("redis connect failed: %s", ac->errstr);
-        redisAsyncFree(ac);
-        schedule_reconnect(rc);
+    if (slotmap_load(&rc->map, reply, rc->map.nodes[q->node].host, err, sizeof(err)) != 0) {
+        LOG_WARN("redis cluster: %s", err);
+        free(q);
         return;
     }
-    ac->data = rc;
-    rc->ac = ac;
-    redisLibeventAttach(ac, rc->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    free(q);
+    for (size_t i = 0; i < rc->map.count; i++)
+        node_at(rc, (int)i);
+    size_t uncovered = slotmap_uncovered(&rc->map);
+    if (uncovered)
+        LOG_WARN("redis cluster: %zu slots have no master", uncovered);
+    if (!rc->map_loaded) {
+        rc->map_loaded = true;
+        LOG_INFO("redis cluster: slot map loaded (%zu nodes known)", rc->map.count);
+        if (rc->on_connect)
+            rc->on_connect(rc->on_connect_arg);
+    }
 }
 
-/* The oldest command is the first to miss its deadline; dropping the connection fails
- * it and everything queued behind it, which would only wait longer. */
-static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
+/* CLUSTER SLOTS to a connected node, masters first (a replica answers too). */
+static void refresh(struct redisconn *rc, bool triggered)
+{
+    int64_t now = clock_mono_us();
+    if (!rc->cluster || rc->refreshing || rc->closing ||
+        (triggered && now - rc->refreshed_us < REDISCONN_REFRESH_MIN_US))
+        return;
+    static const char cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < rc->map.count; i++) {
+            struct redisnode *n = rc->nodes[i];
+            if (!n || !redisnode_ready(n) || (pass == 0) != slotmap_owns_any(&rc->map, (int)i))
+                continue;
+            struct redisconn_slots *q = malloc(sizeof(*q));
+            if (!q)
+                return;
+            q->rc = rc;
+            q->node = (int)i;
+            if (redisnode_send(n, cmd, sizeof(cmd) - 1, LUASCRIPT_COUNT, false, on_slots, q) == 0) {
+                rc->refreshing = true;
+                rc->refreshed_us = now;
+                return;
+            }
+            free(q);
+        }
+}
+
+static void on_refresh_timer(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    struct redisconn *rc = arg;
-    if (!rc->ac || rc->head.next == &rc->head)
-        return;
-    if (rc->head.next->deadline_us > clock_mono_us())
-        return;
-    metrics_inc(METRIC_REDIS_TIMEOUTS);
-    LOG_WARN("redis did not answer within %lld ms (%lu commands pending), dropping the connection",
-             (long long)rc->cfg->redis_timeout_ms, rc->pending);
-    redisAsyncContext *ac = rc->ac;
-    rc->connected = false;
-    /* Calls every pending callback with NULL and then on_disconnect, which schedules
-     * the reconnect. */
-    redisAsyncFree(ac);
-    if (rc->ac == ac) {
-        /* on_disconnect only runs for a connection that was established */
-        rc->ac = NULL;
-        schedule_reconnect(rc);
-    }
+    refresh(arg, false);
 }
 
 struct redisconn *redisconn_new(struct event_base *base, const struct config *cfg,
@@ -208,16 +148,29 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
     rc->base = base;
     rc->cfg = cfg;
     rc->scripts = scripts;
-    rc->head.next = rc->head.prev = &rc->head;
-    rc->backoff_ms = cfg->redis_reconnect_min_ms;
-    rc->reconnect_timer = evtimer_new(base, on_reconnect_timer, rc);
-    rc->deadline_timer = event_new(base, -1, EV_PERSIST, on_deadline_timer, rc);
-    int64_t tick_ms = cfg->redis_timeout_ms / 4;
-    if (tick_ms < 5)
-        tick_ms = 5;
-    struct timeval tick = clock_timeval_ms(tick_ms);
-    evtimer_add(rc->deadline_timer, &tick);
-    redisconn_connect(rc);
+    rc->cluster = cfg->redis_nodes[0] != '\0';
+    if (!rc->cluster) {
+        slotmap_single(&rc->map, cfg->redis_host, (int)cfg->redis_port);
+        rc->map_loaded = true;
+        if (!node_at(rc, 0)) {
+            free(rc);
+            return NULL;
+        }
+        return rc;
+    }
+    /* Every node of redis.nodes is connected: any of them can tell the map, and a replica
+     * promoted in a failover is ready at once. Commands only go to masters. */
+    slotmap_init(&rc->map);
+    struct slotmap_addr seeds[SLOTMAP_MAX_NODES];
+    char err[160];
+    int n = slotmap_parse_nodes(cfg->redis_nodes, seeds, SLOTMAP_MAX_NODES, err, sizeof(err));
+    for (int i = 0; i < n; i++)
+        node_at(rc, slotmap_node(&rc->map, &seeds[i]));
+    rc->refresh_timer = event_new(base, -1, EV_PERSIST, on_refresh_timer, rc);
+    if (rc->refresh_timer) {
+        struct timeval tv = clock_timeval_ms(cfg->redis_cluster_refresh_ms);
+        event_add(rc->refresh_timer, &tv);
+    }
     return rc;
 }
 
@@ -225,15 +178,11 @@ void redisconn_free(struct redisconn *rc)
 {
     if (!rc)
         return;
-    event_free(rc->reconnect_timer);
-    event_free(rc->deadline_timer);
-    if (rc->ac) {
-        redisAsyncContext *ac = rc->ac;
-        rc->connected = false;
-        ac->onDisconnect = NULL;
-        redisAsyncFree(ac);
-        rc->ac = NULL;
-    }
+    rc->closing = true;
+    if (rc->refresh_timer)
+        event_free(rc->refresh_timer);
+    for (size_t i = 0; i < SLOTMAP_MAX_NODES; i++)
+        redisnode_free(rc->nodes[i]);
     free(rc);
 }
 
@@ -243,17 +192,94 @@ void redisconn_on_connect(struct redisconn *rc, redisconn_connect_cb cb, void *a
     rc->on_connect_arg = arg;
 }
 
-bool redisconn_ready(const struct redisconn *rc) { return rc->connected; }
-unsigned long redisconn_pending(const struct redisconn *rc) { return rc->pending; }
-unsigned long redisconn_reconnects(const struct redisconn *rc) { return rc->reconnects; }
+bool redisconn_ready(const struct redisconn *rc)
+{
+    if (!rc->map_loaded)
+        return false;
+    for (size_t i = 0; i < rc->map.count; i++)
+        if (rc->nodes[i] && redisnode_ready(rc->nodes[i]) && slotmap_owns_any(&rc->map, (int)i))
+            return true;
+    return false;
+}
+
+unsigned long redisconn_pending(const struct redisconn *rc)
+{
+    unsigned long n = 0;
+    for (size_t i = 0; i < rc->map.count; i++)
+        if (rc->nodes[i])
+            n += redisnode_pending(rc->nodes[i]);
+    return n;
+}
+
+unsigned long redisconn_reconnects(const struct redisconn *rc)
+{
+    unsigned long n = 0;
+    for (size_t i = 0; i < rc->map.count; i++)
+        if (rc->nodes[i])
+            n += redisnode_reconnects(rc->nodes[i]);
+    return n;
+}
+
+static void cmd_free(struct redisconn_cmd *cmd)
+{
+    redisFreeCommand(cmd->buf);
+    free(cmd);
+}
+
+/* A redirect is followed on the loop: the bytes go to the node it names (a MOVED also
+ * updates the map and asks for a reload); anything else is the caller's answer. */
+static void on_reply(redisReply *reply, void *privdata)
+{
+    struct redisconn_cmd *cmd = privdata;
+    struct redisconn *rc = cmd->rc;
+    struct slotmap_redirect rd;
+    if (reply && !rc->closing && cmd->hops < SLOTMAP_MAX_REDIRECTS && slotmap_redirect(reply, &rd) != SLOTMAP_DONE) {
+        cmd->hops++;
+        LOG_INFO("redis: %s, following it", reply->str);
+        int node = slotmap_follow(&rc->map, &rd);
+        if (rd.verdict == SLOTMAP_MOVED)
+            refresh(rc, true);
+        struct redisnode *n = node_at(rc, node);
+        if (n && redisnode_send(n, cmd->buf, cmd->len, cmd->script, rd.verdict == SLOTMAP_ASK, on_reply, cmd) == 0)
+            return;
+        reply = NULL;
+    }
+    cmd->cb(reply, cmd->privdata);
+    cmd_free(cmd);
+}
+
+/* Sends the formatted bytes (taken over) to the master of key's slot (key NULL: any). */
+static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf, size_t len,
+                 enum luascript_id script, redisconn_cb cb, void *privdata)
+{
+    int node = -1;
+    if (rc->map_loaded)
+        node = key ? slotmap_owner_of_key(&rc->map, key, keylen) : rc->map.owner[0];
+    struct redisnode *n = node >= 0 ? rc->nodes[node] : NULL;
+    if (!n || !redisnode_ready(n)) {
+        /* its master is gone or unknown: only this slot's commands fail (503) */
+        refresh(rc, true);
+        redisFreeCommand(buf);
+        return -1;
+    }
+    struct redisconn_cmd *cmd = calloc(1, sizeof(*cmd));
+    if (!cmd) {
+        redisFreeCommand(buf);
+        return -1;
+    }
+    *cmd = (struct redisconn_cmd){ rc, cb, privdata, buf, len, script, 0 };
+    if (redisnode_send(n, buf, len, script, false, on_reply, cmd) != 0) {
+        cmd_free(cmd);
+        return -1;
+    }
+    return 0;
+}
 
 int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                    const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata)
 {
-    if (!rc->connected)
-        return -1;
-    /* Small calls (every request) format from the stack; batches (marks, confirms) from
-     * the heap. */
+    /* Small calls (every request) gather their arguments on the stack; batches (marks,
+     * confirms) on the heap. */
     int argc = 3 + nkeys + nargs;
     const char *stack_args[REDISCONN_STACK_ARGS];
     size_t stack_lens[REDISCONN_STACK_ARGS];
@@ -268,18 +294,6 @@ int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, in
             return -1;
         }
     }
-    int rc_send = eval_formatted(rc, script, nkeys, nargs, argv, argvlen, full, lens, cb, privdata);
-    if (full != stack_args) {
-        free(full);
-        free(lens);
-    }
-    return rc_send;
-}
-
-static int eval_formatted(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
-                          const char *const *argv, const size_t *argvlen, const char **full, size_t *lens,
-                          redisconn_cb cb, void *privdata)
-{
     char numkeys[12];
     int numkeys_len = snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
     full[0] = "EVALSHA";
@@ -292,50 +306,27 @@ static int eval_formatted(struct redisconn *rc, enum luascript_id script, int nk
         full[3 + i] = argv[i];
         lens[3 + i] = argvlen ? argvlen[i] : strlen(argv[i]);
     }
-    struct redisconn_cmd *cmd = calloc(1, sizeof(*cmd));
-    if (!cmd)
-        return -1;
-    int len = redisFormatCommandArgv(&cmd->formatted, 3 + nkeys + nargs, full, lens);
-    if (len < 0) {
-        free(cmd);
-        return -1;
+    char *buf;
+    int len = redisFormatCommandArgv(&buf, argc, full, lens);
+    int sent = -1;
+    if (len >= 0)
+        sent = route(rc, nkeys > 0 ? full[3] : NULL, nkeys > 0 ? lens[3] : 0, buf, (size_t)len, script, cb,
+                     privdata);
+    if (full != stack_args) {
+        free(full);
+        free(lens);
     }
-    cmd->formatted_len = (size_t)len;
-    cmd->rc = rc;
-    cmd->cb = cb;
-    cmd->privdata = privdata;
-    cmd->script = script;
-    if (send_formatted(rc, cmd, cmd->formatted, cmd->formatted_len) != 0) {
-        redisFreeCommand(cmd->formatted);
-        free(cmd);
-        return -1;
-    }
-    return 0;
+    return sent;
 }
 
 int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *argv,
                            const size_t *argvlen, redisconn_cb cb, void *privdata)
 {
-    if (!rc->connected)
-        return -1;
-    struct redisconn_cmd *cmd = calloc(1, sizeof(*cmd));
-    if (!cmd)
-        return -1;
-    cmd->rc = rc;
-    cmd->cb = cb;
-    cmd->privdata = privdata;
     char *buf;
     int len = redisFormatCommandArgv(&buf, argc, (const char **)argv, argvlen);
-    if (len < 0) {
-        free(cmd);
+    if (len < 0)
         return -1;
-    }
-    int rc_send = send_formatted(rc, cmd, buf, (size_t)len);
-    /* hiredis copied the bytes into its output buffer */
-    redisFreeCommand(buf);
-    if (rc_send != 0) {
-        free(cmd);
-        return -1;
-    }
-    return 0;
+    const char *key = argc > 1 ? argv[1] : NULL;
+    size_t keylen = key ? (argvlen ? argvlen[1] : strlen(key)) : 0;
+    return route(rc, key, keylen, buf, (size_t)len, LUASCRIPT_COUNT, cb, privdata);
 }

@@ -1,10 +1,11 @@
-"""TOPOLOGY=cluster: three Kafka nodes with replicated topics, two gateways sharing one port,
-two consumers in one group (conf/cluster.conf, docs/scale-out.md).
+"""TOPOLOGY=cluster: a Redis Cluster of 3 masters and 3 replicas, three Kafka nodes with
+replicated topics, two gateways sharing one port, two consumers in one group
+(conf/cluster.conf, docs/scale-out.md).
 
 The module brings up its own cluster with scripts/stack.sh (build/conf/test-cluster.conf:
 conf/cluster.conf with the tests' ports and data directory, test/conf/cluster-namespace.conf),
-runs sales through the shared port with the ASan builds, and stops it again. Redis and
-MariaDB are one of each, as in the single stack."""
+runs sales through the shared port with the ASan builds, and stops it again. MariaDB is
+one, as in the single stack."""
 
 import collections
 import http.client
@@ -20,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN, ROOT, TEST_LIMITS, Ctl, MySQL, child_env, conf_of, poll_until
+from resp import Redis
 
 CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
 UP_TIMEOUT = 240
@@ -84,6 +86,48 @@ class Cluster:
     def rows(self, activity):
         return self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
 
+    # ---- the Redis Cluster, node by node (redis.nodes) ----
+
+    def redis_nodes(self):
+        return [Redis(h, int(p)) for h, _, p in (a.rpartition(":") for a in self.conf.get("redis.nodes").split(","))]
+
+    def masters(self):
+        """Node id -> client of each master, from CLUSTER NODES."""
+        found = {}
+        for line in self.redis_nodes()[0]("CLUSTER", "NODES").splitlines():
+            node_id, addr, flags = line.split()[:3]
+            if "master" in flags.split(",") and "fail" not in flags:
+                host, _, port = addr.split("@")[0].rpartition(":")
+                found[node_id] = Redis(host, int(port))
+        return found
+
+    def owner(self, activity):
+        """The node id of the master serving activity's slot."""
+        slot = self.redis_nodes()[0]("CLUSTER", "KEYSLOT", f"{{{activity}}}")
+        for first, last, master, *_ in self.redis_nodes()[0]("CLUSTER", "SLOTS"):
+            if first <= slot <= last:
+                return master[2]
+        raise AssertionError(f"slot {slot} has no master")
+
+    def migrate_slot(self, activity, to, finish=True):
+        """Moves activity's slot to master `to` the way redis-cli --cluster reshard does:
+        IMPORTING and MIGRATING, every key MIGRATEd; with finish, SETSLOT NODE everywhere."""
+        masters = self.masters()
+        src_id = self.owner(activity)
+        src, dst = masters[src_id], masters[to]
+        slot = src("CLUSTER", "KEYSLOT", f"{{{activity}}}")
+        dst("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+        src("CLUSTER", "SETSLOT", slot, "MIGRATING", to)
+        while keys := src("CLUSTER", "GETKEYSINSLOT", slot, 1000):
+            src("MIGRATE", dst.addr[0], dst.addr[1], "", 0, 5000, "KEYS", *keys)
+        if finish:
+            self.finish_migration(slot, to)
+        return slot
+
+    def finish_migration(self, slot, to):
+        for node in self.masters().values():
+            node("CLUSTER", "SETSLOT", slot, "NODE", to)
+
 
 @pytest.fixture(scope="module")
 def cluster(services):
@@ -110,9 +154,14 @@ def test_status_prints_every_process_with_its_pid_and_address(cluster):
     assert p.returncode == 0, p.stdout + p.stderr
     lines = {m.group(1): m for m in re.finditer(r"^([a-z0-9-]+): +running \(pid (\d+), ([^)]+)\)$",
                                                  p.stdout, re.M)}
-    expected = {"redis", "mariadb", "kafka-1", "kafka-2", "kafka-3", "order-consumer-1",
-                "order-consumer-2", "seckill-server-1", "seckill-server-2"}
+    expected = {"redis-1", "redis-2", "redis-3", "redis-4", "redis-5", "redis-6", "mariadb", "kafka-1",
+                "kafka-2", "kafka-3", "order-consumer-1", "order-consumer-2", "seckill-server-1",
+                "seckill-server-2"}
     assert set(lines) == expected, p.stdout
+    nodes = cluster.conf.get("redis.nodes").split(",")
+    assert [lines[f"redis-{i}"].group(3).split()[0] for i in range(1, 7)] == nodes
+    roles = collections.Counter(lines[f"redis-{i}"].group(3).split()[1] for i in range(1, 7))
+    assert roles == {"master": 3, "slave": 3}, p.stdout
     assert p.stdout.rstrip().endswith("stack: up"), p.stdout
     brokers = cluster.conf.get("kafka.brokers").split(",")
     assert [lines[f"kafka-{i}"].group(3) for i in (1, 2, 3)] == brokers
@@ -185,3 +234,95 @@ def test_losing_the_broker_that_leads_most_partitions_loses_no_order(cluster, id
     assert r.rc == 0, repr(r)
     p = cluster.sh("kafka.sh", "--node", str(victim), "start", timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+# ---- the Redis Cluster -------------------------------------------------------------------
+
+
+def sales_on_different_masters(cluster, count, stock):
+    """`count` sales whose slots are served by `count` different masters."""
+    by_master = {}
+    for _ in range(40):
+        sale = cluster.ctl.create_sale(stock=stock)
+        by_master.setdefault(cluster.owner(sale.activity_id), sale)
+        if len(by_master) == count:
+            return list(by_master.values())
+    raise AssertionError(f"40 activities landed on only {len(by_master)} masters")
+
+
+def test_sales_on_three_masters_sell_exactly_their_stock_through_both_gateways(cluster, ids):
+    sales = sales_on_different_masters(cluster, 3, stock=30)
+    with ThreadPoolExecutor(3) as pool:
+        runs = list(pool.map(lambda s: cluster.sale([ids() for _ in range(50)], s.activity_id), sales))
+    for sale, answers in zip(sales, runs):
+        statuses = collections.Counter(status for status, _ in answers)
+        assert statuses == {200: 30, 409: 20}, (sale, statuses)
+        nodes = collections.Counter((int(b["orderNo"].split("-")[0]) >> NODE_BITS_SHIFT) & 1023
+                                    for status, b in answers if status == 200)
+        assert len(nodes) == 2, f"{sale}: every accepted order came from one gateway: {nodes}"
+    for sale in sales:
+        poll_until(lambda: cluster.rows(sale.activity_id) == 30, 60, f"the 30 orders of {sale} in MariaDB")
+        r = cluster.ctl("verify", sale.activity_id)
+        assert r.rc == 0, repr(r)
+    r = cluster.ctl("stats", "--json")
+    assert r.rc == 0, repr(r)
+    stats = {a["id"]: a for a in json.loads(r.stdout)["activities"]}
+    for sale in sales:
+        assert stats[sale.activity_id]["stockLeft"] == 0, stats[sale.activity_id]
+
+
+def test_a_sale_goes_on_while_its_slot_migrates_to_another_master(cluster, ids):
+    """ASK while the slot is being imported, MOVED once it has moved: the gateways and
+    the consumers follow both, and the sale still sells exactly its stock.
+
+    While the slot is half-moved the target answers a script whose keys are not all there
+    yet (a new user's limit keys never are) with TRYAGAIN: those requests are told 503 and
+    change nothing. Once the slot has moved, the next request succeeds."""
+    sale = cluster.ctl.create_sale(stock=12)
+    before = cluster.sale([ids() for _ in range(4)], sale.activity_id)
+    assert [s for s, _ in before] == [200] * 4, before
+    source = cluster.owner(sale.activity_id)
+    target = next(node for node in cluster.masters() if node != source)
+
+    slot = cluster.migrate_slot(sale.activity_id, target, finish=False)
+    try:
+        # Every key is on the target, the slot still the source's: the source answers ASK.
+        asked = collections.Counter(s for s, _ in cluster.sale([ids() for _ in range(2)], sale.activity_id))
+    finally:
+        # A slot left half-moved would stall every later sale of it (and its replays).
+        cluster.finish_migration(slot, target)
+    assert set(asked) <= {200, 503}, asked
+    assert cluster.owner(sale.activity_id) == target
+    # The gateways' maps still name the source: it answers MOVED, and the request succeeds.
+    status, body = cluster.execute(ids(), sale.activity_id)
+    assert status == 200, body
+    left = 12 - 4 - asked[200] - 1
+    rest = collections.Counter(s for s, _ in cluster.sale([ids() for _ in range(left + 3)], sale.activity_id))
+    assert rest == {200: left, 409: 3}, rest
+
+    poll_until(lambda: cluster.rows(sale.activity_id) == 12, 60, "the 12 orders in MariaDB")
+    r = cluster.ctl("verify", sale.activity_id)
+    assert r.rc == 0, repr(r)
+    logs = "".join((cluster.data / "log" / f"seckill-server-{i}.log").read_text(errors="replace") for i in (1, 2))
+    assert re.search(rf"redis: ASK {slot} ", logs) and re.search(rf"redis: MOVED {slot} ", logs), logs[-3000:]
+    # The consumers' maps were as old: their claims of the later orders met the MOVED too.
+    logs = "".join((cluster.data / "log" / f"order-consumer-{i}.log").read_text(errors="replace") for i in (1, 2))
+    assert re.search(rf"redis: MOVED {slot} ", logs), logs[-3000:]
+
+
+def test_a_stopped_redis_cluster_comes_back_with_its_data(cluster, ids):
+    sale = cluster.ctl.create_sale(stock=5)
+    answers = cluster.sale([ids() for _ in range(3)], sale.activity_id)
+    assert [s for s, _ in answers] == [200] * 3, answers
+    poll_until(lambda: cluster.rows(sale.activity_id) == 3, 60, "the 3 orders in MariaDB")
+    for action in ("stop", "start"):
+        p = cluster.sh("redis-cluster.sh", action)
+        assert p.returncode == 0, p.stdout + p.stderr
+    r = cluster.ctl("activity", "show", sale.activity_id, "--json")
+    assert r.rc == 0, repr(r)
+    kept = json.loads(r.stdout)["redis"]
+    assert kept["stockLeft"] == 2 and kept["orders"]["SUCCESS"] == 3, r.stdout
+    # The gateways reconnect by themselves and sell the rest.
+    poll_until(lambda: cluster.execute(ids(), sale.activity_id)[0] == 200, 30, "a gateway selling again")
+    r = cluster.ctl("verify", sale.activity_id)
+    assert r.rc == 0, repr(r)

@@ -29,6 +29,9 @@ RESOURCES = [
     "kafka.dead-letter-topic", "mysql.port", "mysql.database", "consumer.group-id",
     "consumer.metrics-port",
 ]
+# A cluster stack's Redis is a Redis Cluster: its nodes are a resource of their own.
+CLUSTER_RESOURCES = RESOURCES + ["redis.nodes"]
+REDIS_BUS_OFFSET = 100  # a node's cluster bus port (scripts/redis-cluster.sh)
 
 
 def keys_of(path):
@@ -46,6 +49,9 @@ def ports(conf):
     for broker in conf.get("kafka.brokers").split(","):
         port = int(broker.rpartition(":")[2])
         found |= {port, port + 1}  # the controller listens one above (scripts/kafka.sh)
+    for node in filter(None, conf.get("redis.nodes").split(",")):
+        port = int(node.rpartition(":")[2])
+        found |= {port, port + REDIS_BUS_OFFSET}
     metrics = conf.get_int("consumer.metrics-port")
     if metrics:
         found |= {metrics + i for i in range(conf.get_int("stack.consumers"))}
@@ -54,13 +60,14 @@ def ports(conf):
 
 @pytest.mark.parametrize("namespace", NAMESPACES, ids=lambda p: p.name)
 def test_the_namespace_file_sets_every_resource_and_nothing_else(namespace):
-    assert sorted(keys_of(namespace)) == sorted(RESOURCES)
+    expected = CLUSTER_RESOURCES if namespace.name.startswith("cluster") else RESOURCES
+    assert sorted(keys_of(namespace)) == sorted(expected)
 
 
 def test_every_resource_of_the_test_stacks_differs_from_the_demos(base_conf):
-    for test, demo in ((base_conf, conf_of(DEMO_CONF)),
-                       (conf_of(TEST_CLUSTER_CONF), conf_of(DEMO_CLUSTER_CONF))):
-        same = {k: demo.get(k) for k in RESOURCES if test.get(k) == demo.get(k)}
+    for test, demo, resources in ((base_conf, conf_of(DEMO_CONF), RESOURCES),
+                                  (conf_of(TEST_CLUSTER_CONF), conf_of(DEMO_CLUSTER_CONF), CLUSTER_RESOURCES)):
+        same = {k: demo.get(k) for k in resources if test.get(k) == demo.get(k)}
         assert not same, f"{test.path} shares these with {demo.path}: {same}"
 
 

@@ -1,4 +1,4 @@
-"""Order-number node ids are leases (field <id> of seckill:nodes, schema/lua/nodelease.lua), so two
+"""Order-number node ids are leases (field <id> of seckill:{nodes}, schema/lua/nodelease.lua), so two
 live gateways never share one, however many gateways started before them.
 
 Before leases a node id was INCR seckill:node-seq modulo 1,024: after 1,024 starts two live
@@ -12,8 +12,8 @@ from gatewayhttp import Api
 
 from conftest import order_rows, poll_until
 
-NODE_SEQ = "seckill:node-seq"
-LEASES = "seckill:nodes"
+NODE_SEQ = "seckill:{nodes}:seq"
+LEASES = "seckill:{nodes}"
 FOREIGN = "another-gateway:99999999999999"  # a token and an expiry far in the future
 NODES = 1024
 LEASE_MS = 3000  # renewed every second, so that the tests see a lost lease quickly

@@ -1,0 +1,202 @@
+/* Fake Redis Cluster nodes for unit tests of the Redis routers (test_redisconn,
+ * test_redisroute): two nodes 'A' and 'B' speaking enough RESP over TCP on 127.0.0.1 for
+ * CLUSTER SLOTS, ASKING, SCRIPT LOAD, EVALSHA and GET, on a libevent loop. Included by
+ * one test file each; everything is static.
+ *
+ * A GET answers "<name>:<key>", or get_error, or (needs_asking, without ASKING just
+ * before) a MOVED to the other node. An EVALSHA answers NOSCRIPT until a SCRIPT LOAD
+ * reached that node, then "<name>:<KEYS[1]>". CLUSTER SLOTS answers owner[0] for slots
+ * 0-8191 and owner[1] for 8192-16383. The counters say what reached each node. The state
+ * may live in shared memory, for a client in another process. */
+#ifndef SK_TEST_FAKEREDIS_H
+#define SK_TEST_FAKEREDIS_H
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/redisslot.h"
+#include "common/slotmap.h"
+
+struct fakeredis_node {
+    int fd;                     /* the listening socket */
+    int port;
+    char name;
+    struct evconnlistener *listener;
+    struct bufferevent *conn;   /* the latest client connection */
+    int gets;                   /* GETs that reached it, redirected or answered */
+    int evals;                  /* EVALSHAs, NOSCRIPT answers included */
+    int loads;                  /* SCRIPT LOADs */
+    int slots_asked;            /* CLUSTER SLOTS */
+    bool asking;                /* the last command was ASKING */
+    bool loaded;
+    char get_error[64];         /* non-empty: GET answers this error */
+    bool needs_asking;
+};
+
+struct fakeredis {
+    struct fakeredis_node node[2];
+    int owner[2];
+};
+
+static struct fakeredis *fake;
+
+static inline void fakeredis_slots(struct evbuffer *out)
+{
+    evbuffer_add_printf(out, "*2\r\n");
+    const int ranges[2][2] = { { 0, 8191 }, { 8192, 16383 } };
+    for (int i = 0; i < 2; i++)
+        evbuffer_add_printf(out, "*3\r\n:%d\r\n:%d\r\n*3\r\n$9\r\n127.0.0.1\r\n:%d\r\n$2\r\nid\r\n",
+                            ranges[i][0], ranges[i][1], fake->node[fake->owner[i]].port);
+}
+
+static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **argv, struct evbuffer *out)
+{
+    bool asking = f->asking;
+    f->asking = false;
+    struct fakeredis_node *other = &fake->node[f == &fake->node[0] ? 1 : 0];
+    if (argc >= 2 && strcmp(argv[0], "CLUSTER") == 0 && strcmp(argv[1], "SLOTS") == 0) {
+        f->slots_asked++;
+        fakeredis_slots(out);
+    } else if (strcmp(argv[0], "SCRIPT") == 0) {
+        f->loads++;
+        f->loaded = true;
+        evbuffer_add_printf(out, "$40\r\n%040d\r\n", 0);
+    } else if (strcmp(argv[0], "ASKING") == 0) {
+        f->asking = true;
+        evbuffer_add_printf(out, "+OK\r\n");
+    } else if (strcmp(argv[0], "EVALSHA") == 0 && argc >= 4) {
+        f->evals++;
+        if (!f->loaded)
+            evbuffer_add_printf(out, "-NOSCRIPT No matching script. Please use EVAL.\r\n");
+        else
+            evbuffer_add_printf(out, "$%zu\r\n%c:%s\r\n", strlen(argv[3]) + 2, f->name, argv[3]);
+    } else if (strcmp(argv[0], "GET") == 0 && argc == 2) {
+        f->gets++;
+        if (f->get_error[0])
+            evbuffer_add_printf(out, "-%s\r\n", f->get_error);
+        else if (f->needs_asking && !asking)
+            evbuffer_add_printf(out, "-MOVED %d 127.0.0.1:%d\r\n", redisslot_of(argv[1], strlen(argv[1])),
+                                other->port);
+        else
+            evbuffer_add_printf(out, "$%zu\r\n%c:%s\r\n", strlen(argv[1]) + 2, f->name, argv[1]);
+    } else {
+        evbuffer_add_printf(out, "-ERR fake: unknown command\r\n");
+    }
+}
+
+/* Parses whole RESP arrays of bulk strings off the input; leaves a partial one there. */
+static inline void fakeredis_on_read(struct bufferevent *bev, void *arg)
+{
+    struct fakeredis_node *f = arg;
+    struct evbuffer *in = bufferevent_get_input(bev);
+    for (;;) {
+        size_t len = evbuffer_get_length(in);
+        if (len == 0)
+            return;
+        char *p = (char *)evbuffer_pullup(in, -1), *end = p + len, *q = p;
+        char *argv[64];
+        int argc = 0, want;
+        if (*q != '*' || sscanf(q + 1, "%d", &want) != 1 || want > 64)
+            return;
+        q = memchr(q, '\n', (size_t)(end - q));
+        bool whole = q != NULL;
+        for (q = q ? q + 1 : q; whole && argc < want; argc++) {
+            int n;
+            char *nl = q < end ? memchr(q, '\n', (size_t)(end - q)) : NULL;
+            if (!nl || *q != '$' || sscanf(q + 1, "%d", &n) != 1 || nl + 1 + n + 2 > end) {
+                whole = false;
+                break;
+            }
+            argv[argc] = nl + 1;
+            q = nl + 1 + n + 2;
+        }
+        if (!whole)
+            return;
+        for (int i = 0; i < argc; i++)
+            *strchr(argv[i], '\r') = '\0';  /* no '\r' inside the tests' arguments */
+        fakeredis_answer(f, argc, argv, bufferevent_get_output(bev));
+        evbuffer_drain(in, (size_t)(q - p));
+    }
+}
+
+static inline void fakeredis_on_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct fakeredis_node *f = arg;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+        if (f->conn == bev)
+            f->conn = NULL;
+        bufferevent_free(bev);
+    }
+}
+
+static inline void fakeredis_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+                                void *arg)
+{
+    (void)sa;
+    (void)len;
+    struct fakeredis_node *f = arg;
+    struct bufferevent *bev = bufferevent_socket_new(evconnlistener_get_base(l), fd, BEV_OPT_CLOSE_ON_FREE);
+    bufferevent_setcb(bev, fakeredis_on_read, NULL, fakeredis_on_event, f);
+    bufferevent_enable(bev, EV_READ | EV_WRITE);
+    f->conn = bev;
+}
+
+/* Both nodes listen on free ports (known at once, before any loop runs). */
+static inline int fakeredis_bind(struct fakeredis *state)
+{
+    fake = state;
+    memset(fake, 0, sizeof(*fake));
+    fake->owner[1] = 1;
+    for (int i = 0; i < 2; i++) {
+        struct fakeredis_node *f = &fake->node[i];
+        f->name = (char)('A' + i);
+        struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = 0 };
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t slen = sizeof(sin);
+        f->fd = socket(AF_INET, SOCK_STREAM, 0);
+        if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(f->fd, 16) != 0 ||
+            getsockname(f->fd, (struct sockaddr *)&sin, &slen) != 0)
+            return -1;
+        evutil_make_socket_nonblocking(f->fd);
+        f->port = ntohs(sin.sin_port);
+    }
+    return 0;
+}
+
+/* The nodes answer on base's loop. */
+static inline int fakeredis_serve(struct event_base *base)
+{
+    for (int i = 0; i < 2; i++) {
+        struct fakeredis_node *f = &fake->node[i];
+        f->listener = evconnlistener_new(base, fakeredis_on_accept, f, LEV_OPT_CLOSE_ON_FREE, -1, f->fd);
+        if (!f->listener)
+            return -1;
+    }
+    return 0;
+}
+
+/* Node i goes away: no more connections, the open one closed. */
+static inline void fakeredis_stop(int i)
+{
+    struct fakeredis_node *f = &fake->node[i];
+    if (f->listener)
+        evconnlistener_free(f->listener);
+    else if (f->fd >= 0)
+        close(f->fd);
+    f->listener = NULL;
+    f->fd = -1;
+    if (f->conn)
+        bufferevent_free(f->conn);
+    f->conn = NULL;
+}
+
+#endif

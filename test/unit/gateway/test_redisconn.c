@@ -1,0 +1,236 @@
+/* redisconn, the gateway's router, on a real loop against fake Redis nodes (RESP over
+ * TCP on 127.0.0.1): commands reach the master of their key's slot, a MOVED is resent to
+ * the new owner and remembered, an ASK is resent once behind ASKING and forgotten, a
+ * master that is gone fails only its own slots, and single mode never asks for a map. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/slotmap.h"
+#include "gateway/redisconn.h"
+#include "../fakeredis.h"
+
+static struct event_base *base;
+static struct fakeredis nodes_state;
+
+/* "foo" is slot 12182, "bar" 5061 (CLUSTER KEYSLOT) */
+#define SLOT_FOO 12182
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static void on_give_up(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    *(bool *)arg = true;
+    event_base_loopbreak(base);
+}
+
+/* Runs the loop until done() or 3 s. */
+static bool run_until(bool (*done)(void *), void *arg)
+{
+    bool timed_out = false;
+    struct event *t = evtimer_new(base, on_give_up, &timed_out);
+    struct timeval tv = { 3, 0 };
+    evtimer_add(t, &tv);
+    while (!done(arg) && !timed_out)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(t);
+    return done(arg);
+}
+
+static bool is_ready(void *rc) { return redisconn_ready(rc); }
+
+struct answer {
+    bool done;
+    bool null;
+    char text[64];
+};
+
+static void on_answer(redisReply *reply, void *privdata)
+{
+    struct answer *a = privdata;
+    a->done = true;
+    a->null = reply == NULL;
+    if (reply)
+        snprintf(a->text, sizeof(a->text), "%s", reply->str ? reply->str : "");
+}
+
+static bool answered(void *a) { return ((struct answer *)a)->done; }
+
+static struct answer get(struct redisconn *rc, const char *key)
+{
+    struct answer a = { 0 };
+    const char *argv[] = { "GET", key };
+    assert_int_equal(redisconn_command_argv(rc, 2, argv, NULL, on_answer, &a), 0);
+    assert_true(run_until(answered, &a));
+    return a;
+}
+
+/* ---- set-up -------------------------------------------------------------------------- */
+
+static struct config cfg;
+static struct luascript_set scripts;
+static char nodes_list[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    base = event_base_new();
+    assert_int_equal(fakeredis_bind(&nodes_state), 0);
+    assert_int_equal(fakeredis_serve(base), 0);
+        memset(&cfg, 0, sizeof(cfg));
+    snprintf(nodes_list, sizeof(nodes_list), "127.0.0.1:%d,127.0.0.1:%d", fake->node[0].port, fake->node[1].port);
+    cfg.redis_nodes = nodes_list;
+    cfg.redis_host = "127.0.0.1";
+    cfg.redis_port = fake->node[0].port;
+    cfg.redis_timeout_ms = 1000;
+    cfg.redis_reconnect_min_ms = 50;
+    cfg.redis_reconnect_max_ms = 100;
+    cfg.redis_cluster_refresh_ms = 60000;  /* only the triggered reloads, in these tests */
+    for (int i = 0; i < LUASCRIPT_COUNT; i++) {
+        scripts.scripts[i].name = "fake";
+        scripts.scripts[i].body = "return 1";
+        scripts.scripts[i].body_len = 8;
+        memset(scripts.scripts[i].sha, '0', 40);
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fakeredis_stop(0);
+    fakeredis_stop(1);
+    event_base_free(base);
+    return 0;
+}
+
+static struct redisconn *connected(void)
+{
+    struct redisconn *rc = redisconn_new(base, &cfg, &scripts);
+    assert_non_null(rc);
+    assert_true(run_until(is_ready, rc));
+    return rc;
+}
+
+/* ---- the tests ----------------------------------------------------------------------- */
+
+static void test_commands_go_to_the_master_of_their_slot(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    assert_true(fake->node[0].slots_asked + fake->node[1].slots_asked >= 1);
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    assert_string_equal(get(rc, "bar").text, "A:bar");
+    assert_string_equal(get(rc, "seckill:stock:{foo}").text, "B:seckill:stock:{foo}");
+    assert_int_equal(fake->node[0].gets, 1);
+    assert_int_equal(fake->node[1].gets, 2);
+    redisconn_free(rc);
+}
+
+static void test_moved_is_resent_to_the_new_owner_and_remembered(void **state)
+{
+    (void)state;
+    fake->owner[1] = 0;  /* the map says A serves every slot */
+    struct redisconn *rc = connected();
+    /* the slot of foo has moved to B, and the cluster's map says so from now on */
+    snprintf(fake->node[0].get_error, sizeof(fake->node[0].get_error), "MOVED %d 127.0.0.1:%d", SLOT_FOO,
+             fake->node[1].port);
+    fake->owner[1] = 1;
+    struct answer a = get(rc, "foo");
+    assert_false(a.null);
+    assert_string_equal(a.text, "B:foo");
+    assert_int_equal(fake->node[0].gets, 1);
+    /* the next one goes straight to B */
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    assert_int_equal(fake->node[0].gets, 1);
+    assert_int_equal(fake->node[1].gets, 2);
+    redisconn_free(rc);
+}
+
+static void test_ask_is_resent_once_behind_asking_and_forgotten(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    /* foo's slot (B's) is migrating to A: B answers ASK, A serves it only after ASKING */
+    snprintf(fake->node[1].get_error, sizeof(fake->node[1].get_error), "ASK %d 127.0.0.1:%d", SLOT_FOO,
+             fake->node[0].port);
+    fake->node[0].needs_asking = true;
+    assert_string_equal(get(rc, "foo").text, "A:foo");
+    assert_int_equal(fake->node[1].gets, 1);
+    assert_int_equal(fake->node[0].gets, 1);
+    /* the map still names B */
+    get(rc, "foo");
+    assert_int_equal(fake->node[1].gets, 2);
+    redisconn_free(rc);
+}
+
+static void test_redirects_stop_after_a_few_hops(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    /* A and B send each other foo for ever: the caller gets the last redirect, not a hang */
+    snprintf(fake->node[1].get_error, sizeof(fake->node[1].get_error), "ASK %d 127.0.0.1:%d", SLOT_FOO,
+             fake->node[0].port);
+    snprintf(fake->node[0].get_error, sizeof(fake->node[0].get_error), "ASK %d 127.0.0.1:%d", SLOT_FOO,
+             fake->node[1].port);
+    struct answer a = get(rc, "foo");
+    assert_false(a.null);
+    assert_non_null(strstr(a.text, "ASK"));
+    assert_int_equal(fake->node[0].gets + fake->node[1].gets, 1 + SLOTMAP_MAX_REDIRECTS);
+    redisconn_free(rc);
+}
+
+static void test_a_master_gone_fails_only_its_slots(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    fakeredis_stop(1);
+    /* B's connection is noticed lost on the loop: until then a command may still go out
+     * and fail (NULL); from then on a send to B is refused at once */
+    const char *foo[] = { "GET", "foo" };
+    struct answer a = { 0 };
+    int sent = 0;
+    for (int i = 0; i < 100 && (sent = redisconn_command_argv(rc, 2, foo, NULL, on_answer, &a)) == 0; i++) {
+        assert_true(run_until(answered, &a));
+        assert_true(a.null);
+        a.done = false;
+    }
+    assert_int_equal(sent, -1);
+    assert_string_equal(get(rc, "bar").text, "A:bar");
+    assert_true(redisconn_ready(rc));
+    redisconn_free(rc);
+}
+
+static void test_single_mode_asks_for_no_map(void **state)
+{
+    (void)state;
+    cfg.redis_nodes = "";
+    struct redisconn *rc = connected();
+    assert_string_equal(get(rc, "foo").text, "A:foo");
+    assert_string_equal(get(rc, "bar").text, "A:bar");
+    assert_int_equal(fake->node[0].slots_asked, 0);
+    assert_null(fake->node[1].conn);
+    redisconn_free(rc);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_commands_go_to_the_master_of_their_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moved_is_resent_to_the_new_owner_and_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ask_is_resent_once_behind_asking_and_forgotten, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_master_gone_fails_only_its_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
