@@ -47,7 +47,7 @@ from sale import SaleScenarios
 
 sys.path.insert(0, str(ROOT / "test" / "lib"))
 from ctlconf import Conf  # noqa: E402 - test/lib is on the path only from here
-from resp import Redis, RedisError  # noqa: E402
+from resp import RedisError, redis_client  # noqa: E402
 
 
 def env_int(name, default):
@@ -102,7 +102,7 @@ class Bench(SaleScenarios):
         self.logs = Path(args.logs)
         Proc.RUN_DIR = str(self.logs / "run")
         self.addr = (self.conf.http_host, self.conf.http_port)
-        self.redis = Redis(self.conf.get("redis.host"), self.conf.get("redis.port"), timeout=60)
+        self.redis = redis_client(self.conf, timeout=60)
         self.mysql = MySQL(self.conf)
         var = ROOT / "var"
         self.service_pids = {
@@ -711,9 +711,9 @@ class Bench(SaleScenarios):
         """No automatic AOF rewrite during the run: its fork and copy-on-write would land in
         whichever scenario grew the AOF past the threshold. Restored at the end."""
         try:
-            got = self.redis("CONFIG", "GET", "auto-aof-rewrite-percentage")
+            got = self.redis.each_master("CONFIG", "GET", "auto-aof-rewrite-percentage")[0][1]
             self.aof_percentage = got[1] if got and len(got) > 1 else None
-            self.redis("CONFIG", "SET", "auto-aof-rewrite-percentage", "0")
+            self.redis.each_master("CONFIG", "SET", "auto-aof-rewrite-percentage", "0")
             self.results["redis_auto_aof_rewrite"] = {"shipped_percentage": self.aof_percentage,
                                                       "during_run": "0 (off)"}
             log(f"redis: automatic AOF rewrites off for the run (was {self.aof_percentage}%)")
@@ -725,7 +725,7 @@ class Bench(SaleScenarios):
         if getattr(self, "aof_percentage", None) is None:
             return
         try:
-            self.redis("CONFIG", "SET", "auto-aof-rewrite-percentage", self.aof_percentage)
+            self.redis.each_master("CONFIG", "SET", "auto-aof-rewrite-percentage", self.aof_percentage)
             log(f"redis: auto-aof-rewrite-percentage back to {self.aof_percentage}")
         except (RedisError, OSError) as e:
             self.error("restoring auto-aof-rewrite-percentage", e)
@@ -761,13 +761,14 @@ class Bench(SaleScenarios):
         try:
             for a in self.activities.values():
                 aid, coupon = a["id"], a["coupon"]
-                cursor = "0"
-                while True:
-                    cursor, keys = self.redis("SCAN", cursor, "MATCH", f"*{{{aid}}}*", "COUNT", 1000)
-                    if keys:
-                        self.redis("UNLINK", *keys)
-                    if cursor == "0":
-                        break
+                for node in self.redis.nodes():
+                    cursor = "0"
+                    while True:
+                        cursor, keys = node("SCAN", cursor, "MATCH", f"*{{{aid}}}*", "COUNT", 1000)
+                        if keys:
+                            node("UNLINK", *keys)
+                        if cursor == "0":
+                            break
                 self.redis("SREM", "seckill:activities", aid)
                 for table, where in (("user_coupon", f"coupon_id = {coupon}"),
                                      ("seckill_order", f"activity_id = {aid}")):

@@ -37,12 +37,17 @@ class ClusterBench(Bench):
         brokers = self.conf.get("kafka.brokers").split(",")
         self.kafka_pids = [read_pidfile(var / ("kafka" if i == 1 else f"kafka-{i}") / "kafka.pid")
                            for i in range(1, len(brokers) + 1)]
-        self.service_pids = {"redis": read_pidfile(var / "redis" / "redis.pid"),
-                             "mariadb": read_pidfile(var / "mariadb" / "mariadbd.pid")}
+        # One Redis, or every node of a Redis Cluster (redis.nodes): scripts/redis-cluster.sh
+        # keeps node PORT under redis-cluster/PORT.
+        nodes = [n.rpartition(":")[2] for n in self.conf.get("redis.nodes").split(",") if n]
+        self.redis_pids = ([read_pidfile(var / "redis-cluster" / port / "redis.pid") for port in nodes]
+                           or [read_pidfile(var / "redis" / "redis.pid")])
+        self.service_pids = {"mariadb": read_pidfile(var / "mariadb" / "mariadbd.pid")}
         self.n_gateways = int(self.conf.get("stack.gateways"))
         self.n_consumers = int(self.conf.get("stack.consumers"))
         self.gateways, self.consumers = [], []
         missing = [f"kafka node {i + 1}" for i, p in enumerate(self.kafka_pids) if p is None]
+        missing += [f"redis node {i + 1}" for i, p in enumerate(self.redis_pids) if p is None]
         missing += [k for k, p in self.service_pids.items() if p is None]
         if missing:
             raise RuntimeError(f"not running under {var}: {', '.join(missing)}")
@@ -51,6 +56,7 @@ class ClusterBench(Bench):
         del server_pid  # every gateway counts
         groups = {k: [p] for k, p in self.service_pids.items()}
         groups["kafka"] = self.kafka_pids
+        groups["redis"] = self.redis_pids
         groups["server"] = [g.pid for g in self.gateways if g.alive()]
         live = [c.pid for c in self.consumers if c.alive()]
         if live:
@@ -145,7 +151,7 @@ def main():
     result.update({
         "topology": "cluster",
         "gateways": bench.n_gateways, "consumers": bench.n_consumers,
-        "brokers": len(bench.kafka_pids),
+        "brokers": len(bench.kafka_pids), "redis_nodes": len(bench.redis_pids),
         # as scripts/kafka.sh creates the topics
         "replication_factor": min(3, len(bench.kafka_pids)), "min_insync_replicas": min(2, len(bench.kafka_pids)),
         "settings": {"wrk_threads": THREADS, "wrk_seconds": SECONDS, "warmup_seconds": WARMUP_SECONDS},

@@ -112,11 +112,13 @@ def cluster_section(result):
     if not cl:
         return []
     L = ["## TOPOLOGY=cluster against single\n"]
+    redis = (f"a Redis Cluster of {cl['redis_nodes']} nodes (masters and replicas; the Redis column sums them)"
+             if cl.get("redis_nodes", 1) > 1 else "one Redis")
     L.append(f"The contended sale again on the cluster topology (bench/cluster.py, conf/cluster.conf + "
              f"bench/conf/bench.conf + bench/conf/cluster-namespace.conf): {cl.get('gateways')} gateways on one "
              f"port (SO_REUSEPORT), {cl.get('brokers')} KRaft brokers with the topic on "
              f"{cl.get('replication_factor')} replicas and min.insync.replicas={cl.get('min_insync_replicas')}, "
-             f"acks=all; one Redis, one MariaDB. Same wrk runs as the single stack's, right after them on "
+             f"acks=all; {redis}; one MariaDB. Same wrk runs as the single stack's, right after them on "
              f"the same machine. CPU is summed over the processes of a part (both gateways, all brokers), "
              f"per accepted order.\n")
     L.append("| conn | topology | req/s | × single | × baseline | p50 | p99 | gateways µs | Redis µs | "

@@ -106,6 +106,8 @@ class Stack:
         self.env["CONF"] = str(conf_path)
         self.data = it.conf_of(conf_path).data_dir(ROOT)
         self.kafka_nodes = len(it.conf_of(conf_path).get("kafka.brokers").split(","))
+        # A Redis Cluster (redis.nodes) has a script of its own.
+        self.redis_script = "redis-cluster" if it.conf_of(conf_path).get("redis.nodes") else "redis"
 
     @staticmethod
     def kafka_pidfile(node):
@@ -151,12 +153,12 @@ class Stack:
 
     def ensure_up(self):
         """After a scenario, failed or not: every service runs, none is frozen."""
-        if self.frozen("redis/redis.pid"):
+        if self.redis_script == "redis" and self.frozen("redis/redis.pid"):
             self.sh("redis", "thaw", check=False)
         for node in range(1, self.kafka_nodes + 1):
             if self.frozen(self.kafka_pidfile(node)):
                 self.sh("kafka", "--node", str(node), "thaw", check=False)
-        for script in ("redis", "mariadb", "kafka"):
+        for script in (self.redis_script, "mariadb", "kafka"):
             if not self.running(script):
                 log(f"{script} is down after the scenario: starting it")
                 self.sh(script, "start")

@@ -17,7 +17,9 @@ if pid_alive "$VAR/run/order-consumer.pid" || pid_alive "$VAR/run/seckill-server
 fi
 
 started=()
-for svc in redis mariadb kafka; do
+redis_script=redis
+[ -z "$(conf_get redis.nodes)" ] || redis_script=redis-cluster
+for svc in "$redis_script" mariadb kafka; do
   bash "scripts/$svc.sh" status >/dev/null 2>&1 || started+=("$svc")
 done
 if [ ${#started[@]} -gt 0 ]; then

@@ -36,7 +36,7 @@ import pytest
 
 from ctlconf import Conf
 from gatewayhttp import Api
-from resp import Redis, RedisError
+from resp import RedisError, redis_client
 from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
 
 ROOT = Path(os.environ.get("SECKILL_ROOT") or Path(__file__).resolve().parents[2]).resolve()
@@ -456,7 +456,7 @@ def connect_backends(conf, who):
     if missing:
         pytest.exit(f"{who} need the binaries:\n  " + "\n  ".join(missing), returncode=1)
     problems = []
-    redis = Redis(conf.get("redis.host"), conf.get("redis.port"))
+    redis = redis_client(conf)
     try:
         pong = redis("PING")
         if pong != "PONG":

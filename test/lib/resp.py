@@ -23,6 +23,13 @@ class Redis:
         self.sock = None
         self.file = None
 
+    def nodes(self):
+        """The connections that together hold every key: this one."""
+        return [self]
+
+    def each_master(self, *args):
+        return [(self.addr, self(*args))]
+
     def _connect(self):
         self.close()
         self.sock = socket.create_connection(self.addr, timeout=self.timeout)
@@ -75,3 +82,122 @@ class Redis:
                     self.close()
                     if attempt:
                         raise
+
+
+# ---- Redis Cluster (redis.nodes) --------------------------------------------------------------
+
+
+def key_slot(key):
+    """The cluster slot of a key: CRC16-XMODEM of its hash tag (the part between the first
+    '{' and the next '}', when not empty) or of the whole key, mod 16384."""
+    k = str(key).encode()
+    start = k.find(b"{")
+    if start >= 0:
+        end = k.find(b"}", start + 1)
+        if end > start + 1:
+            k = k[start + 1:end]
+    crc = 0
+    for byte in k:
+        crc ^= byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+            crc &= 0xFFFF
+    return crc % 16384
+
+
+# Commands of the Python side that name no key: any master answers them (INFO, CONFIG and
+# SCAN speak of that one node only; each_master reaches them all).
+_KEYLESS = {"PING", "INFO", "CONFIG", "SCAN", "CLUSTER", "DBSIZE", "TIME", "SCRIPT"}
+
+
+class ClusterRedis:
+    """The same interface as Redis for a Redis Cluster: a command goes to the master of its
+    first key's slot (the slot map from CLUSTER SLOTS); MOVED reloads the map and sends it
+    again, ASK sends it once to the node named, behind ASKING. Keys of one activity share
+    a hash tag, so every command of the suites touches one slot."""
+
+    def __init__(self, nodes, timeout=10):
+        self.seeds = [(h, int(p)) for h, _, p in (n.strip().rpartition(":") for n in nodes.split(","))]
+        self.timeout = timeout
+        self.addr = self.seeds[0]
+        self.conns = {}
+        self.slots = []           # (first, last, (host, port))
+        self.lock = threading.Lock()
+
+    def _conn(self, addr):
+        if addr not in self.conns:
+            self.conns[addr] = Redis(addr[0], addr[1], timeout=self.timeout)
+        return self.conns[addr]
+
+    def _load_map(self):
+        last = None
+        for addr in list(self.slots and {a for _, _, a in self.slots}) + self.seeds:
+            try:
+                reply = self._conn(addr)("CLUSTER", "SLOTS")
+                self.slots = [(int(r[0]), int(r[1]), (r[2][0], int(r[2][1]))) for r in reply]
+                return
+            except (OSError, ConnectionError, RedisError) as e:
+                last = e
+        raise ConnectionError(f"no node of the cluster answers CLUSTER SLOTS: {last}")
+
+    def _master(self, slot):
+        if not self.slots:
+            self._load_map()
+        for first, last, addr in self.slots:
+            if first <= slot <= last:
+                return addr
+        raise RedisError(f"CLUSTERDOWN slot {slot} is not served")
+
+    def masters(self):
+        with self.lock:
+            return self._masters()
+
+    def each_master(self, *args):
+        """The command on every master: [(address, reply)]."""
+        return [(addr, self._conn(addr)(*args)) for addr in self.masters()]
+
+    def nodes(self):
+        """A connection to each master: SCAN on each of them sees every key."""
+        return [self._conn(addr) for addr in self.masters()]
+
+    def __call__(self, *args):
+        keyless = str(args[0]).upper() in _KEYLESS or len(args) < 2
+        with self.lock:
+            addr = self._masters()[0] if keyless else self._master(key_slot(args[1]))
+            for _ in range(5):
+                try:
+                    return self._conn(addr)(*args)
+                except RedisError as e:
+                    words = str(e).split()
+                    if words[0] not in ("MOVED", "ASK"):
+                        raise
+                    host, _, port = words[2].rpartition(":")
+                    target = (host, int(port))
+                    if words[0] == "ASK":
+                        c = self._conn(target)
+                        c("ASKING")
+                        return c(*args)
+                    self._load_map()
+                    addr = target
+                except (OSError, ConnectionError):
+                    # A master that went away: its replica may have taken over.
+                    self._load_map()
+                    addr = self._masters()[0] if keyless else self._master(key_slot(args[1]))
+            raise RedisError(f"too many redirects for {args[0]}")
+
+    def _masters(self):
+        if not self.slots:
+            self._load_map()
+        return sorted({a for _, _, a in self.slots})
+
+    def close(self):
+        for c in self.conns.values():
+            c.close()
+
+
+def redis_client(conf, timeout=10):
+    """The client for a configuration: ClusterRedis when redis.nodes is set, else Redis."""
+    nodes = conf.get("redis.nodes")
+    if nodes:
+        return ClusterRedis(nodes, timeout=timeout)
+    return Redis(conf.get("redis.host"), conf.get("redis.port"), timeout=timeout)
