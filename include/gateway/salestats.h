@@ -45,6 +45,10 @@ void salestats_free(struct salestats *stats);
  * reservations are scored by) ages the oldest reservation. */
 void salestats_render(const struct salestats *stats, struct textbuf *t, int64_t now_ms);
 
+/* Takes one salestats.lua reply for sale `id` (what the timer's callback does): the sale
+ * is shown from then on, or left off the page when the reply is not a valid answer
+ * (NULL: Redis failed). Returns 0 when shown. */
+int salestats_apply(struct salestats *stats, int64_t id, const redisReply *reply);
 /* left + reserved + queued + claimed + sold + returned - stock: 0 while I3 holds. */
 int64_t salestats_imbalance(const struct salestats_sale *sale);
 /* Fills sale from a salestats.lua reply; -1 when it is not one (or says "not warmed"). */

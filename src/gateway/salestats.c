@@ -73,16 +73,22 @@ static struct salestats_entry *entry_of(struct salestats *stats, int64_t id, boo
     return e;
 }
 
+int salestats_apply(struct salestats *stats, int64_t id, const redisReply *reply)
+{
+    struct salestats_entry *e = entry_of(stats, id, true);
+    if (!e)
+        return -1;
+    e->valid = salestats_from_reply(&e->sale, reply) == 0;
+    if (!e->valid && reply && reply->type == REDIS_REPLY_ERROR)
+        LOG_WARN("activity %" PRId64 ": salestats.lua: %s", id, reply->str);
+    return e->valid ? 0 : -1;
+}
+
 static void on_read(redisReply *reply, void *privdata)
 {
     struct salestats_call *call = privdata;
-    struct salestats *stats = call->stats;
-    stats->outstanding--;
-    struct salestats_entry *e = entry_of(stats, call->id, false);
-    if (e)
-        e->valid = salestats_from_reply(&e->sale, reply) == 0;
-    if (e && !e->valid && reply && reply->type == REDIS_REPLY_ERROR)
-        LOG_WARN("activity %" PRId64 ": salestats.lua: %s", call->id, reply->str);
+    call->stats->outstanding--;
+    salestats_apply(call->stats, call->id, reply);
     free(call);
 }
 

@@ -239,7 +239,7 @@ int main(int argc, char **argv)
 out:
     executebatch_free(gw.batch);
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper and lease */
+    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease and sale stats */
     reaper_free(reaper);
     salestats_free(gw.sales);
     nodelease_free(gw.lease);
