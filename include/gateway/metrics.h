@@ -5,7 +5,8 @@
 #include <stdint.h>
 
 #include "gateway/reply.h"
-#include "gateway/salestats.h"
+
+struct salestats;
 
 /* The gateway's Prometheus metrics, declared once here (name, help) and rendered by
  * metrics_render. Plain counters in one process: the gateway is single-threaded. */

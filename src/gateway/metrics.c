@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/histogram.h"
 #include "common/textbuf.h"
+#include "gateway/salestats.h"
 
 #define METRICS_MAX_ROUTES 32
 #define METRICS_MAX_STATUSES 32
