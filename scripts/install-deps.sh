@@ -12,6 +12,7 @@ packages=(
   python3 python3-venv python3-requests
   curl wrk valgrind gnuplot-nox clang libclang-rt-14-dev
   openjdk-17-jre-headless maven
+  prometheus   # promtool: checks and unit-tests deploy/prometheus
 )
 
 missing=()
@@ -33,5 +34,5 @@ $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 # The Debian packages enable and start system-wide services; ours run on their own
 # ports under var/, so the stock ones are stopped to keep the machine quiet.
 if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
-  $SUDO systemctl disable --now redis-server mariadb >/dev/null 2>&1 || true
+  $SUDO systemctl disable --now redis-server mariadb prometheus >/dev/null 2>&1 || true
 fi

@@ -92,6 +92,7 @@ struct config {
     int64_t token_ttl_seconds;
     int64_t activity_refresh_ms;
     int64_t reaper_interval_ms;
+    int64_t sale_stats_interval_ms;  /* per-sale /metrics gauges read from Redis; 0: off */
     int64_t queued_mark_interval_ms;
     char *lua_dir;
     int64_t node_lease_ms;           /* order-number node id lease, renewed every third */

@@ -18,6 +18,7 @@
 struct iplimit;
 struct order;
 struct pending_set;
+struct salestats;
 
 /* The gateway's parts, wired together by server.c and handed to every handler. Owned by
  * server.c's main; lives as long as the loop. */
@@ -36,6 +37,7 @@ struct gateway {
     struct iplimit *iplimit;  /* the local per-IP limit in front of `bucket`; NULL when off */
     struct orderno_gen orderno;
     struct nodelease *lease;  /* the order-number node id, leased in Redis */
+    struct salestats *sales;  /* per-sale gauges of /metrics */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */

@@ -6,6 +6,8 @@
 
 #include "gateway/reply.h"
 
+struct salestats;
+
 /* The gateway's Prometheus metrics, declared once here (name, help) and rendered by
  * metrics_render. Plain counters in one process: the gateway is single-threaded. */
 
@@ -53,6 +55,7 @@ struct metrics_gauges {
     uint64_t kafka_queue;
     uint64_t redis_up;
     uint64_t kafka_up;
+    const struct salestats *sales;  /* its per-sale families are appended */
 };
 
 /* Prometheus text exposition format; returns a malloc'ed string (caller frees). */

@@ -15,7 +15,7 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_RESULT] = "result",     [LUASCRIPT_USE] = "use",
     [LUASCRIPT_UNUSE] = "unuse",       [LUASCRIPT_CANCEL] = "cancel",
     [LUASCRIPT_ABANDON] = "abandon",
-    [LUASCRIPT_NODELEASE] = "nodelease",
+    [LUASCRIPT_NODELEASE] = "nodelease", [LUASCRIPT_SALESTATS] = "salestats",
 };
 
 static char *read_file(const char *path, size_t *len)

@@ -296,6 +296,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         .kafka_queue = (uint64_t)kafkaprod_in_flight(gw->kafka),
         .redis_up = redisconn_ready(gw->redis),
         .kafka_up = kafkaprod_healthy(gw->kafka),
+        .sales = gw->sales,
     };
     char *text = metrics_render(&g);
     if (!text) {

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/histogram.h"
 #include "common/textbuf.h"
+#include "gateway/salestats.h"
 
 #define METRICS_MAX_ROUTES 32
 #define METRICS_MAX_STATUSES 32
@@ -119,5 +121,7 @@ char *metrics_render(const struct metrics_gauges *g)
           g->kafka_queue);
     gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
     gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
+    if (g->sales)
+        salestats_render(g->sales, &t, clock_wall_ms());
     return textbuf_take(&t);
 }

@@ -24,6 +24,7 @@
 #include "gateway/pending.h"
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
+#include "gateway/salestats.h"
 #include "gateway/redisconn.h"
 
 extern char **environ;
@@ -210,6 +211,11 @@ int main(int argc, char **argv)
         LOG_ERROR("out of memory");
         goto out;
     }
+    gw.sales = salestats_new(gw.base, &cfg, gw.redis, gw.activities);
+    if (!gw.sales) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     struct http *http = http_new(&gw, err, sizeof(err));
     if (!http) {
         LOG_ERROR("%s", err);
@@ -233,8 +239,9 @@ int main(int argc, char **argv)
 out:
     executebatch_free(gw.batch);
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper and lease */
+    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease and sale stats */
     reaper_free(reaper);
+    salestats_free(gw.sales);
     nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
