@@ -90,6 +90,16 @@ $(call lib,$(1)): $(call part_objs,$(1))
 endef
 $(foreach p,$(PARTS),$(eval $(call PART_LIB,$(p))))
 
+# GET /openapi.yaml serves docs/openapi.yaml compiled into the gateway library, so that an
+# installed binary needs no file beside it and always serves the contract of its own code.
+$(BUILD)/gen/gateway/openapidoc.c: docs/openapi.yaml scripts/embed.sh
+	@mkdir -p $(dir $@)
+	bash scripts/embed.sh openapidoc $< gateway/openapidoc.h > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/gateway/openapidoc.o: $(BUILD)/gen/gateway/openapidoc.c include/gateway/openapidoc.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+$(call lib,gateway): $(BUILD)/obj/gen/gateway/openapidoc.o
+
 $(BUILD)/seckill-server: $(BUILD)/obj/gateway/server.o $(LIBS_SERVER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_SERVER) -o $@
 $(BUILD)/order-consumer: $(BUILD)/obj/consumer/consumer.o $(LIBS_CONSUMER)

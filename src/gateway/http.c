@@ -19,6 +19,7 @@
 #include "gateway/intmap.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
+#include "gateway/openapi.h"
 #include "gateway/readapi.h"
 #include "gateway/reply.h"
 #include "gateway/tokenapi.h"
@@ -101,7 +102,15 @@ static const struct route routes[] = {
     { "/coupons/", EVHTTP_REQ_POST, .below = couponapi_use },
     { "/healthz", EVHTTP_REQ_GET, .exact = readapi_health },
     { "/metrics", EVHTTP_REQ_GET, .own = metrics_page },
+    { "/openapi.yaml", EVHTTP_REQ_GET, .exact = openapi_serve },
 };
+
+/* HEAD is served wherever GET is (RFC 9110 asks it of every server); reply.c and the
+ * pages here send it the headers alone. */
+static bool route_serves(const struct route *r, enum evhttp_cmd_type method)
+{
+    return method == r->method || (method == EVHTTP_REQ_HEAD && r->method == EVHTTP_REQ_GET);
+}
 
 static void admit(struct http *http)
 {
@@ -304,7 +313,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         return;
     }
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
-    struct evbuffer *buf = evbuffer_new();
+    struct evbuffer *buf = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : evbuffer_new();
     if (buf)
         evbuffer_add(buf, text, strlen(text));
     evhttp_send_reply(req, 200, "OK", buf);
@@ -313,12 +322,24 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
     free(text);
 }
 
+/* Whether the connection must close after this answer: evhttp 2.1 reads no body for HEAD,
+ * TRACE and methods it does not know, so the body's bytes would be read as the next
+ * request. */
+static bool must_close(struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *length = evhttp_find_header(in, "Content-Length");
+    bool announced = evhttp_find_header(in, "Transfer-Encoding") || (length && strcmp(length, "0") != 0);
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    return announced && (!body || evbuffer_get_length(body) == 0);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
     begin_handling(http, req);
     /* Draining: answer what comes on an open connection, then let it go. */
-    if (http->gw->draining)
+    if (http->gw->draining || must_close(req))
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -339,9 +360,9 @@ static void on_request(struct evhttp_request *req, void *arg)
         if (!hit || (r->own == metrics_page && !http->metrics_on_main))
             continue;
         metrics_request(i);
-        if (method != r->method) {
+        if (!route_serves(r, method)) {
             evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
-                              r->method == EVHTTP_REQ_POST ? "POST" : "GET");
+                              r->method == EVHTTP_REQ_POST ? "POST" : "GET, HEAD");
             reply_error(req, REPLY_METHOD_NOT_ALLOWED, "method not allowed", 0, NULL, NULL);
             return;
         }
@@ -360,12 +381,15 @@ static void on_request(struct evhttp_request *req, void *arg)
 static void on_metrics_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
+    if (must_close(req))
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || strcmp(path, "/metrics") != 0) {
         reply_error(req, REPLY_NOT_FOUND, "no such endpoint", 0, NULL, NULL);
-    } else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET");
+    } else if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
+               evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
         reply_error(req, REPLY_METHOD_NOT_ALLOWED, "method not allowed", 0, NULL, NULL);
     } else {
         metrics_page(http, req);
@@ -380,8 +404,11 @@ static void apply_limits(struct evhttp *evhttp, const struct config *cfg)
     int64_t hard_body_limit = cfg->http_max_body_size * 4 > 65536 ? cfg->http_max_body_size * 4 : 65536;
     evhttp_set_max_body_size(evhttp, (ev_ssize_t)hard_body_limit);
     evhttp_set_timeout(evhttp, (int)cfg->http_idle_timeout);
-    evhttp_set_allowed_methods(evhttp, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
-                                           EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+    /* Every method reaches the routes, which answer the API's JSON 405 with Allow for one a
+     * path does not serve. evhttp would answer a method left out here, TRACE and CONNECT
+     * and every method it does not know (QUERY, BREW: one bit of its own above the known
+     * ones) with its 501 HTML page. */
+    evhttp_set_allowed_methods(evhttp, 0xffff);
 }
 
 /* Our own listener for a deep backlog: evhttp_bind_socket is fixed at 128, which a

@@ -30,6 +30,39 @@ static bool has_encoded_nul(const char *text, size_t len, const char *escape)
     return false;
 }
 
+/* evhttp 2.1 refuses a whole query or form for one pair without a name ("=x") or without
+ * "=" ("flag"), which the URL standard and every browser accept ("flag" is the empty
+ * value). Such pairs are made explicit before evhttp reads the text: a nameless one is
+ * dropped (no parameter has an empty name), "flag" becomes "flag=", so that a known name
+ * given so still counts (and "userId" alone is an empty, malformed id, not no id). */
+static int parse_pairs(const char *text, size_t len, struct evkeyvalq *out)
+{
+    /* Each kept segment gains at most one '=', and segments are separated by '&'s of the
+     * text: the result is at most twice as long. */
+    char *copy = malloc(2 * len + 1);
+    if (!copy)
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i <= len; i++) {
+        size_t start = i;
+        while (i < len && text[i] != '&')
+            i++;
+        size_t seglen = i - start;
+        if (seglen == 0 || text[start] == '=')
+            continue;
+        if (n > 0)
+            copy[n++] = '&';
+        memcpy(copy + n, text + start, seglen);
+        n += seglen;
+        if (!memchr(text + start, '=', seglen))
+            copy[n++] = '=';
+    }
+    copy[n] = '\0';
+    int rc = evhttp_parse_query_str(copy, out);
+    free(copy);
+    return rc;
+}
+
 int httpparams_parse_parts(struct httpparams *p, const char *query, const char *content_type,
                            const char *body, size_t len, char *err, size_t errlen)
 {
@@ -41,7 +74,7 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
         return -1;
     }
     if (query && *query) {
-        if (evhttp_parse_query_str(query, &p->query) != 0) {
+        if (parse_pairs(query, strlen(query), &p->query) != 0) {
             snprintf(err, errlen, "malformed query string");
             return -1;
         }
@@ -63,16 +96,7 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
         return 0;
     }
     if (content_type_is(content_type, "application/x-www-form-urlencoded")) {
-        char *copy = malloc(len + 1);
-        if (!copy) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        memcpy(copy, body, len);
-        copy[len] = '\0';
-        int rc = evhttp_parse_query_str(copy, &p->form);
-        free(copy);
-        if (rc != 0) {
+        if (parse_pairs(body, len, &p->form) != 0) {
             snprintf(err, errlen, "malformed form body");
             return -1;
         }

@@ -62,7 +62,9 @@ static void send_counted(struct evhttp_request *req, int code, const char *statu
     metrics_response(code, status);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
     evhttp_add_header(headers, "Content-Type", "application/json");
-    struct evbuffer *buf = evbuffer_new();
+    /* evhttp 2.1 writes a HEAD answer's body after its head (without Content-Length):
+     * the client would read those bytes as the start of the next answer. */
+    struct evbuffer *buf = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : evbuffer_new();
     if (buf)
         evbuffer_add(buf, body, len);
     evhttp_send_reply(req, code, reason_phrase(code), buf);

@@ -518,7 +518,7 @@ def test_metrics_on_its_own_port_or_off(gateway_with):
     r = raw_http(metrics_port, http_bytes("GET", "/healthz")).reply()
     assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
     r = raw_http(metrics_port, http_bytes("POST", "/metrics")).reply()
-    assert r.code == 405 and r.headers.get("Allow") == "GET", repr(r)
+    assert r.code == 405 and r.headers.get("Allow") == "GET, HEAD", repr(r)
     # The API is as before on the main port.
     assert send(gw, http_bytes("GET", "/healthz")).code == 200
 

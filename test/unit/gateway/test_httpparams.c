@@ -190,6 +190,27 @@ static void test_encoded_names(void **state)
     assert_string_equal(err, "userId is required");
 }
 
+/* A pair without a name ("=x", "=") or without "=" ("flag") does not make the whole query
+ * or form malformed, as browsers send them: nameless pairs are nobody's, "flag" is the
+ * empty value, and so a known name given without "=" is an empty (malformed) id. */
+static void test_pairs_without_name_or_value(void **state)
+{
+    (void)state;
+    char err[160];
+    int64_t id = 0;
+    assert_int_equal(get_id("=x&activityId=4&flag&&=", NULL, NULL, "activityId", &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 4);
+    assert_int_equal(get_id(NULL, FORM, "=null&activityId=6&debug", "activityId", &id, err, sizeof(err)), 0);
+    assert_int_equal(id, 6);
+    assert_int_equal(get_id("activityId&userId=1", NULL, NULL, "activityId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "activityId must be a positive integer below 2^53");
+    /* Still one value per name: "activityId" (empty) and "activityId=5" disagree. */
+    assert_int_equal(get_id("activityId=5&activityId", NULL, NULL, "activityId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "activityId: given twice with different values");
+    assert_int_equal(get_id("&&&", NULL, NULL, "activityId", &id, err, sizeof(err)), -1);
+    assert_string_equal(err, "activityId is required");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +222,7 @@ int main(void)
         cmocka_unit_test(test_required_text),
         cmocka_unit_test(test_nul_in_json_refused),
         cmocka_unit_test(test_encoded_names),
+        cmocka_unit_test(test_pairs_without_name_or_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
