@@ -110,6 +110,7 @@ static const struct config_entry config_table[] = {
     INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
+    CHOICE("log.format", log_format, "text", "text|json"),
 
     /* Read by the scripts only (scripts/lib.sh, stack.sh): where the services of this
      * config keep their data, so that two stacks on different ports never share a data
