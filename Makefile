@@ -135,7 +135,7 @@ INSTALL_BUILD := $(BUILD)/install
 from_bindir = $(shell realpath -m --relative-to=$(BINDIR) $(1))
 # The installed binaries find their Lua scripts and config relative to their own
 # directory (so a tree staged under DESTDIR runs too), else at the absolute paths.
-INSTALL_DEFS := -USK_LUA_DIR -DSK_LUA_DIR='"$(DATADIR)/lua"' \
+INSTALL_DEFS = -USK_LUA_DIR -DSK_LUA_DIR='"$(DATADIR)/lua"' \
                 -DSK_CONF_FILE='"$(SYSCONFDIR)/seckill/seckill.conf"' \
                 -DSK_INSTALL_LUA_FROM_BIN='"$(call from_bindir,$(DATADIR)/lua)"' \
                 -DSK_INSTALL_CONF_FROM_BIN='"$(call from_bindir,$(SYSCONFDIR)/seckill/seckill.conf)"'
