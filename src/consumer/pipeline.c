@@ -42,7 +42,7 @@ static void note_rejections(const struct batch *b)
 {
     for (size_t i = 0; i < b->count; i++)
         if (b->verdicts[i] == BATCH_REJECTED)
-            LOG_ORDER_INFO(b->orders[i].order_no, "user %" PRId64 ": rejected, its reservation was "
+            LOG_ORDER_INFO(b->orders[i].order_no, "user %" PRId64 " rejected: its reservation was "
                            "released before it could be persisted", b->orders[i].user_id);
 }
 
