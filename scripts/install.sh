@@ -64,6 +64,14 @@ do_install() {
   for u in deploy/systemd/*.service; do
     unit "$u"
   done
+  # A file of an earlier install that this one no longer ships stays on the list, so
+  # that uninstall still removes it.
+  if [ -f "$DESTDIR$MANIFEST" ]; then
+    local old
+    while IFS= read -r old; do
+      [[ -e $DESTDIR$old && " ${installed[*]} " != *" $old "* ]] && installed+=("$old")
+    done < "$DESTDIR$MANIFEST"
+  fi
   printf '%s\n' "${installed[@]}" > "$DESTDIR$MANIFEST"
   printf '%s: %d files under %s (list: %s)\n' "$PROG" "${#installed[@]}" "${DESTDIR:-/}" "$MANIFEST"
 }
