@@ -6,6 +6,7 @@
 #   make chaos      one fault per scenario in a sale under load, I1-I6 after each (docs/chaos.md)
 #   make bench      the flash-sale benchmark and its report (bench/README.md)
 #   make up|down|status|run [TOPOLOGY=single|cluster] [CONF=FILE]
+#   make install|uninstall [PREFIX=/usr/local] [DESTDIR=...]
 
 CC       ?= cc
 BUILD    ?= build
@@ -129,6 +130,45 @@ endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_TEST,$(t))))
 
 unit-tests: $(addprefix $(BUILD)/test/,$(UNIT_TESTS))
+
+# ---- install (README: Operating it) ------------------------------------------------
+#   make install [PREFIX=/usr/local] [DESTDIR=...]   binaries, Lua scripts, schema, config
+#                                                    and systemd units (scripts/install.sh)
+#   make uninstall [PREFIX=...] [DESTDIR=...]        exactly what that install put there
+# The config goes to PREFIX/etc/seckill, or /etc/seckill when PREFIX is /usr.
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+BINDIR     ?= $(PREFIX)/bin
+DATADIR    ?= $(PREFIX)/share/seckill
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+INSTALL_BUILD := $(BUILD)/install
+from_bindir = $(shell realpath -m --relative-to=$(BINDIR) $(1))
+# The installed binaries find their Lua scripts and config relative to their own
+# directory (so a tree staged under DESTDIR runs too), else at the absolute paths.
+INSTALL_DEFS = -USK_LUA_DIR -DSK_LUA_DIR='"$(DATADIR)/lua"' \
+                -DSK_CONF_FILE='"$(SYSCONFDIR)/seckill/seckill.conf"' \
+                -DSK_INSTALL_LUA_FROM_BIN='"$(call from_bindir,$(DATADIR)/lua)"' \
+                -DSK_INSTALL_CONF_FROM_BIN='"$(call from_bindir,$(SYSCONFDIR)/seckill/seckill.conf)"'
+INSTALL_ENV = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' \
+              SYSCONFDIR='$(SYSCONFDIR)' UNITDIR='$(UNITDIR)' INSTALL_BUILD='$(INSTALL_BUILD)'
+
+.PHONY: install uninstall install-bins
+# Only config.c differs from the build tree's binaries: compiled again for the layout
+# (every time, PREFIX may have changed) and linked ahead of the libraries, so that the
+# linker never pulls libcommon.a's own config.o.
+install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/consumer.o $(BUILD)/obj/ctl/ctl.o \
+              $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_CTL)
+	@mkdir -p $(INSTALL_BUILD)
+	$(CC) $(CFLAGS) $(INSTALL_DEFS) -c src/common/config.c -o $(INSTALL_BUILD)/config.o
+	$(CC) $(LDFLAGS) $(BUILD)/obj/gateway/server.o $(INSTALL_BUILD)/config.o $(LIBS_SERVER) $(LDLIBS_SERVER) -o $(INSTALL_BUILD)/seckill-server
+	$(CC) $(LDFLAGS) $(BUILD)/obj/consumer/consumer.o $(INSTALL_BUILD)/config.o $(LIBS_CONSUMER) $(LDLIBS_CONSUMER) -o $(INSTALL_BUILD)/order-consumer
+	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/ctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
+
+install: install-bins
+	$(INSTALL_ENV) bash scripts/install.sh install
+uninstall:
+	$(INSTALL_ENV) bash scripts/install.sh uninstall
 
 # ---- C integration tests (cmocka against the real services): test/integration/c/ ------
 ITEST_C := $(patsubst test/integration/c/%.c,%,$(wildcard test/integration/c/test_*.c))

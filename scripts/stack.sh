@@ -149,7 +149,8 @@ consumer_gauge_ready() {
   body=$(curl -fsS -m 2 "$1") || return 1
   [[ $'\n'$body$'\n' == *$'\nseckill_consumer_ready 1\n'* ]]
 }
-consumer_log_ready() { log_since "$1" "$2" | grep -q 'order-consumer: ready'; }
+# The line as log.format = text or json writes it.
+consumer_log_ready() { log_since "$1" "$2" | grep -qE 'order-consumer: ready|"component":"order-consumer","message":"ready'; }
 consumer_runs() { :; }
 # A gateway is up once the shared port answers and this process holds a listening socket
 # on it: with several gateways on one port (SO_REUSEPORT) the answer may come from another.

@@ -106,6 +106,7 @@ struct config {
     int64_t consumer_metrics_port;   /* 0: no metrics server */
 
     char *log_level;
+    char *log_format;                /* text | json (common/logline.h) */
 
     char *stack_data_dir;            /* scripts only: the services' data, from the repo top */
     int64_t stack_gateways;          /* scripts only: gateways `make up` starts */

@@ -11,8 +11,14 @@
 #include <unistd.h>
 
 #include "common/configline.h"
+#include "common/installpath.h"
 #include "common/slotmap.h"
 
+/* The checkout's build bakes the absolute path of its schema/lua here. make install
+ * compiles this file once more for the installed binaries (Makefile: install), with
+ * SK_LUA_DIR and SK_CONF_FILE under PREFIX and SK_INSTALL_*_FROM_BIN, the same places
+ * relative to the installed bin/: those find their tree wherever it lies (DESTDIR staging
+ * too) and never read a checkout. */
 #ifndef SK_LUA_DIR
 #define SK_LUA_DIR "schema/lua"
 #endif
@@ -115,6 +121,7 @@ static const struct config_entry config_table[] = {
     INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
+    CHOICE("log.format", log_format, "text", "text|json"),
 
     /* Read by the scripts only (scripts/lib.sh, stack.sh): where the services of this
      * config keep their data, so that two stacks on different ports never share a data
@@ -293,6 +300,12 @@ void config_init(struct config *cfg)
             abort();
         }
     }
+#ifdef SK_INSTALL_LUA_FROM_BIN
+    char lua[4096];
+    if (installpath_from_bin(SK_INSTALL_LUA_FROM_BIN, lua, sizeof(lua)) == 0 &&
+        entry_set(cfg, config_find("seckill.lua-dir"), lua, err, sizeof(err)) != 0)
+        abort();
+#endif
 }
 
 void config_free(struct config *cfg)
@@ -588,6 +601,13 @@ int config_format(const struct config *cfg, const char *key, char *out, size_t o
  * outside it. NULL when there is none. */
 static const char *default_file(char *buf, size_t len)
 {
+#ifdef SK_INSTALL_CONF_FROM_BIN
+    /* Installed: its own etc/seckill/seckill.conf alone, found or not (the error names
+     * it), never a conf/ of whatever directory the operator stands in. */
+    if (installpath_from_bin(SK_INSTALL_CONF_FROM_BIN, buf, len) == 0)
+        return buf;
+    return SK_CONF_FILE;
+#else
     if (access(CONFIG_DEFAULT_FILE, F_OK) == 0)
         return CONFIG_DEFAULT_FILE;
     char dir[4096];
@@ -606,6 +626,7 @@ static const char *default_file(char *buf, size_t len)
             return NULL;
     }
     return NULL;
+#endif
 }
 
 int config_from_args(struct config *cfg, int argc, char **argv, char *const *envp,

@@ -7,11 +7,14 @@
 #include <time.h>
 
 static enum log_level current_level = LOG_LEVEL_INFO;
+static enum logline_format current_format = LOGLINE_TEXT;
 static const char *program_name = "seckill";
 
 static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void log_set_level(enum log_level level) { current_level = level; }
+
+void log_set_format(enum logline_format format) { current_format = format; }
 
 void log_set_name(const char *program) { program_name = program; }
 
@@ -28,26 +31,38 @@ int log_parse_level(const char *name, enum log_level *out)
     return -1;
 }
 
+static void log_emit(enum log_level level, const char *order_no, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
+static void log_emit(enum log_level level, const char *order_no, const char *fmt, va_list ap)
+{
+    char message[LOGLINE_MESSAGE_MAX + 1];
+    vsnprintf(message, sizeof(message), fmt, ap);
+    struct logline l = { level_names[level], { 0, 0 }, program_name, order_no, message };
+    clock_gettime(CLOCK_REALTIME, &l.time);
+    /* Per thread: the consumer's metrics thread and librdkafka's may log too. */
+    static _Thread_local char line[LOGLINE_MAX];
+    logline_format(line, sizeof(line), current_format, &l);
+    /* One fputs per line keeps lines whole when several processes share a log file. */
+    fputs(line, stderr);
+}
+
 void log_write(enum log_level level, const char *fmt, ...)
 {
     if (!log_enabled(level))
         return;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char line[2048];
-    int n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s %s: ",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, ts.tv_nsec / 1000000, level_names[level], program_name);
     va_list ap;
     va_start(ap, fmt);
-    if (n >= 0 && (size_t)n < sizeof(line))
-        vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+    log_emit(level, NULL, fmt, ap);
     va_end(ap);
-    /* One fputs per line keeps lines whole when several processes share a log file. */
-    size_t len = strnlen(line, sizeof(line) - 2);
-    line[len] = '\n';
-    line[len + 1] = '\0';
-    fputs(line, stderr);
+}
+
+void log_write_order(enum log_level level, const char *order_no, const char *fmt, ...)
+{
+    if (!log_enabled(level))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_emit(level, order_no, fmt, ap);
+    va_end(ap);
 }

@@ -134,6 +134,9 @@ int main(int argc, char **argv)
     enum log_level level;
     if (log_parse_level(c.cfg.log_level, &level) == 0)
         log_set_level(level);
+    enum logline_format format;
+    if (logline_parse_format(c.cfg.log_format, &format) == 0)
+        log_set_format(format);
     exposure_warn_mysql(&c.cfg);
     install_signals();
 

@@ -133,8 +133,8 @@ int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct pers
         if (r->in_db[i])
             continue;
         const struct orderevent *ev = &r->orders[i];
-        LOG_ERROR("order %s: user %" PRId64 " already holds another order of activity %" PRId64
-                  " in MySQL; not persisted", ev->order_no, ev->user_id, r->activity_id);
+        LOG_ORDER_ERROR(ev->order_no, "user %" PRId64 " already holds another order of activity %" PRId64
+                  " in MySQL; not persisted", ev->user_id, r->activity_id);
         stats->conflicts++;
     }
     coupons_added = 0;

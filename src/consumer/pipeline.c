@@ -42,8 +42,8 @@ static void note_rejections(const struct batch *b)
 {
     for (size_t i = 0; i < b->count; i++)
         if (b->verdicts[i] == BATCH_REJECTED)
-            LOG_INFO("order %s of user %" PRId64 " rejected: its reservation was released "
-                     "before it could be persisted", b->orders[i].order_no, b->orders[i].user_id);
+            LOG_ORDER_INFO(b->orders[i].order_no, "user %" PRId64 " rejected: its reservation was "
+                           "released before it could be persisted", b->orders[i].user_id);
 }
 
 static int out_of_memory(struct consumer *c, int32_t partition, int64_t offset)
@@ -95,8 +95,8 @@ static int dead_orders(struct consumer *c)
     for (size_t i = 0; i < b->refusal_count; i++) {
         const struct batch_refusal *r = &b->refusals[i];
         const struct orderevent *ev = &b->accepted[r->index];
-        LOG_ERROR("order %s of user %" PRId64 " activity %" PRId64 " dead-lettered and FAILED: %s",
-                  ev->order_no, ev->user_id, ev->activity_id, r->reason);
+        LOG_ORDER_ERROR(ev->order_no, "user %" PRId64 " activity %" PRId64 ": dead-lettered and FAILED: %s",
+                        ev->user_id, ev->activity_id, r->reason);
         if (batch_dead_order(b, r->index, r->reason) != 0)
             return out_of_memory(c, -1, -1);
     }

@@ -143,17 +143,17 @@ static void on_rolled_back(redisReply *reply, void *privdata)
     struct order *r = privdata;
     long long verdict = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
     if (verdict == 2) {
-        LOG_INFO("order %s: delivery reported failed but a consumer has it; answering accepted", r->order_no);
+        LOG_ORDER_INFO(r->order_no, "delivery reported failed but a consumer has it; answering accepted");
         remember_winner(r, r->order_no);
         delivery_accept(&r->d);
     } else {
         if (verdict == 1) {
             metrics_inc(METRIC_ORDERS_ROLLED_BACK);
-            LOG_INFO("order %s: rolled back, stock returned", r->order_no);
+            LOG_ORDER_INFO(r->order_no, "rolled back, stock returned");
         } else if (verdict == 0) {
-            LOG_INFO("order %s: rollback found it already expired", r->order_no);
+            LOG_ORDER_INFO(r->order_no, "rollback found it already expired");
         } else {
-            LOG_WARN("order %s: rollback did not reach Redis; the reaper will return the stock", r->order_no);
+            LOG_ORDER_WARN(r->order_no, "rollback did not reach Redis; the reaper will return the stock");
         }
         answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
     }
@@ -174,7 +174,7 @@ static void rollback_and_answer(struct order *r)
                                keys->name[KEYS_RESERVED], "order", r->order_no, r->user };
         if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_rolled_back, r) == 0)
             return;
-        LOG_WARN("order %s: rollback could not be sent; the reaper will return the stock", r->order_no);
+        LOG_ORDER_WARN(r->order_no, "rollback could not be sent; the reaper will return the stock");
     }
     answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
     req_finish(r);
@@ -198,15 +198,15 @@ static void on_deadline_rolled_back(redisReply *reply, void *privdata)
     long long verdict = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
     r->d.held = false;
     if (verdict == 2) {
-        LOG_INFO("order %s: past the request timeout but in Kafka; answering accepted", r->order_no);
+        LOG_ORDER_INFO(r->order_no, "past the request timeout but in Kafka; answering accepted");
         delivery_accept(&r->d);
     } else {
         if (verdict == 1) {
             metrics_inc(METRIC_ORDERS_ROLLED_BACK);
             forget_winner(r);
-            LOG_INFO("order %s: not delivered within the request timeout; rolled back", r->order_no);
+            LOG_ORDER_INFO(r->order_no, "not delivered within the request timeout; rolled back");
         } else if (verdict < 0) {
-            LOG_WARN("order %s: rollback at the request timeout did not reach Redis", r->order_no);
+            LOG_ORDER_WARN(r->order_no, "rollback at the request timeout did not reach Redis");
         }
         answer_timed_out(r);
     }
@@ -279,9 +279,9 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         observe_delivery(r);
     metrics_inc(METRIC_KAFKA_DELIVERY_FAILURES);
     if (at_produce)
-        LOG_WARN("order %s: kafka produce refused: %s", r->order_no, rd_kafka_err2str(err));
+        LOG_ORDER_WARN(r->order_no, "kafka produce refused: %s", rd_kafka_err2str(err));
     else
-        LOG_WARN("order %s: kafka delivery failed: %s", r->order_no, rd_kafka_err2str(err));
+        LOG_ORDER_WARN(r->order_no, "kafka delivery failed: %s", rd_kafka_err2str(err));
     rollback_and_answer(r);
 }
 
@@ -347,7 +347,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
         reply->element[0]->type != REDIS_REPLY_STRING) {
         if (reply && reply->type == REDIS_REPLY_ERROR)
-            LOG_WARN("order %s: execute script failed: %s", r->order_no, reply->str);
+            LOG_ORDER_WARN(r->order_no, "execute script failed: %s", reply->str);
         answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
         req_finish(r);
         return;
@@ -357,7 +357,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         r->coupon_id = element_int(reply, 2, 0);
         if (!r->d.http) {
             /* Told 503 already (deadline or shutdown): the order must not reach Kafka. */
-            LOG_INFO("order %s: reserved after its client was answered; releasing it", r->order_no);
+            LOG_ORDER_INFO(r->order_no, "reserved after its client was answered; releasing it");
             rollback_and_answer(r);
             return;
         }
@@ -394,7 +394,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
     } else if (strcmp(status, "NOT_FOUND") == 0) {
         reply_error(r->d.http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
     } else {
-        LOG_ERROR("order %s: unexpected execute answer %s", r->order_no, status);
+        LOG_ORDER_ERROR(r->order_no, "unexpected execute answer %s", status);
         reply_error(r->d.http, REPLY_UNAVAILABLE, "unexpected stock service answer", 0, NULL, NULL);
     }
     r->d.http = NULL;

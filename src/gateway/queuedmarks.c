@@ -84,7 +84,7 @@ static void requeue(struct queuedmarks *m, int64_t activity_id, char *member)
     if (!b || bucket_push(b, member) != 0) {
         /* Without the mark the reaper may expire an order that is in Kafka; the consumer
          * then rejects it. Logged so that it can be found. */
-        LOG_ERROR("order %s: queued mark dropped (out of memory)", member);
+        LOG_ORDER_ERROR(member, "queued mark dropped (out of memory)");
         free(member);
         return;
     }
@@ -95,7 +95,7 @@ void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, const char *mem
 {
     char *copy = strdup(member);
     if (!copy) {
-        LOG_ERROR("order %s: queued mark dropped (out of memory)", member);
+        LOG_ORDER_ERROR(member, "queued mark dropped (out of memory)");
         return;
     }
     requeue(m, activity_id, copy);

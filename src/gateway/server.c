@@ -156,6 +156,9 @@ int main(int argc, char **argv)
     enum log_level level;
     log_parse_level(cfg.log_level, &level);
     log_set_level(level);
+    enum logline_format format;
+    if (logline_parse_format(cfg.log_format, &format) == 0)
+        log_set_format(format);
     exposure_warn_gateway(&cfg);
     signal(SIGPIPE, SIG_IGN);
 
