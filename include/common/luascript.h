@@ -44,6 +44,13 @@ void luascript_free_all(struct luascript_set *set);
 redisReply *luascript_call_sync(redisContext *c, const struct luascript *s, int nkeys,
                                 const char *const *keys, int nargs, const char *const *args);
 
+/* The argv of one EVALSHA of s: "EVALSHA", its SHA-1, numkeys (written into the caller's
+ * buffer, which must outlive the argv), the keys, the arguments; 3 + nkeys + nargs
+ * entries. The caller frees the array (not the strings); NULL when out of memory. */
+#define LUASCRIPT_NUMKEYS_LEN 16
+const char **luascript_evalsha_argv(const struct luascript *s, int nkeys, const char *const *keys, int nargs,
+                                   const char *const *args, char numkeys[LUASCRIPT_NUMKEYS_LEN]);
+
 /* True when a reply is Redis saying it does not know the script. */
 int luascript_is_noscript(const redisReply *reply);
 

@@ -84,15 +84,13 @@ int luascript_is_noscript(const redisReply *reply)
     return reply && reply->type == REDIS_REPLY_ERROR && strncmp(reply->str, "NOSCRIPT", 8) == 0;
 }
 
-redisReply *luascript_call_sync(redisContext *c, const struct luascript *s, int nkeys,
-                                const char *const *keys, int nargs, const char *const *args)
+const char **luascript_evalsha_argv(const struct luascript *s, int nkeys, const char *const *keys, int nargs,
+                                   const char *const *args, char numkeys[LUASCRIPT_NUMKEYS_LEN])
 {
-    int argc = 3 + nkeys + nargs;
-    const char **argv = malloc(sizeof(char *) * (size_t)argc);
+    const char **argv = malloc(sizeof(char *) * (size_t)(3 + nkeys + nargs));
     if (!argv)
         return NULL;
-    char numkeys[16];
-    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
+    snprintf(numkeys, LUASCRIPT_NUMKEYS_LEN, "%d", nkeys);
     argv[0] = "EVALSHA";
     argv[1] = s->sha;
     argv[2] = numkeys;
@@ -100,6 +98,17 @@ redisReply *luascript_call_sync(redisContext *c, const struct luascript *s, int 
         argv[3 + i] = keys[i];
     for (int i = 0; i < nargs; i++)
         argv[3 + nkeys + i] = args[i];
+    return argv;
+}
+
+redisReply *luascript_call_sync(redisContext *c, const struct luascript *s, int nkeys,
+                                const char *const *keys, int nargs, const char *const *args)
+{
+    int argc = 3 + nkeys + nargs;
+    char numkeys[LUASCRIPT_NUMKEYS_LEN];
+    const char **argv = luascript_evalsha_argv(s, nkeys, keys, nargs, args, numkeys);
+    if (!argv)
+        return NULL;
     redisReply *reply = redisCommandArgv(c, argc, argv, NULL);
     if (luascript_is_noscript(reply)) {
         freeReplyObject(reply);

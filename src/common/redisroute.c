@@ -201,20 +201,12 @@ redisReply *redisroute_script(struct redisroute *rr, const struct luascript *s, 
                               char *err, size_t errlen)
 {
     int argc = 3 + nkeys + nargs;
-    const char **argv = malloc(sizeof(char *) * (size_t)argc);
+    char numkeys[LUASCRIPT_NUMKEYS_LEN];
+    const char **argv = luascript_evalsha_argv(s, nkeys, keys, nargs, args, numkeys);
     if (!argv) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    char numkeys[16];
-    snprintf(numkeys, sizeof(numkeys), "%d", nkeys);
-    argv[0] = "EVALSHA";
-    argv[1] = s->sha;
-    argv[2] = numkeys;
-    for (int i = 0; i < nkeys; i++)
-        argv[3 + i] = keys[i];
-    for (int i = 0; i < nargs; i++)
-        argv[3 + nkeys + i] = args[i];
     redisReply *reply = send_routed(rr, argc, argv, NULL, nkeys > 0 ? 3 : -1, s, err, errlen);
     free(argv);
     return reply;
