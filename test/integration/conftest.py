@@ -279,6 +279,18 @@ class Service:
                          f"log {self.log}:\n{self.log_tail()}")
 
 
+def healthz_ok(port):
+    """A gateway on 127.0.0.1:port answers GET /healthz with 200."""
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        c.request("GET", "/healthz")
+        ok = c.getresponse().status == 200
+        c.close()
+        return ok
+    except OSError:
+        return False
+
+
 class Gateway(Service):
     # Log lines that mean accepted work was left undone at a stop.
     LOST_WORK = ("drain deadline passed", "queued marks never reached Redis")
@@ -294,14 +306,7 @@ class Gateway(Service):
         assert not lost, f"{self.name} stopped with work undone ({self.log}):\n" + "\n".join(lost)
 
     def is_ready(self):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", self.conf.http_port, timeout=2)
-            c.request("GET", "/healthz")
-            ok = c.getresponse().status == 200
-            c.close()
-            return ok
-        except OSError:
-            return False
+        return healthz_ok(self.conf.http_port)
 
 
 class Consumer(Service):

@@ -7,12 +7,11 @@ variable and no repository path: each finds its config and the Lua scripts in th
 installed tree. Uninstall then removes exactly what install put there, and leaves a
 config the operator had changed."""
 
-import http.client
 import subprocess
 
 import pytest
 
-from conftest import (ROOT, TEST_LIMITS, BASE_CONF, child_env, conf_of, free_port, poll_until,
+from conftest import (ROOT, TEST_LIMITS, BASE_CONF, child_env, conf_of, free_port, healthz_ok, poll_until,
                       wait_for_consumer)
 from gatewayhttp import Api
 from makeinstall import files_under, make
@@ -74,17 +73,6 @@ class Daemon:
             return "hung"
 
 
-def healthy(port):
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-        c.request("GET", "/healthz")
-        ok = c.getresponse().status == 200
-        c.close()
-        return ok
-    except OSError:
-        return False
-
-
 def test_the_installed_tree_runs_a_sale(staged, tmp_path, mysql, redis, ids):
     dest, top = staged
     elsewhere = tmp_path / "elsewhere"
@@ -103,7 +91,7 @@ def test_the_installed_tree_runs_a_sale(staged, tmp_path, mysql, redis, ids):
     gateway = Daemon(top, "seckill-server", elsewhere, tmp_path / "seckill-server.log")
     try:
         consumer.wait_ready(lambda: "order-consumer: ready" in consumer.text(), "the installed consumer")
-        gateway.wait_ready(lambda: healthy(conf.http_port), "the installed gateway")
+        gateway.wait_ready(lambda: healthz_ok(conf.http_port), "the installed gateway")
         api = Api(conf.base_url)
         codes = [api.execute(ids(), activity).code for _ in range(stock + 3)]
         assert codes.count(200) == stock and codes.count(409) == 3, codes
