@@ -74,3 +74,5 @@ CREATE TABLE IF NOT EXISTS user_coupon (
 
 -- Columns added after the first release (MariaDB's IF NOT EXISTS keeps this idempotent).
 ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS payable DECIMAL(15,2) NULL AFTER discount;
+-- The consumer's lifecycle pass finds a coupon's unused user coupons by this index.
+ALTER TABLE user_coupon ADD INDEX IF NOT EXISTS idx_user_coupon_coupon (coupon_id, status);

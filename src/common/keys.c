@@ -22,6 +22,12 @@ int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kin
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
+int keys_coupon(char *buf, size_t len, int64_t coupon_id)
+{
+    int n = snprintf(buf, len, "seckill:coupon:{c%" PRId64 "}", coupon_id);
+    return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
 int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id)
 {
     set->activity_id = activity_id;

@@ -12,6 +12,7 @@
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
 #include "ctl/ctlcouponshow.h"
+#include "ctl/ctlcouponstatus.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlrun.h"
@@ -37,6 +38,8 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon grant", ctlcoupongrant_run, "--coupon ID --user UID [--ref REF]" },
     { "coupon show", ctlcouponshow_run, "ID" },
     { "coupon warmup", ctlcouponwarmup_run, "ID" },
+    { "coupon deactivate", ctlcouponstatus_deactivate, "ID" },
+    { "coupon activate", ctlcouponstatus_activate, "ID" },
     { "activity create", ctlactivitycreate_run,
       "--coupon ID --stock N --start T --end T [--name N]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },

@@ -385,6 +385,8 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         if (a)
             a->cancelled = true;
         reply_error(r->d.http, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+    } else if (strcmp(status, "INACTIVE") == 0) {
+        reply_error(r->d.http, REPLY_INACTIVE, "the coupon of this sale is deactivated", 0, NULL, NULL);
     } else if (strcmp(status, "RATE_LIMITED") == 0) {
         reply_error(r->d.http, REPLY_RATE_LIMITED, "too many requests", element_int(reply, 1, 1), NULL, NULL);
     } else if (strcmp(status, "BLOCKED") == 0) {
