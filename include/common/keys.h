@@ -17,6 +17,9 @@
  *   seckill:resv:{A}          zset    "orderNo|userId" scored by accept ms: not yet in Kafka
  *   seckill:queued:{A}        set     "orderNo|userId": durably in Kafka, not yet claimed
  *   seckill:claimed:{A}       set     "orderNo|userId": claimed by a consumer, being written
+ *   seckill:failed:{A}        stream  orders that ended FAILED (o orderNo, u userId, r reason,
+ *                                     t ms), written by the script that failed them, until a
+ *                                     consumer has recorded them in MySQL (outcomes.c)
  *   seckill:rl:user:{A}:<uid> seckill:rl:ip:{A}:<ip> seckill:brush:{A}:<uid> seckill:ban:{A}:<uid>
  *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
  *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
@@ -41,6 +44,7 @@ enum keys_kind {
     KEYS_RESERVED,
     KEYS_QUEUED,
     KEYS_CLAIMED,
+    KEYS_FAILED,
     KEYS_KIND_COUNT
 };
 

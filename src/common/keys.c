@@ -16,6 +16,7 @@ int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kin
     case KEYS_RESERVED: prefix = "seckill:resv"; break;
     case KEYS_QUEUED: prefix = "seckill:queued"; break;
     case KEYS_CLAIMED: prefix = "seckill:claimed"; break;
+    case KEYS_FAILED: prefix = "seckill:failed"; break;
     case KEYS_KIND_COUNT: return -1;
     }
     int n = snprintf(buf, len, "%s:{%" PRId64 "}", prefix, activity_id);

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
+#include "consumer/outcomes.h"
 #include "consumer/sqltext.h"
 
 /* Rows changed by one UPDATE of user coupons: a coupon held by a million users expires in
@@ -152,4 +153,7 @@ void lifecycle_tick(struct consumer *c)
     if (n.coupons_expired || n.user_coupons_expired)
         LOG_INFO("lifecycle: %" PRIu64 " coupons and %" PRIu64 " user coupons EXPIRED",
                  n.coupons_expired, n.user_coupons_expired);
+    int64_t failed = outcomes_run(c);
+    if (failed > 0)
+        LOG_INFO("lifecycle: %" PRId64 " FAILED orders recorded", failed);
 }

@@ -13,6 +13,7 @@
 #include "ctl/ctlcoupongrant.h"
 #include "ctl/ctlcouponshow.h"
 #include "ctl/ctlcouponstatus.h"
+#include "ctl/ctlorder.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlrun.h"
@@ -45,6 +46,7 @@ static const struct ctl_command ctl_commands[] = {
     { "activity warmup", ctlactivitywarmup_run, "ID" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
+    { "order show", ctlorder_show_run, "ORDER_NO" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },
     { "stats", ctlstats_run, "" },
 };
