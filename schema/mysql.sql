@@ -74,3 +74,33 @@ CREATE TABLE IF NOT EXISTS user_coupon (
 
 -- Columns added after the first release (MariaDB's IF NOT EXISTS keeps this idempotent).
 ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS payable DECIMAL(15,2) NULL AFTER discount;
+-- The consumer's lifecycle pass finds a coupon's unused user coupons by this index.
+ALTER TABLE user_coupon ADD INDEX IF NOT EXISTS idx_user_coupon_coupon (coupon_id, status);
+
+-- Orders that ended FAILED, with why and when: recorded by the consumers from each
+-- activity's failed stream in Redis (src/consumer/outcomes.c), so that every outcome of
+-- an order is in MySQL. A FAILED order never has a seckill_order row (confirm and release
+-- cannot both win), and a user may have several here and still one SUCCESS there.
+--   ROLLED_BACK  its delivery to Kafka failed: the gateway returned the stock
+--   EXPIRED      it never reached Kafka within seckill.pre-reduce-timeout: the reaper did
+--   REJECTED     Kafka held it but Redis had lost it and could no longer honour it
+--   REFUSED      MySQL refused its row for good (dead-lettered with the reason)
+--   SUPERSEDED   another order of the user or the sale's last unit holds its place after
+--                a Redis failover
+CREATE TABLE IF NOT EXISTS seckill_order_failed (
+    id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    order_no        VARCHAR(48)     NOT NULL,
+    user_id         BIGINT UNSIGNED NOT NULL,
+    activity_id     BIGINT UNSIGNED NOT NULL,
+    reason          VARCHAR(16)     NOT NULL,
+    accepted_at     DATETIME(3)     NOT NULL,                -- from the order number
+    failed_at       DATETIME(3)     NOT NULL,                -- when Redis decided it
+    created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (id),
+    UNIQUE KEY uk_failed_order_no (order_no),
+    KEY idx_failed_activity (activity_id),
+    KEY idx_failed_user (user_id, activity_id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS
+    updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3) AFTER created_at;

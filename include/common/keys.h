@@ -11,14 +11,20 @@
  *
  *   <stock.prefix>:{A}        string  stock left to reserve
  *   <user.prefix>:{A}         hash    userId -> orderNo (one order per user)
- *   seckill:activity:{A}      hash    name couponId stock start end (ms) status
+ *   seckill:activity:{A}      hash    name couponId stock start end (ms) status, and
+ *                                     paused = 1 while the sale's coupon is INACTIVE
  *   seckill:order:{A}         hash    orderNo -> PROCESSING | SUCCESS | FAILED
  *   seckill:resv:{A}          zset    "orderNo|userId" scored by accept ms: not yet in Kafka
  *   seckill:queued:{A}        set     "orderNo|userId": durably in Kafka, not yet claimed
  *   seckill:claimed:{A}       set     "orderNo|userId": claimed by a consumer, being written
+ *   seckill:failed:{A}        stream  orders that ended FAILED (o orderNo, u userId, r reason,
+ *                                     t ms), written by the script that failed them, until a
+ *                                     consumer has recorded them in MySQL (outcomes.c)
  *   seckill:rl:user:{A}:<uid> seckill:rl:ip:{A}:<ip> seckill:brush:{A}:<uid> seckill:ban:{A}:<uid>
  *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
  *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
+ *   seckill:coupon:{c<C>}     hash    status = INACTIVE while coupon C is deactivated
+ *                                     (redeeming refuses it); absent or ACTIVE otherwise
  *   seckill:{nodes}:seq       counter where the search for a free node id starts
  *   seckill:{nodes}           hash    node id -> "<token>:<expiry ms>" of the gateway leasing
  *                                     it (nodelease.c)
@@ -38,6 +44,7 @@ enum keys_kind {
     KEYS_RESERVED,
     KEYS_QUEUED,
     KEYS_CLAIMED,
+    KEYS_FAILED,
     KEYS_KIND_COUNT
 };
 
@@ -59,6 +66,9 @@ struct keys_set {
 };
 
 /* Returns 0, or -1 when a configured prefix makes a key longer than KEYS_LEN. */
+/* seckill:coupon:{c<couponId>}: a coupon's own slot, like a user's coupons' {u<userId>}. */
+int keys_coupon(char *buf, size_t len, int64_t coupon_id);
+
 int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id);
 
 int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,

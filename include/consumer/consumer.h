@@ -68,6 +68,7 @@ struct consumer {
     struct consumer_stats total;
     struct consumer_stats reported;  /* total at the last summary line */
     int64_t reported_ms;
+    int64_t lifecycle_ms;            /* monotonic time of the last lifecycle pass, 0: none yet */
 };
 
 #endif

@@ -26,6 +26,7 @@ struct ctlactivity_row {
     int64_t end_ms;
     char name[CTLACTIVITY_NAME_BYTES];
     char status[16];        /* the column: PENDING ACTIVE ENDED CANCELLED */
+    bool coupon_inactive;   /* its coupon is INACTIVE: the sale is paused */
 };
 
 /* The Redis side of one activity, read in one MULTI (one instant: cancel.lua moves units

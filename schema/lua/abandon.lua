@@ -3,8 +3,12 @@
 -- back, the user is free to try again, the order is FAILED. Only members still in the
 -- claimed set are ended, so a repeat (a replayed batch) changes nothing, and an order that
 -- is SUCCESS (its row is in MySQL) is never touched.
--- KEYS: 1 stock  2 users  3 orders  4 claimed      ARGV: orderNo1, userId1, orderNo2, ...
+-- The order is added to the failed stream with the reason REFUSED (as release.lua does).
+-- KEYS: 1 stock  2 users  3 orders  4 claimed  5 failed
+-- ARGV: orderNo1, userId1, orderNo2, ...
 -- Returns the number of orders ended by this call.
+local t = redis.call('TIME')
+local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 local ended = 0
 for i = 1, #ARGV, 2 do
   local order_no, user = ARGV[i], ARGV[i + 1]
@@ -14,6 +18,7 @@ for i = 1, #ARGV, 2 do
       redis.call('HDEL', KEYS[2], user)
     end
     redis.call('HSET', KEYS[3], order_no, 'FAILED')
+    redis.call('XADD', KEYS[5], '*', 'o', order_no, 'u', user, 'r', 'REFUSED', 't', now_ms)
     ended = ended + 1
   end
 end

@@ -1,6 +1,8 @@
 -- The consumer claims orders before writing them to MySQL. A claimed order can no longer
 -- be released by a rollback or the reaper; a FAILED order is never written.
--- KEYS: 1 stock  2 users  3 orders  4 resv  5 queued  6 claimed  7 activity
+-- An order Redis lost and cannot honour ends FAILED here, and is added to the failed
+-- stream with the reason REJECTED (as release.lua does).
+-- KEYS: 1 stock  2 users  3 orders  4 resv  5 queued  6 claimed  7 activity  8 failed
 -- ARGV: orderNo1, userId1, orderNo2, userId2, ...
 -- Returns one verdict per order, in order:
 --   'CLAIMED'   reservation taken over, write the row
@@ -37,6 +39,8 @@ for i = 1, #ARGV, 2 do
       redis.call('SADD', KEYS[6], member)
       verdict = 'CLAIMED'
     else
+      redis.call('HSET', KEYS[3], order_no, 'FAILED')
+      redis.call('XADD', KEYS[8], '*', 'o', order_no, 'u', user, 'r', 'REJECTED', 't', tostring(now_ms))
       verdict = 'REJECTED'
     end
   else

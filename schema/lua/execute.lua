@@ -11,14 +11,14 @@
 -- Returns one verdict per request, in order, each {status, ...}:
 --   {'OK', orderNo, couponId} | {'DUPLICATE', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
---   | {'OUT_OF_STOCK'} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'NOT_FOUND'}
+--   | {'OUT_OF_STOCK'} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
 --   | {'TOKEN_USED'}
 local n = (#ARGV - 7) / 3
 if n < 1 or n ~= math.floor(n) or #KEYS ~= 5 + 5 * n then
   return redis.error_reply('execute.lua: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole requests')
 end
 
-local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId')
+local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'paused')
 local limits_on = ARGV[1] == '1'
 local per_user, per_ip = tonumber(ARGV[2]), tonumber(ARGV[3])
 local brush_on = ARGV[4] == '1'
@@ -33,6 +33,11 @@ local function one(i)
   local user, order_no, now = ARGV[8 + 3 * i], ARGV[9 + 3 * i], tonumber(ARGV[10 + 3 * i])
   if meta[3] == 'CANCELLED' then
     return {'CANCELLED'}
+  end
+  -- The sale's coupon is deactivated (seckillctl coupon deactivate): nothing is sold
+  -- until it is activated again; the stock stays with the sale.
+  if meta[5] == '1' then
+    return {'INACTIVE'}
   end
   if now < tonumber(meta[1]) then
     return {'NOT_STARTED'}

@@ -2,7 +2,10 @@
 -- try again, the order is FAILED. Only members still in the resv zset are released, so an
 -- order that is queued in Kafka or claimed by a consumer can never be released here:
 -- confirm and release cannot both win.
--- KEYS: 1 stock  2 users  3 orders  4 resv
+-- Each order it fails is added to the failed stream with its reason (ROLLED_BACK for the
+-- gateway's rollback, EXPIRED for the reaper), in the same atomic step, so MySQL learns of
+-- it (the consumer's outcomes pass) exactly when Redis decided it.
+-- KEYS: 1 stock  2 users  3 orders  4 resv  5 failed
 -- ARGV: 'order', orderNo, userId        (gateway rollback after a failed delivery)
 --    or 'older', cutoff_ms, max_count [, 'own', node | , 'except', ',n1,n2,']
 --                                        (reaper: reservations accepted before cutoff; with
@@ -51,6 +54,10 @@ else
   members = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2], 'LIMIT', 0, window)
 end
 
+local reason = ARGV[1] == 'order' and 'ROLLED_BACK' or 'EXPIRED'
+local t = redis.call('TIME')
+local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+
 local released = 0
 for _, member in ipairs(members) do
   local bar = string.find(member, '|', 1, true)
@@ -62,6 +69,7 @@ for _, member in ipairs(members) do
       redis.call('HDEL', KEYS[2], user)
     end
     redis.call('HSET', KEYS[3], order_no, 'FAILED')
+    redis.call('XADD', KEYS[5], '*', 'o', order_no, 'u', user, 'r', reason, 't', now_ms)
     released = released + 1
   end
 end

@@ -16,9 +16,16 @@ int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kin
     case KEYS_RESERVED: prefix = "seckill:resv"; break;
     case KEYS_QUEUED: prefix = "seckill:queued"; break;
     case KEYS_CLAIMED: prefix = "seckill:claimed"; break;
+    case KEYS_FAILED: prefix = "seckill:failed"; break;
     case KEYS_KIND_COUNT: return -1;
     }
     int n = snprintf(buf, len, "%s:{%" PRId64 "}", prefix, activity_id);
+    return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
+int keys_coupon(char *buf, size_t len, int64_t coupon_id)
+{
+    int n = snprintf(buf, len, "seckill:coupon:{c%" PRId64 "}", coupon_id);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 

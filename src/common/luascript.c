@@ -17,6 +17,7 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_ABANDON] = "abandon",
     [LUASCRIPT_NODELEASE] = "nodelease", [LUASCRIPT_SALESTATS] = "salestats",
     [LUASCRIPT_SUPERSEDE] = "supersede",
+    [LUASCRIPT_PAUSE] = "pause",
 };
 
 static char *read_file(const char *path, size_t *len)

@@ -10,14 +10,15 @@
 #include "consumer/consumer.h"
 
 /* KEYS of confirm.lua, in its order; finalize.lua takes orders and claimed. */
-#define CONFIRM_KEYS 7
+#define CONFIRM_KEYS 8
 static const enum keys_kind confirm_kinds[CONFIRM_KEYS] = {
     KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_ACTIVITY,
+    KEYS_FAILED,
 };
 static const enum keys_kind finalize_kinds[2] = { KEYS_ORDERS, KEYS_CLAIMED };
-#define ABANDON_KEYS 4
+#define ABANDON_KEYS 5
 static const enum keys_kind abandon_kinds[ABANDON_KEYS] = {
-    KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED,
+    KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED, KEYS_FAILED,
 };
 
 struct script_keys {

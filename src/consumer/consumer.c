@@ -22,6 +22,7 @@
 #include "consumer/deadletter.h"
 #include "consumer/intake.h"
 #include "consumer/kafkacons.h"
+#include "consumer/lifecycle.h"
 #include "consumer/pipeline.h"
 #include "consumer/publish.h"
 
@@ -168,6 +169,7 @@ int main(int argc, char **argv)
         }
         deadletter_poll(&c);
         kafkacons_update_lag(&c);
+        lifecycle_tick(&c);
         summary(&c);
     }
     consumermetrics_set(CONSUMERMETRICS_READY, 0);

@@ -118,7 +118,9 @@ enum batch_use_verdict couponuse_judge(const struct redeemevent *ev, const struc
                  u->id, u->order_ref, ev->order_ref);
         return BATCH_USE_INCONSISTENT;
     }
-    if (strcmp(u->status, "UNUSED") != 0) {
+    /* EXPIRED is the lifecycle pass's mark of a coupon past its end; the gateway redeemed
+     * it before the end (it refuses after), so the redemption stands. */
+    if (strcmp(u->status, "UNUSED") != 0 && strcmp(u->status, "EXPIRED") != 0) {
         snprintf(reason, len, "user coupon %" PRId64 " is %s", u->id, u->status);
         return BATCH_USE_INCONSISTENT;
     }
@@ -139,7 +141,7 @@ void couponuse_update_sql(struct sqltext *s, MYSQL *db, const struct redeemevent
         sqltext_cents(s, ev->payable);
         sqltext_printf(s, ", used_at=");
         sqltext_datetime(s, ev->used_ms);
-        sqltext_printf(s, " WHERE id=%" PRId64 " AND user_id=%" PRId64 " AND status='UNUSED'",
+        sqltext_printf(s, " WHERE id=%" PRId64 " AND user_id=%" PRId64 " AND status IN ('UNUSED','EXPIRED')",
                        ev->user_coupon_id, ev->user_id);
         return;
     }
@@ -160,11 +162,11 @@ void couponuse_update_sql(struct sqltext *s, MYSQL *db, const struct redeemevent
     sqltext_printf(s, ") v ON uc.id = v.id AND uc.user_id = v.user_id "
                       "SET uc.status='USED', uc.order_ref=v.order_ref, "
                       "uc.discount=v.discount, uc.payable=v.payable, uc.used_at=v.used_at "
-                      "WHERE uc.status='UNUSED'");
+                      "WHERE uc.status IN ('UNUSED','EXPIRED')");
 }
 
 /* Writes the uses judged APPLIED, in statements of COUPONUSE_PER_STATEMENT. Each row is
- * locked by this transaction and was seen UNUSED, so each must change: anything else is
+ * locked by this transaction and was seen UNUSED (or EXPIRED), so each must change: anything else is
  * an error (and a rollback), never a silent miss. */
 static int write_uses(struct sqltx *tx, const struct redeemevent *const *uses, size_t count)
 {

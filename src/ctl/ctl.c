@@ -12,6 +12,8 @@
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
 #include "ctl/ctlcouponshow.h"
+#include "ctl/ctlcouponstatus.h"
+#include "ctl/ctlorder.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlrun.h"
@@ -37,11 +39,14 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon grant", ctlcoupongrant_run, "--coupon ID --user UID [--ref REF]" },
     { "coupon show", ctlcouponshow_run, "ID" },
     { "coupon warmup", ctlcouponwarmup_run, "ID" },
+    { "coupon deactivate", ctlcouponstatus_deactivate, "ID" },
+    { "coupon activate", ctlcouponstatus_activate, "ID" },
     { "activity create", ctlactivitycreate_run,
       "--coupon ID --stock N --start T --end T [--name N]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
+    { "order show", ctlorder_show_run, "ORDER_NO" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },
     { "stats", ctlstats_run, "" },
 };

@@ -13,7 +13,7 @@
 
 #define CTLACTIVITY_COLUMNS                                                                  \
     "id, coupon_id, stock, sold_count, " CTLDB_SQL_MS("start_time") ", " CTLDB_SQL_MS("end_time") \
-    ", name, status"
+    ", name, status, (SELECT c.status FROM coupon c WHERE c.id = coupon_id)"
 
 static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
 {
@@ -26,6 +26,7 @@ static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
     row->end_ms = ctldb_int(r[5]);
     snprintf(row->name, sizeof(row->name), "%s", r[6] ? r[6] : "");
     snprintf(row->status, sizeof(row->status), "%s", r[7] ? r[7] : "");
+    row->coupon_inactive = r[8] && strcmp(r[8], "INACTIVE") == 0;
 }
 
 int ctlactivity_load(struct ctlrun *ctl, int64_t id, struct ctlactivity_row *row)

@@ -23,7 +23,7 @@
 /* The activity hash, as the gateway's cache and the execute script read it. */
 struct ctlactivitywarmup_meta {
     char id[24], coupon[24], stock[24], start[24], end[24];
-    const char *argv[14];
+    const char *argv[16];
 };
 
 static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char *key,
@@ -34,10 +34,11 @@ static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char
     snprintf(m->stock, sizeof(m->stock), "%" PRId64, row->stock);
     snprintf(m->start, sizeof(m->start), "%" PRId64, row->start_ms);
     snprintf(m->end, sizeof(m->end), "%" PRId64, row->end_ms);
-    const char *argv[14] = {
+    const char *argv[16] = {
         "HSET", key, "name", row->name, "couponId", m->coupon, "stock", m->stock,
         "start", m->start, "end", m->end,
         "status", ctlactivity_status_at(row, clock_wall_ms()),
+        "paused", row->coupon_inactive ? "1" : "0",
     };
     memcpy(m->argv, argv, sizeof(argv));
 }
@@ -207,7 +208,7 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
     const char *returned_set[] = { "HSET", k->name[KEYS_ACTIVITY], "returned", s_left };
     const char *returned_del[] = { "HDEL", k->name[KEYS_ACTIVITY], "returned" };
     if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
-        ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 16, meta.argv) != CTLRUN_OK ||
         (cancelled ? ctlactivitywarmup_queue(ctl, c, 4, returned_set)
                    : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK)
         goto out;
@@ -245,7 +246,7 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
     struct ctlactivitywarmup_meta meta;
     ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
     const char *get[] = { "GET", k->name[KEYS_STOCK] };
-    if (ctlactivitywarmup_queue(ctl, c, 14, meta.argv) != CTLRUN_OK ||
+    if (ctlactivitywarmup_queue(ctl, c, 16, meta.argv) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 2, get) != CTLRUN_OK) {
         ctlactivitywarmup_discard(c);
         return CTLRUN_FAIL;

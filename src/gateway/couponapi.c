@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/keys.h"
 #include "gateway/auth.h"
 #include "gateway/delivery.h"
 #include "gateway/httpparams.h"
@@ -370,6 +371,37 @@ static void on_use(redisReply *reply, void *privdata)
     finish(r);
 }
 
+static void on_coupon_status(redisReply *reply, void *privdata)
+{
+    struct redeem *r = privdata;
+    if (!r->d.http) {  /* answered at shutdown: use nothing */
+        finish(r);
+        return;
+    }
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+        redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+        finish(r);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_STRING && strcmp(reply->str, "INACTIVE") == 0) {
+        reply_error(r->d.http, REPLY_INACTIVE, "coupon is deactivated", 0, NULL, NULL);
+        r->d.http = NULL;
+        finish(r);
+        return;
+    }
+    int64_t now = r->ev.used_ms;
+    char discount[24], payable[24], used_at[24], until[24];
+    snprintf(discount, sizeof(discount), "%" PRId64, r->ev.discount);
+    snprintf(payable, sizeof(payable), "%" PRId64, r->ev.payable);
+    snprintf(used_at, sizeof(used_at), "%" PRId64, now);
+    snprintf(until, sizeof(until), "%" PRId64, pending_until(r, now));
+    const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at, until };
+    if (redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r) == 0)
+        return;
+    redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+    finish(r);
+}
+
 static void on_record(redisReply *reply, void *privdata)
 {
     struct redeem *r = privdata;
@@ -409,14 +441,14 @@ static void on_record(redisReply *reply, void *privdata)
     } else if (verdict != COUPON_APPLIED) {
         reply_error(r->d.http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
     } else {
-        char discount[24], payable[24], used_at[24], until[24];
-        r->ev.used_ms = now;
-        snprintf(discount, sizeof(discount), "%" PRId64, r->ev.discount);
-        snprintf(payable, sizeof(payable), "%" PRId64, r->ev.payable);
-        snprintf(used_at, sizeof(used_at), "%" PRId64, now);
-        snprintf(until, sizeof(until), "%" PRId64, pending_until(r, now));
-        const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at, until };
-        if (redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r) == 0)
+        /* The coupon's own status lives in another slot than the user's coupons, so it is
+         * asked first: a coupon deactivated before this point is refused; a redemption
+         * already past it when the deactivation lands completes. */
+        char key[KEYS_LEN];
+        r->ev.used_ms = now;   /* the time the validity was checked at */
+        keys_coupon(key, sizeof(key), uc.coupon_id);
+        const char *argv[] = { "HGET", key, "status" };
+        if (redisconn_command_argv(r->gw->redis, 3, argv, NULL, on_coupon_status, r) == 0)
             return;
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
     }

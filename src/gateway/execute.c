@@ -175,8 +175,8 @@ static void rollback_and_answer(struct order *r)
     const struct keys_set *keys = activity_keys(r->gw->activities, r->activity_id, &scratch);
     if (r->gw->cfg->enable_stock_rollback && keys) {
         const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-                               keys->name[KEYS_RESERVED], "order", r->order_no, r->user };
-        if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_rolled_back, r) == 0)
+                               keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
+        if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, on_rolled_back, r) == 0)
             return;
         LOG_ORDER_WARN(r->order_no, "rollback could not be sent; the reaper will return the stock");
     }
@@ -226,8 +226,8 @@ static void rollback_at_deadline(struct order *r)
     if (!r->gw->cfg->enable_stock_rollback || !keys)
         return;
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-                           keys->name[KEYS_RESERVED], "order", r->order_no, r->user };
-    if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 4, 3, argv, NULL, on_deadline_rolled_back, r) != 0)
+                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
+    if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, on_deadline_rolled_back, r) != 0)
         return;
     r->d.held = true;  /* an ack arriving now must not answer 200 for what may be released */
     r->holds++;
@@ -395,6 +395,8 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         if (a)
             a->cancelled = true;
         reply_error(r->d.http, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+    } else if (strcmp(status, "INACTIVE") == 0) {
+        reply_error(r->d.http, REPLY_INACTIVE, "the coupon of this sale is deactivated", 0, NULL, NULL);
     } else if (strcmp(status, "RATE_LIMITED") == 0) {
         reply_error(r->d.http, REPLY_RATE_LIMITED, "too many requests", element_int(reply, 1, 1), NULL, NULL);
     } else if (strcmp(status, "BLOCKED") == 0) {

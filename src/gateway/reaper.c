@@ -70,8 +70,9 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
         call->activities = reaper->activities;
         call->activity_id = a->id;
         const char *argv[] = { a->keys.name[KEYS_STOCK], a->keys.name[KEYS_USERS], a->keys.name[KEYS_ORDERS],
-                               a->keys.name[KEYS_RESERVED], "older", cutoff, REAPER_BATCH, mode, nodes };
-        if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 4, 5, argv, NULL, on_reaped, call) != 0) {
+                               a->keys.name[KEYS_RESERVED], a->keys.name[KEYS_FAILED], "older", cutoff,
+                               REAPER_BATCH, mode, nodes };
+        if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 5, 5, argv, NULL, on_reaped, call) != 0) {
             free(call);
             return;
         }

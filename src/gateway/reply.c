@@ -20,6 +20,7 @@ static const struct {
     [REPLY_NOT_STARTED] = { "NOT_STARTED", 409 },
     [REPLY_ENDED] = { "ENDED", 409 },
     [REPLY_CANCELLED] = { "CANCELLED", 409 },
+    [REPLY_INACTIVE] = { "INACTIVE", 409 },
     [REPLY_USED] = { "USED", 409 },
     [REPLY_EXPIRED] = { "EXPIRED", 409 },
     [REPLY_BELOW_MIN_ORDER] = { "BELOW_MIN_ORDER", 409 },

@@ -395,6 +395,16 @@ def won_coupon(ctl, api, mysql, redis, ids):
     return user, uc_id, key
 
 
+def execute_script(redis, conf, activity_id, user, order_no, accepted_ms):
+    """The Redis half of an execute, as a gateway that died before producing leaves it."""
+    keys = [conf.key(k, activity_id) for k in ("activity", "stock", "users", "orders", "resv")]
+    keys += [f"seckill:{k}:{{{activity_id}}}:{user}" for k in ("rl:user", "rl:ip", "brush", "ban", "token")]
+    args = ["0", "1000", "1000", "0", "1000", "60", "0", str(user), order_no, str(accepted_ms)]
+    body = Path(ROOT, "schema/lua/execute.lua").read_text(encoding="utf-8")
+    verdicts = redis("EVAL", body, len(keys), *keys, *args)
+    assert verdicts[0][0] == "OK", verdicts
+
+
 def live_reservations(redis, conf, activity_id):
     """Orders Redis still holds between accept and SUCCESS/FAILED."""
     return (redis("ZCARD", conf.key("resv", activity_id))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, poll_until, wait_for_consumer
+from conftest import ROOT, execute_script, poll_until, wait_for_consumer
 from gatewayhttp import gateway_metrics
 
 CONF_OVERRIDES = {"seckill.sale-stats-interval-ms": "100"}
@@ -48,20 +48,10 @@ def wait_view(port, activity_id, what, predicate, timeout=20):
     return state["view"]
 
 
-def execute_script(redis, conf, activity_id, user, order_no, accepted_ms):
-    """The Redis half of an execute, as a gateway that died before producing leaves it."""
-    keys = [conf.key(k, activity_id) for k in ("activity", "stock", "users", "orders", "resv")]
-    keys += [f"seckill:{k}:{{{activity_id}}}:{user}" for k in ("rl:user", "rl:ip", "brush", "ban", "token")]
-    args = ["0", "1000", "1000", "0", "1000", "60", "0", str(user), order_no, str(accepted_ms)]
-    body = Path(ROOT, "schema/lua/execute.lua").read_text(encoding="utf-8")
-    verdicts = redis("EVAL", body, len(keys), *keys, *args)
-    assert verdicts[0][0] == "OK", verdicts
-
-
 def release_order(redis, conf, activity_id, user, order_no):
-    keys = [conf.key(k, activity_id) for k in ("stock", "users", "orders", "resv")]
+    keys = [conf.key(k, activity_id) for k in ("stock", "users", "orders", "resv", "failed")]
     body = Path(ROOT, "schema/lua/release.lua").read_text(encoding="utf-8")
-    assert redis("EVAL", body, 4, *keys, "order", order_no, str(user)) == 1
+    assert redis("EVAL", body, 5, *keys, "order", order_no, str(user)) == 1
 
 
 def test_a_sale_shows_its_true_accounting(ctl, gateway, consumer, api, redis, mysql, conf, ids):

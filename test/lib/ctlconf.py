@@ -21,6 +21,7 @@ _KEY_PREFIX = {
     "resv": "seckill:resv",
     "queued": "seckill:queued",
     "claimed": "seckill:claimed",
+    "failed": "seckill:failed",
 }
 _PREFIX_SETTING = {"stock": "seckill.stock.prefix", "users": "seckill.user.prefix"}
 

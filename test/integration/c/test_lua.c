@@ -150,6 +150,29 @@ static void assert_order_status(const char *order_no, const char *want)
     assert_str(st, want);
 }
 
+/* The failed stream holds `entries` entries, the last one for this order, user and reason
+ * (with a time: Redis' clock). */
+static void assert_last_failed(const char *order_no, int64_t user, const char *reason, long long entries)
+{
+    char k[KEYS_LEN];
+    key(k, KEYS_FAILED);
+    assert_int_equal(cmd_int("XLEN %s", k), entries);
+    redisReply *r = redisCommand(redis, "XREVRANGE %s + - COUNT 1", k);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 1);
+    const redisReply *kv = r->element[0]->element[1];
+    assert_int_equal(kv->elements, 8);
+    char uid[24];
+    snprintf(uid, sizeof(uid), "%" PRId64, user);
+    const char *want[8] = { "o", order_no, "u", uid, "r", reason, "t", NULL };
+    for (size_t i = 0; i < 8; i++)
+        if (want[i])
+            assert_string_equal(kv->element[i]->str, want[i]);
+    assert_true(strtoll(kv->element[7]->str, NULL, 10) > 1700000000000LL);
+    freeReplyObject(r);
+}
+
 static bool user_order(int64_t user, char *out, size_t len)
 {
     char k[KEYS_LEN];
@@ -366,13 +389,14 @@ static struct xres execute_ok(int64_t user)
 
 static int64_t release_call_n(int nargs, const char *const *args)
 {
-    char k[4][KEYS_LEN];
+    char k[5][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_RESERVED);
-    const char *keys[4] = { k[0], k[1], k[2], k[3] };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 4, keys, nargs, args);
+    key(k[4], KEYS_FAILED);
+    const char *keys[5] = { k[0], k[1], k[2], k[3], k[4] };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 5, keys, nargs, args);
     if (!r)
         fail_msg("release: %s", redis->errstr);
     if (r->type != REDIS_REPLY_INTEGER)
@@ -439,7 +463,7 @@ static int64_t mark_queued(const char *order_no, int64_t user)
 static void confirm_many(size_t n, const char *const *order_nos, const int64_t *users,
                          char (*out)[16])
 {
-    char k[7][KEYS_LEN];
+    char k[8][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
@@ -447,7 +471,8 @@ static void confirm_many(size_t n, const char *const *order_nos, const int64_t *
     key(k[4], KEYS_QUEUED);
     key(k[5], KEYS_CLAIMED);
     key(k[6], KEYS_ACTIVITY);
-    const char *keys[7] = { k[0], k[1], k[2], k[3], k[4], k[5], k[6] };
+    key(k[7], KEYS_FAILED);
+    const char *keys[8] = { k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7] };
     const char **args = calloc(2 * n, sizeof(char *));
     char (*uids)[24] = calloc(n, sizeof(*uids));
     assert_non_null(args);
@@ -457,7 +482,7 @@ static void confirm_many(size_t n, const char *const *order_nos, const int64_t *
         args[2 * i] = order_nos[i];
         args[2 * i + 1] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_CONFIRM], 7, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_CONFIRM], 8, keys,
                                         (int)(2 * n), args);
     free(args);
     free(uids);
@@ -874,6 +899,7 @@ static void test_rollback(void **state)
     assert_false(user_order(21, o, sizeof(o)));
     assert_order_status(first.order_no, "FAILED");
     assert_int_equal(count("ZCARD", KEYS_RESERVED), 0);
+    assert_last_failed(first.order_no, 21, "ROLLED_BACK", 1);
     assert_conserved(3);
 
     /* The user can try again and gets a new order. */
@@ -894,6 +920,7 @@ static void test_rollback(void **state)
     /* A rollback of an order that never existed changes nothing either. */
     assert_int_equal(rollback("1-1", 21), 0);
     assert_int_equal(stock_left(), 2);
+    assert_int_equal(count("XLEN", KEYS_FAILED), 1);
     assert_conserved(3);
 }
 
@@ -926,7 +953,9 @@ static void test_expire_first_then_confirm(void **state)
     assert_int_equal(reap(NOW + 24 * HOUR, 1000), 1);
     assert_int_equal(stock_left(), 10);
     assert_order_status(x.order_no, "FAILED");
+    assert_last_failed(x.order_no, 1, "EXPIRED", 1);
     assert_confirm(x.order_no, 1, "REJECTED");
+    assert_int_equal(count("XLEN", KEYS_FAILED), 1);
     char member[96];
     member_of(member, sizeof(member), x.order_no, 1);
     assert_false(in_set(KEYS_CLAIMED, member));
@@ -987,12 +1016,13 @@ static void test_confirm_twice_then_finalize(void **state)
 
 static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *users)
 {
-    char k[4][KEYS_LEN];
+    char k[5][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_CLAIMED);
-    const char *keys[4] = { k[0], k[1], k[2], k[3] };
+    key(k[4], KEYS_FAILED);
+    const char *keys[5] = { k[0], k[1], k[2], k[3], k[4] };
     const char *args[8];
     char uids[4][24];
     assert_true(n <= 4);
@@ -1001,7 +1031,7 @@ static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *us
         args[2 * i] = order_nos[i];
         args[2 * i + 1] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ABANDON], 4, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ABANDON], 5, keys,
                                         (int)(2 * n), args);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
@@ -1091,6 +1121,7 @@ static void test_abandon_claimed(void **state)
     const int64_t users[3] = { 1, 2, 3 };
     assert_int_equal(abandon(3, nos, users), 1);
     assert_order_status(a.order_no, "FAILED");
+    assert_last_failed(a.order_no, 1, "REFUSED", 1);
     assert_order_status(b.order_no, "SUCCESS");
     assert_order_status(c.order_no, "PROCESSING");   /* reserved, not claimed: the reaper's */
     char held[64];
@@ -1101,6 +1132,7 @@ static void test_abandon_claimed(void **state)
     assert_conserved(10);
     /* A replayed batch abandons again: nothing changes, and its confirm is REJECTED. */
     assert_int_equal(abandon(1, nos, users), 0);
+    assert_int_equal(count("XLEN", KEYS_FAILED), 1);
     assert_int_equal(stock_left(), 8);
     assert_confirm(a.order_no, 1, "REJECTED");
     /* The user may buy again. */
@@ -1408,18 +1440,24 @@ static void test_confirm_unknown_order(void **state)
     member_of(m, sizeof(m), no1, 77);
     assert_true(in_set(KEYS_CLAIMED, m));
     assert_conserved(2);
-    /* The same user with another unknown order: one per user, rejected. */
+    /* The same user with another unknown order: one per user, rejected, and FAILED for
+     * good, with its reason in the failed stream for MySQL. */
     assert_confirm(no2, 77, "REJECTED");
     assert_int_equal(stock_left(), 1);
-    /* Stock 0: rejected, nothing recorded. */
+    assert_order_status(no2, "FAILED");
+    assert_last_failed(no2, 77, "REJECTED", 1);
+    /* A redelivery finds it FAILED: rejected again, recorded once. */
+    assert_confirm(no2, 77, "REJECTED");
+    assert_int_equal(count("XLEN", KEYS_FAILED), 1);
+    /* Stock 0: rejected, FAILED, nothing taken. */
     char ks[KEYS_LEN];
     key(ks, KEYS_STOCK);
     cmd_ok("SET %s 0", ks);
     assert_confirm(no3, 78, "REJECTED");
     assert_int_equal(stock_left(), 0);
     assert_false(user_order(78, o, sizeof(o)));
-    char st[32];
-    assert_false(order_status(no3, st, sizeof(st)));
+    assert_order_status(no3, "FAILED");
+    assert_last_failed(no3, 78, "REJECTED", 2);
     member_of(m, sizeof(m), no3, 78);
     assert_false(in_set(KEYS_CLAIMED, m));
 

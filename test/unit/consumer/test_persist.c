@@ -338,9 +338,13 @@ static void test_use_verdicts(void **state)
     assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
     assert_string_equal(why, "user coupon 7 belongs to user 1002, not 1001");
 
+    /* The lifecycle pass expired it after the gateway had redeemed it before its end. */
     u = row(7, 1001, "EXPIRED", "");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_APPLIED);
+
+    u = row(7, 1001, "REVOKED", "");
     assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
-    assert_string_equal(why, "user coupon 7 is EXPIRED");
+    assert_string_equal(why, "user coupon 7 is REVOKED");
 
     assert_int_equal(couponuse_judge(&ev, NULL, why, sizeof(why)), BATCH_USE_INCONSISTENT);
     assert_string_equal(why, "user coupon 7 does not exist");
@@ -368,7 +372,7 @@ static void test_use_statements(void **state)
     assert_false(s.failed);
     assert_string_equal(s.data, "UPDATE user_coupon SET status='USED', order_ref='CHK-1', "
                                 "discount=10.00, payable=90.00, used_at='2026-12-01 12:00:00.250' "
-                                "WHERE id=7 AND user_id=1001 AND status='UNUSED'");
+                                "WHERE id=7 AND user_id=1001 AND status IN ('UNUSED','EXPIRED')");
 
     couponuse_update_sql(&s, quoter, uses, 2);
     assert_false(s.failed);
@@ -381,7 +385,7 @@ static void test_use_statements(void **state)
                         ") v ON uc.id = v.id AND uc.user_id = v.user_id "
                         "SET uc.status='USED', uc.order_ref=v.order_ref, "
                         "uc.discount=v.discount, uc.payable=v.payable, uc.used_at=v.used_at "
-                        "WHERE uc.status='UNUSED'");
+                        "WHERE uc.status IN ('UNUSED','EXPIRED')");
 
     int64_t ids[] = { 9, 3, 9, 7, 3, 3 };
     size_t n = couponuse_distinct_ids(ids, 6);
