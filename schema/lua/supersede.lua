@@ -6,7 +6,8 @@
 -- is NOT returned: it stands for the winner Redis forgot, which MySQL has sold. Returning
 -- it would sell that unit once more. The winners MySQL holds are recorded SUCCESS (their
 -- rows are committed), with their user's record pointing at them.
--- KEYS: 1 users  2 orders  3 resv  4 queued  5 claimed
+-- Each loser is added to the failed stream with the reason SUPERSEDED (as release.lua does).
+-- KEYS: 1 users  2 orders  3 resv  4 queued  5 claimed  6 failed
 -- ARGV: nlosers, then nlosers pairs orderNo, userId (the losers), then pairs orderNo, userId
 --       of orders MySQL holds for the same sale (the winners)
 -- Returns {losers ended by this call, winners newly recorded SUCCESS}. A repeat (a
@@ -16,6 +17,8 @@ if not nlosers or #ARGV < 1 + 2 * nlosers or (#ARGV - 1) % 2 ~= 0 then
   return redis.error_reply('supersede.lua: arguments do not describe losers and winners')
 end
 local ended, adopted = 0, 0
+local t = redis.call('TIME')
+local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 for i = 0, nlosers - 1 do
   local order_no, user = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
   if redis.call('SREM', KEYS[5], order_no .. '|' .. user) == 1 then
@@ -23,6 +26,7 @@ for i = 0, nlosers - 1 do
       redis.call('HDEL', KEYS[1], user)
     end
     redis.call('HSET', KEYS[2], order_no, 'FAILED')
+    redis.call('XADD', KEYS[6], '*', 'o', order_no, 'u', user, 'r', 'SUPERSEDED', 't', now_ms)
     ended = ended + 1
   end
 end

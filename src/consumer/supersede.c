@@ -13,9 +13,9 @@
 #include "consumer/persist.h"
 #include "consumer/sqltext.h"
 
-#define SUPERSEDE_KEYS 5
+#define SUPERSEDE_KEYS 6
 static const enum keys_kind supersede_kinds[SUPERSEDE_KEYS] = {
-    KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
+    KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED,
 };
 
 /* Orders as supersede.lua's argument pairs. Owned: freed by pairs_free. */

@@ -1045,10 +1045,11 @@ static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *us
 static int64_t supersede(size_t nl, const char *const *losers, const int64_t *loser_users, size_t nw,
                          const char *const *winners, const int64_t *winner_users)
 {
-    enum keys_kind kinds[5] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED };
-    char k[5][KEYS_LEN];
-    const char *keys[5];
-    for (int i = 0; i < 5; i++) {
+    enum keys_kind kinds[6] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
+                                KEYS_FAILED };
+    char k[6][KEYS_LEN];
+    const char *keys[6];
+    for (int i = 0; i < 6; i++) {
         key(k[i], kinds[i]);
         keys[i] = k[i];
     }
@@ -1062,7 +1063,7 @@ static int64_t supersede(size_t nl, const char *const *losers, const int64_t *lo
         args[1 + 2 * i] = i < nl ? losers[i] : winners[i - nl];
         args[2 + 2 * i] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_SUPERSEDE], 5, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_SUPERSEDE], 6, keys,
                                         (int)(1 + 2 * (nl + nw)), args);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
@@ -1091,6 +1092,7 @@ static void test_supersede_keeps_the_unit_for_the_forgotten_winner(void **state)
     const int64_t winner_users[2] = { 1, 2 };
     assert_int_equal(supersede(1, losers, loser_users, 2, winners, winner_users), 1001);
     assert_order_status(loser.order_no, "FAILED");
+    assert_last_failed(loser.order_no, 1, "SUPERSEDED", 1);
     assert_order_status("999-1", "SUCCESS");
     assert_order_status(live.order_no, "PROCESSING");
     char held[64];
@@ -1101,6 +1103,7 @@ static void test_supersede_keeps_the_unit_for_the_forgotten_winner(void **state)
     assert_conserved(5);
     /* A replayed batch: nothing more, and the loser's confirm is REJECTED. */
     assert_int_equal(supersede(1, losers, loser_users, 1, winners, winner_users), 0);
+    assert_int_equal(count("XLEN", KEYS_FAILED), 1);
     assert_confirm(loser.order_no, 1, "REJECTED");
     assert_int_equal(stock_left(), 3);
     assert_conserved(5);
