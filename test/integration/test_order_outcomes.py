@@ -10,7 +10,8 @@ import pytest
 from conftest import execute_script, poll_until, wait_for_consumer
 from gatewayhttp import Api
 
-CONF_OVERRIDES = {"consumer.lifecycle-interval-ms": "200", "seckill.reaper-interval-ms": "200"}
+CONF_OVERRIDES = {"consumer.lifecycle-interval-ms": "200", "seckill.reaper-interval-ms": "200",
+                  "seckill.pre-reduce-timeout": "20"}
 
 ORDERNO_EPOCH_MS = 1704067200000
 
@@ -33,14 +34,14 @@ def order_show(ctl, order_no):
 
 
 def test_expired_reservation_is_recorded_failed(ctl, gateway, consumer, api, redis, mysql, conf, ids):
-    sale = ctl.create_sale(5, start="-5m")
+    sale = ctl.create_sale(5, start="-50s", end="+30m")
     buyer = ids()
     real = api.execute(buyer, sale.activity_id)
     assert real.code == 200, repr(real)
-    # A reservation of this gateway's node that never reached Kafka, two minutes old: the
-    # reaper expires it at its next pass.
+    # A reservation of this gateway's node that never reached Kafka, 30 s old: the reaper
+    # expires it at its next pass.
     node = (int(real["orderNo"].split("-")[0]) >> 12) & 1023
-    accepted_ms = int(time.time() * 1000) - 120_000
+    accepted_ms = int(time.time() * 1000) - 30_000
     order_no = f"{((accepted_ms - ORDERNO_EPOCH_MS) << 22) | (node << 12) | 4095}-{sale.activity_id}"
     lost = ids()
     before = int(time.time() * 1000)
