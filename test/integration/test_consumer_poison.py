@@ -268,6 +268,14 @@ class Poison:
         assert set(holders[1::2]) == set(poisoned_rows)
         for no in refused:
             assert self.api.order_status(no) == "FAILED", no
+        # ... and recorded FAILED in MySQL with why: their place is held by the rows MySQL
+        # sold (the lifecycle pass drains the failed stream).
+        def recorded():
+            rows = mysql.rows("SELECT order_no, reason FROM seckill_order_failed "
+                              f"WHERE activity_id = {a}")
+            return dict(rows) if len(rows) >= len(refused) else None
+        poll_until(recorded, 30, "the refused orders recorded in seckill_order_failed")
+        assert recorded() == {no: "SUPERSEDED" for no in refused}
 
         # Each refused order once on the dead-letter topic, with MySQL's reason.
         dead = {}
