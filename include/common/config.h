@@ -35,6 +35,7 @@ struct config {
     int64_t http_header_timeout_ms;
     char *http_metrics_port;   /* "main", "off" or a port: see config_metrics_port */
     char *http_metrics_host;
+    char *http_refusal_status; /* "4xx" or "200": the HTTP code of execute's refusals */
 
     char *auth_mode;
     char *auth_jwt_secret;

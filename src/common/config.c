@@ -54,6 +54,7 @@ static const struct config_entry config_table[] = {
     INT("http.header-timeout-ms", http_header_timeout_ms, "10000", 100, 3600000),
     STR("http.metrics-port", http_metrics_port, "main"),
     STR("http.metrics-host", http_metrics_host, "127.0.0.1"),
+    CHOICE("http.refusal-status", http_refusal_status, "4xx", "4xx|200"),
 
     CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
     STR("auth.jwt-secret", auth_jwt_secret, ""),
