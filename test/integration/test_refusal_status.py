@@ -103,6 +103,11 @@ def test_200_answers_every_refusal_with_200_and_sells_the_same(gateway_with, ctl
     limited = seen[-1]
     assert int(limited.headers["Retry-After"]) >= 1 and limited["retryAfter"] >= 1, repr(limited)
 
+    # /metrics tells a refusal answered 200 from an order accepted.
+    page = requests.get(g.base_url + "/metrics", timeout=10).text
+    assert 'seckill_http_responses_total{status="OUT_OF_STOCK",code="200"} 2' in page, page
+    assert 'seckill_http_responses_total{status="RATE_LIMITED",code="200"} 1' in page, page
+
 
 def test_other_endpoints_keep_their_codes_under_200(gateway_with):
     g = gateway_with({"http.refusal-status": "200"})
