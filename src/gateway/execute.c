@@ -115,8 +115,8 @@ static void answer_accepted(struct delivery *d)
     executeanswer_accepted(d->http, &about, r->order_no);
 }
 
-/* Every refusal and failure of this endpoint (executeanswer.h: the seed's fields, and
- * http.refusal-status). */
+/* Every refusal of this endpoint (executeanswer.h: the seed's fields, and
+ * http.refusal-status). UNAVAILABLE is no refusal: those answers stay reply_error's. */
 static void refuse(struct gateway *gw, struct evhttp_request *req, int64_t user_id, int64_t activity_id,
                    enum reply_status status, const char *message, int64_t retry_after, const char *order_no)
 {
@@ -129,7 +129,7 @@ static void answer_failed(struct order *r, enum reply_status status, const char 
     if (!r->d.http)
         return;
     observe_latency(r);
-    refuse(r->gw, r->d.http, r->user_id, r->activity_id, status, message, 0, NULL);
+    reply_error(r->d.http, status, message, 0, NULL, NULL);
     r->d.http = NULL;
 }
 
@@ -192,7 +192,7 @@ static void answer_timed_out(struct order *r)
     if (!r->d.http)
         return;
     observe_latency(r);
-    refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_UNAVAILABLE, "request timed out, please retry", 1, NULL);
+    reply_error(r->d.http, REPLY_UNAVAILABLE, "request timed out, please retry", 1, NULL, NULL);
     r->d.http = NULL;
 }
 
@@ -404,7 +404,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_FOUND, "no such activity", 0, NULL);
     } else {
         LOG_ORDER_ERROR(r->order_no, "unexpected execute answer %s", status);
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_UNAVAILABLE, "unexpected stock service answer", 0, NULL);
+        reply_error(r->d.http, REPLY_UNAVAILABLE, "unexpected stock service answer", 0, NULL, NULL);
     }
     r->d.http = NULL;
     req_finish(r);
@@ -485,7 +485,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
         return;
     }
     if (gw->draining) {
-        refuse(gw, req, user_id, activity_id, REPLY_UNAVAILABLE, "shutting down", 1, NULL);
+        reply_error(req, REPLY_UNAVAILABLE, "shutting down", 1, NULL, NULL);
         return;
     }
     char nonce[PURCHASETOKEN_NONCE_LEN] = "-";
@@ -497,12 +497,12 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     if (answer_locally(gw, req, activity_id, user_id))
         return;
     if (!nodelease_valid(gw->lease) || !redisconn_ready(gw->redis)) {
-        refuse(gw, req, user_id, activity_id, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL);
+        reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
         return;
     }
     struct order *r = order_new(gw);
     if (!r) {
-        refuse(gw, req, user_id, activity_id, REPLY_UNAVAILABLE, "out of memory", 1, NULL);
+        reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
         return;
     }
     delivery_init(&r->d, &order_delivery, req);
