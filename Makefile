@@ -52,12 +52,14 @@ LDFLAGS += $(LDFLAGS_OPT)
 #   consumer  order-consumer: Kafka consumer group, batches, MySQL persistence
 #   store     blocking MySQL code shared by the consumer and seckillctl
 #   ctl       seckillctl
+#   admin     seckill-admin: the admin HTTP API over ctl's commands (admin.port)
 # Headers mirror the sources under include/<part>/; a part includes only its own headers,
 # common's, and (consumer, ctl) store's.
-PARTS := common gateway consumer store ctl
+PARTS := common gateway consumer store ctl admin
 MAIN_gateway  := server
 MAIN_consumer := consumer
 MAIN_ctl      := ctl
+MAIN_admin    := admin
 
 part_srcs = $(filter-out src/$(1)/$(MAIN_$(1)).c,$(wildcard src/$(1)/*.c))
 part_objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call part_srcs,$(1)))
@@ -67,11 +69,13 @@ lib       = $(BUILD)/lib/lib$(1).a
 LIBS_SERVER   := $(call lib,gateway) $(call lib,common)
 LIBS_CONSUMER := $(call lib,consumer) $(call lib,store) $(call lib,common)
 LIBS_CTL      := $(call lib,ctl) $(call lib,store) $(call lib,common)
+LIBS_ADMIN    := $(call lib,admin) $(LIBS_CTL)
 LDLIBS_SERVER   := $(shell pkg-config --libs libevent hiredis rdkafka libcjson libcrypto 2>/dev/null) -lm
 LDLIBS_CONSUMER := $(shell pkg-config --libs libevent libevent_pthreads hiredis rdkafka libcjson libmariadb 2>/dev/null) -lpthread -lm
 LDLIBS_CTL      := $(shell pkg-config --libs hiredis libcjson libmariadb 2>/dev/null) -lm
+LDLIBS_ADMIN    := $(shell pkg-config --libs libevent hiredis libcjson libmariadb 2>/dev/null) -lm
 
-BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl
+BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl $(BUILD)/seckill-admin
 
 .PHONY: all clean unit-tests integration-c-tests up down status run test deps
 all: $(BINS)
@@ -107,6 +111,8 @@ $(BUILD)/order-consumer: $(BUILD)/obj/consumer/consumer.o $(LIBS_CONSUMER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_CONSUMER) -o $@
 $(BUILD)/seckillctl: $(BUILD)/obj/ctl/ctl.o $(LIBS_CTL)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_CTL) -o $@
+$(BUILD)/seckill-admin: $(BUILD)/obj/admin/admin.o $(LIBS_ADMIN)
+	$(CC) $(LDFLAGS) $^ $(LDLIBS_ADMIN) -o $@
 
 # ---- unit tests (cmocka): test/unit/<part>/test_*.c, linked with that part's libraries --
 UNIT_TESTS := $(patsubst test/unit/%.c,%,$(wildcard test/unit/*/test_*.c))
@@ -115,11 +121,13 @@ UNIT_LIBS_gateway  := $(LIBS_SERVER)
 UNIT_LIBS_consumer := $(LIBS_CONSUMER)
 UNIT_LIBS_store    := $(call lib,store) $(call lib,common)
 UNIT_LIBS_ctl      := $(LIBS_CTL)
+UNIT_LIBS_admin    := $(LIBS_ADMIN)
 UNIT_LDLIBS_common   := $(LDLIBS_ALL)
 UNIT_LDLIBS_gateway  := $(LDLIBS_SERVER)
 UNIT_LDLIBS_consumer := $(LDLIBS_CONSUMER)
 UNIT_LDLIBS_store    := $(LDLIBS_CTL)
 UNIT_LDLIBS_ctl      := $(LDLIBS_CTL)
+UNIT_LDLIBS_admin    := $(LDLIBS_ADMIN)
 test_part = $(word 1,$(subst /, ,$(1)))
 
 define UNIT_TEST
@@ -158,12 +166,13 @@ INSTALL_ENV = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' \
 # (every time, PREFIX may have changed) and linked ahead of the libraries, so that the
 # linker never pulls libcommon.a's own config.o.
 install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/consumer.o $(BUILD)/obj/ctl/ctl.o \
-              $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_CTL)
+              $(BUILD)/obj/admin/admin.o $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_ADMIN)
 	@mkdir -p $(INSTALL_BUILD)
 	$(CC) $(CFLAGS) $(INSTALL_DEFS) -c src/common/config.c -o $(INSTALL_BUILD)/config.o
 	$(CC) $(LDFLAGS) $(BUILD)/obj/gateway/server.o $(INSTALL_BUILD)/config.o $(LIBS_SERVER) $(LDLIBS_SERVER) -o $(INSTALL_BUILD)/seckill-server
 	$(CC) $(LDFLAGS) $(BUILD)/obj/consumer/consumer.o $(INSTALL_BUILD)/config.o $(LIBS_CONSUMER) $(LDLIBS_CONSUMER) -o $(INSTALL_BUILD)/order-consumer
 	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/ctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
+	$(CC) $(LDFLAGS) $(BUILD)/obj/admin/admin.o $(INSTALL_BUILD)/config.o $(LIBS_ADMIN) $(LDLIBS_ADMIN) -o $(INSTALL_BUILD)/seckill-admin
 
 install: install-bins
 	$(INSTALL_ENV) bash scripts/install.sh install

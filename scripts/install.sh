@@ -3,7 +3,7 @@
 # the layout in the environment: DESTDIR, BINDIR, DATADIR, SYSCONFDIR, UNITDIR and
 # INSTALL_BUILD (where it linked the binaries for that layout).
 #
-#   install     the three binaries, the Lua scripts (DATADIR/lua, where the binaries look),
+#   install     the four binaries, the Lua scripts (DATADIR/lua, where the binaries look),
 #               the MySQL schema (DATADIR/schema), the config (SYSCONFDIR/seckill) and the
 #               systemd units (UNITDIR); then DATADIR/installed-files, the list of them
 #   uninstall   removes exactly the files of that list, then the project's own directories
@@ -44,7 +44,7 @@ unit() {
 
 do_install() {
   : "${INSTALL_BUILD:?INSTALL_BUILD is not set (run make install)}"
-  for b in seckill-server order-consumer seckillctl; do
+  for b in seckill-server order-consumer seckillctl seckill-admin; do
     [ -x "$INSTALL_BUILD/$b" ] || die "$INSTALL_BUILD/$b is missing (run make install)"
     put 0755 "$INSTALL_BUILD/$b" "$BINDIR/$b"
   done

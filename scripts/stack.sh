@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole stack in the background: Redis, MariaDB, Kafka, then the order consumer and
-# the gateway.
+# the gateway (and seckill-admin, the admin API, when admin.port is set).
 #   stack.sh up|down|status|running [--services-only|--apps-only]
 # It starts stack.gateways gateways and stack.consumers consumers of $STACK_BIN_DIR
 # (default build/), and Kafka with one node per address of kafka.brokers.
@@ -195,6 +195,34 @@ apps_prune() {
   done
 }
 
+# The admin API (seckill-admin) runs when admin.port is set (not 0 or empty).
+admin_port() {
+  local port
+  port=$(conf_get admin.port)
+  echo "${port:-0}"
+}
+
+# admin_up: starts seckill-admin when admin.port is set, and stops one that runs while it
+# is not; sets failed=1 when it does not come up.
+admin_up() {
+  local port host url offset
+  port=$(admin_port)
+  if [ "$port" = 0 ]; then
+    [ -e "$RUN/seckill-admin.pid" ] && apps_down seckill-admin
+    return 0
+  fi
+  if [ ! -x "$BINDIR/seckill-admin" ]; then
+    echo "seckill-admin: build/seckill-admin not built (run make), skipped"
+    return 0
+  fi
+  host=$(local_host "$(conf_get admin.host)")
+  url="http://$host:$port/healthz"
+  app_reconfigure seckill-admin seckill-admin
+  offset=$(app_spawn seckill-admin seckill-admin)
+  app_wait seckill-admin "$offset" "$url to answer" app_alive seckill-admin admin_ready "$url"
+}
+admin_ready() { curl -fsS -m 2 -o /dev/null "$1"; }
+
 apps_up() {
   local name i failed=0 url host port readiness
   local -A offsets=()
@@ -233,6 +261,7 @@ apps_up() {
       app_wait "$name" "${offsets[$name]}" "$url to answer" app_alive "$name" gateway_ready_of "$name" "$url" "$port" || failed=1
     done < <(instances seckill-server "$GATEWAYS")
   fi
+  admin_up || failed=1
   return "$failed"
 }
 
@@ -272,6 +301,7 @@ apps_down() {
 # finishes its batch and commits, and only then do their services go away.
 down() {
   local failed=0
+  if [ -e "$RUN/seckill-admin.pid" ]; then apps_down seckill-admin || failed=1; fi
   apps_down seckill-server || failed=1
   apps_down order-consumer || failed=1
   $apps_only && return "$failed"
@@ -304,6 +334,12 @@ parts_status() {
       status_line "$name" "$RUN/$name.pid" /seckill-server \
         "http://$host:$(conf_get http.port)" || STOPPED=$((STOPPED + 1))
     done < <(instances seckill-server "$GATEWAYS")
+    port=$(admin_port)
+    if [ "$port" != 0 ]; then
+      TOTAL=$((TOTAL + 1))
+      status_line seckill-admin "$RUN/seckill-admin.pid" /seckill-admin \
+        "http://$(local_host "$(conf_get admin.host)"):$port/admin" || STOPPED=$((STOPPED + 1))
+    fi
   fi
 }
 

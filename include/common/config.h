@@ -35,6 +35,10 @@ struct config {
     int64_t http_header_timeout_ms;
     char *http_metrics_port;   /* "main", "off" or a port: see config_metrics_port */
     char *http_metrics_host;
+    char *admin_host;          /* the admin API's listener (seckill-admin) */
+    char *admin_port;          /* "0" or empty: off; see config_admin_port */
+    char *admin_token;         /* its bearer token, CONFIG_ADMIN_TOKEN_MIN characters at least */
+    char *http_refusal_status; /* "4xx" or "200": the HTTP code of execute's refusals */
 
     char *auth_mode;
     char *auth_jwt_secret;
@@ -134,6 +138,10 @@ int config_validate(const struct config *cfg, char *err, size_t errlen);
 #define CONFIG_METRICS_MAIN 0
 #define CONFIG_METRICS_OFF (-1)
 int64_t config_metrics_port(const struct config *cfg);
+/* admin.port as a number: 0 when off ("0" or empty), -1 when not a port. */
+int64_t config_admin_port(const struct config *cfg);
+/* The shortest admin.token accepted when admin.port is set. */
+#define CONFIG_ADMIN_TOKEN_MIN 32
 
 /* Writes the value of KEY as the loader sees it (for scripts: `seckillctl config get`). */
 int config_format(const struct config *cfg, const char *key, char *out, size_t outlen);

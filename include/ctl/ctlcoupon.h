@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "ctl/ctlrun.h"
+#include "common/usercoupon.h"
 
 /* One coupon template as seckillctl counts it: its coupon row in MySQL (the terms are
  * couponsync_load's). What it can still give is ctlallotment's. */
@@ -28,6 +29,10 @@ struct ctlcoupon_row {
 /* Reads the row, with for_update locked FOR UPDATE (inside the caller's transaction).
  * CTLRUN_OK, or CTLRUN_FAIL after printing (a missing coupon included). */
 int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlcoupon_row *row);
+
+/* The coupon's terms (couponsync_load) into tmpl. CTLRUN_OK, or CTLRUN_FAIL after printing
+ * (a missing coupon through ctlout_missing). */
+int ctlcoupon_terms(struct ctlrun *ctl, int64_t id, struct usercoupon *tmpl);
 
 /* A rate in ten-thousandths as the column shows it: 8500 -> "0.8500". */
 void ctlcoupon_rate_text(int64_t rate, char *buf, size_t len);

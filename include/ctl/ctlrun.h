@@ -20,9 +20,12 @@
 
 enum ctlrun_exit { CTLRUN_OK = 0, CTLRUN_FAIL = 1, CTLRUN_USAGE = 2 };
 
+struct ctlcall;
+
 /* One run of the CLI. Owned by main; the connections are opened on first use by
  * ctldb_conn / ctlredis_conn, and ctlrun_close releases them with the config after the
- * command returns. */
+ * command returns. seckill-admin keeps one for its life and runs each request's command
+ * through ctlcall.h, which closes the connections after each. */
 struct ctlrun {
     struct config cfg;
     bool json;              /* --json anywhere on the command line */
@@ -31,6 +34,7 @@ struct ctlrun {
     MYSQL *db;
     struct redisroute *redis;
     struct luascript_set *scripts;  /* read on first use by ctlredis_script */
+    struct ctlcall *call;   /* NULL: print (the CLI); else ctlout collects (ctlcall.h) */
 };
 
 /* A command handler gets the arguments after the command words. */
@@ -38,5 +42,7 @@ typedef int (*ctlrun_handler)(struct ctlrun *ctl, int argc, char **argv);
 
 /* Closes what the run opened (Redis, MySQL, the scripts) and frees the config. */
 void ctlrun_close(struct ctlrun *ctl);
+/* Closes the connections only; the next command opens them again. */
+void ctlrun_disconnect(struct ctlrun *ctl);
 
 #endif

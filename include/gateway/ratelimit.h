@@ -3,6 +3,7 @@
 
 #include <event2/http.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "gateway/gateway.h"
 
@@ -11,7 +12,8 @@
  * refused for its own share takes nothing from the global bucket, so one client over
  * its share cannot make everybody else's requests 429. */
 
-/* true when it answered the request (429 RATE_LIMITED with Retry-After). */
-bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req);
+/* true when the request is refused: the caller answers RATE_LIMITED with *message and
+ * Retry-After *retry_after. */
+bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req, const char **message, int64_t *retry_after);
 
 #endif

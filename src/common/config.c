@@ -54,6 +54,7 @@ static const struct config_entry config_table[] = {
     INT("http.header-timeout-ms", http_header_timeout_ms, "10000", 100, 3600000),
     STR("http.metrics-port", http_metrics_port, "main"),
     STR("http.metrics-host", http_metrics_host, "127.0.0.1"),
+    CHOICE("http.refusal-status", http_refusal_status, "4xx", "4xx|200"),
 
     CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
     STR("auth.jwt-secret", auth_jwt_secret, ""),
@@ -122,6 +123,10 @@ static const struct config_entry config_table[] = {
     INT("consumer.lifecycle-interval-ms", consumer_lifecycle_interval_ms, "1000", 0, 3600000),
     STR("consumer.metrics-host", consumer_metrics_host, "127.0.0.1"),
     INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
+
+    STR("admin.host", admin_host, "127.0.0.1"),
+    STR("admin.port", admin_port, "0"),
+    STR("admin.token", admin_token, ""),
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
     CHOICE("log.format", log_format, "text", "text|json"),
@@ -472,8 +477,48 @@ int64_t config_metrics_port(const struct config *cfg)
     return port;
 }
 
+int64_t config_admin_port(const struct config *cfg)
+{
+    const char *v = cfg->admin_port;
+    int64_t port;
+    if (v[0] == '\0')
+        return 0;
+    if (parse_int(v, &port) != 0 || port < 0 || port > 65535)
+        return -1;
+    return port;
+}
+
+/* The admin API's own checks: a port or off, and a token worth its name. */
+static int check_admin(const struct config *cfg, char *err, size_t errlen)
+{
+    int64_t port = config_admin_port(cfg);
+    if (port < 0) {
+        set_err(err, errlen, "admin.port: '%s' is not 0 (off), empty (off) or a port (1-65535)", cfg->admin_port);
+        return -1;
+    }
+    if (port == 0)
+        return 0;
+    if (port == cfg->http_port || port == config_metrics_port(cfg)) {
+        set_err(err, errlen, "admin.port: must differ from http.port and http.metrics-port");
+        return -1;
+    }
+    if (cfg->admin_host[0] == '\0') {
+        set_err(err, errlen, "admin.host: must not be empty");
+        return -1;
+    }
+    /* A bearer token is all that stands between the network and every sale. */
+    if (strlen(cfg->admin_token) < CONFIG_ADMIN_TOKEN_MIN) {
+        set_err(err, errlen, "admin.token: admin.port needs a token of at least %d characters",
+                CONFIG_ADMIN_TOKEN_MIN);
+        return -1;
+    }
+    return 0;
+}
+
 int config_validate(const struct config *cfg, char *err, size_t errlen)
 {
+    if (check_admin(cfg, err, errlen) != 0)
+        return -1;
     int64_t metrics_port = config_metrics_port(cfg);
     if (metrics_port == CONFIG_METRICS_OFF && strcmp(cfg->http_metrics_port, "off") != 0) {
         set_err(err, errlen, "http.metrics-port: '%s' is not main, off or a port (1-65535)", cfg->http_metrics_port);

@@ -40,7 +40,7 @@ int ctlactivity_load(struct ctlrun *ctl, int64_t id, struct ctlactivity_row *row
     MYSQL_ROW r = mysql_fetch_row(res);
     if (!r) {
         mysql_free_result(res);
-        return ctlout_fail(ctl, "activity %" PRId64 " does not exist", id);
+        return ctlout_missing(ctl, "activity %" PRId64 " does not exist", id);
     }
     ctlactivity_parse_row(r, row);
     mysql_free_result(res);

@@ -6,6 +6,7 @@
 
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
+#include "store/couponsync.h"
 
 int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlcoupon_row *row)
 {
@@ -20,7 +21,7 @@ int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlco
     MYSQL_ROW r = mysql_fetch_row(res);
     if (!r) {
         mysql_free_result(res);
-        return ctlout_fail(ctl, "coupon %" PRId64 " does not exist", id);
+        return ctlout_missing(ctl, "coupon %" PRId64 " does not exist", id);
     }
     memset(row, 0, sizeof(*row));
     row->id = id;
@@ -39,4 +40,18 @@ int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlco
 void ctlcoupon_rate_text(int64_t rate, char *buf, size_t len)
 {
     snprintf(buf, len, "%" PRId64 ".%04" PRId64, rate / CTLCOUPON_RATE_ONE, rate % CTLCOUPON_RATE_ONE);
+}
+
+int ctlcoupon_terms(struct ctlrun *ctl, int64_t id, struct usercoupon *tmpl)
+{
+    MYSQL *db = ctldb_conn(ctl);
+    if (!db)
+        return CTLRUN_FAIL;
+    char err[512];
+    int rc = couponsync_load(db, id, tmpl, err, sizeof(err));
+    if (rc == COUPONSYNC_NOT_FOUND)
+        return ctlout_missing(ctl, "%s", err);
+    if (rc != 0)
+        return ctlout_fail(ctl, "%s", err);
+    return CTLRUN_OK;
 }

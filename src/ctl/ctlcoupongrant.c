@@ -182,9 +182,8 @@ int ctlcoupongrant_run(struct ctlrun *ctl, int argc, char **argv)
         return CTLRUN_FAIL;
     struct usercoupon tmpl;
     char err[512];
-    int lrc = couponsync_load(ctl->db, g.coupon_id, &tmpl, err, sizeof(err));
-    if (lrc != 0)
-        return ctlout_fail(ctl, "%s", err);
+    if (ctlcoupon_terms(ctl, g.coupon_id, &tmpl) != CTLRUN_OK)
+        return CTLRUN_FAIL;
 
     rc = CTLCOUPONGRANT_RETRY;
     for (int attempt = 0; attempt < CTLCOUPONGRANT_ATTEMPTS && rc == CTLCOUPONGRANT_RETRY; attempt++) {

@@ -51,9 +51,8 @@ int ctlcouponshow_run(struct ctlrun *ctl, int argc, char **argv)
     if (!ctldb_conn(ctl))
         return CTLRUN_FAIL;
     struct usercoupon tmpl;
-    char err[512];
-    if (couponsync_load(ctl->db, id, &tmpl, err, sizeof(err)) != 0)
-        return ctlout_fail(ctl, "%s", err);
+    if (ctlcoupon_terms(ctl, id, &tmpl) != CTLRUN_OK)
+        return CTLRUN_FAIL;
     int64_t now = clock_wall_ms();
     struct ctlallotment al;
     if ((rc = ctlallotment_read(ctl, id, now, false, &al)) != CTLRUN_OK)

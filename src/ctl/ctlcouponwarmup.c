@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ctl/ctlargs.h"
+#include "ctl/ctlcoupon.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
@@ -113,9 +114,8 @@ int ctlcouponwarmup_run(struct ctlrun *ctl, int argc, char **argv)
     if (!ctldb_conn(ctl) || !ctlredis_conn(ctl))
         return CTLRUN_FAIL;
     struct usercoupon tmpl;
-    char err[512];
-    if (couponsync_load(ctl->db, id, &tmpl, err, sizeof(err)) != 0)
-        return ctlout_fail(ctl, "%s", err);
+    if (ctlcoupon_terms(ctl, id, &tmpl) != CTLRUN_OK)
+        return CTLRUN_FAIL;
     struct ctlcouponwarmup_published pub;
     rc = ctlcouponwarmup_publish(ctl, &tmpl, "1 = 1", &pub);
     if (rc != CTLRUN_OK) {

@@ -15,8 +15,17 @@ MYSQL *ctldb_conn(struct ctlrun *ctl)
     char err[512];
     ctl->db = db_connect_timeout(&ctl->cfg, 300, err, sizeof(err));
     if (!ctl->db)
-        ctlout_fail(ctl, "%s", err);
+        ctlout_unavailable(ctl, "%s", err);
     return ctl->db;
+}
+
+/* Client-side errors (CR_*, from 2000 on: the server gone, lost, unreachable) are the
+ * backend's, not the statement's. */
+static int ctldb_failed(struct ctlrun *ctl, MYSQL *db, const char *message)
+{
+    if (mysql_errno(db) >= 2000)
+        return ctlout_unavailable(ctl, "mysql: %s", message);
+    return ctlout_fail(ctl, "mysql: %s", message);
 }
 
 int ctldb_exec(struct ctlrun *ctl, const char *sql)
@@ -26,7 +35,7 @@ int ctldb_exec(struct ctlrun *ctl, const char *sql)
         return CTLRUN_FAIL;
     char err[512];
     if (db_exec(db, sql, err, sizeof(err)) != 0)
-        return ctlout_fail(ctl, "mysql: %s", err);
+        return ctldb_failed(ctl, db, err);
     return CTLRUN_OK;
 }
 
@@ -36,12 +45,12 @@ static MYSQL_RES *ctldb_result(struct ctlrun *ctl, const char *sql, bool stream)
     if (!db)
         return NULL;
     if (mysql_query(db, sql) != 0) {
-        ctlout_fail(ctl, "mysql: %s", mysql_error(db));
+        ctldb_failed(ctl, db, mysql_error(db));
         return NULL;
     }
     MYSQL_RES *res = stream ? mysql_use_result(db) : mysql_store_result(db);
     if (!res)
-        ctlout_fail(ctl, "mysql: %s", mysql_errno(db) ? mysql_error(db) : "query returned no result");
+        ctldb_failed(ctl, db, mysql_errno(db) ? mysql_error(db) : "query returned no result");
     return res;
 }
 

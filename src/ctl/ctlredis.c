@@ -27,7 +27,7 @@ struct redisroute *ctlredis_conn(struct ctlrun *ctl)
         return NULL;
     }
     if (redisroute_open(rr, err, sizeof(err)) != 0) {
-        ctlout_fail(ctl, "%s", err);
+        ctlout_unavailable(ctl, "%s", err);
         redisroute_free(rr);
         return NULL;
     }
@@ -43,7 +43,7 @@ redisContext *ctlredis_for_key(struct ctlrun *ctl, const char *key)
     char err[256];
     redisContext *c = redisroute_for_key(rr, key, strlen(key), err, sizeof(err));
     if (!c)
-        ctlout_fail(ctl, "%s", err);
+        ctlout_unavailable(ctl, "%s", err);
     return c;
 }
 
@@ -51,7 +51,7 @@ redisContext *ctlredis_for_key(struct ctlrun *ctl, const char *key)
 static redisReply *ctlredis_checked(struct ctlrun *ctl, const char *what, redisReply *r, const char *err)
 {
     if (!r) {
-        ctlout_fail(ctl, "%s", err);
+        ctlout_unavailable(ctl, "%s", err);
         return NULL;
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -125,7 +125,7 @@ redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, 
         if (redisGetReply(c, &v) != REDIS_OK) {
             if (result)
                 freeReplyObject(result);
-            ctlout_fail(ctl, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
+            ctlout_unavailable(ctl, "redis: %s", c->errstr[0] ? c->errstr : "no reply");
             redisroute_failed(ctl->redis, c);
             return NULL;
         }

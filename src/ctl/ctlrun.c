@@ -4,6 +4,12 @@
 
 void ctlrun_close(struct ctlrun *ctl)
 {
+    ctlrun_disconnect(ctl);
+    config_free(&ctl->cfg);
+}
+
+void ctlrun_disconnect(struct ctlrun *ctl)
+{
     redisroute_free(ctl->redis);
     if (ctl->db)
         mysql_close(ctl->db);
@@ -14,5 +20,4 @@ void ctlrun_close(struct ctlrun *ctl)
     ctl->redis = NULL;
     ctl->db = NULL;
     ctl->scripts = NULL;
-    config_free(&ctl->cfg);
 }

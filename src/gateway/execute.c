@@ -12,6 +12,7 @@
 #include "gateway/ratelimit.h"
 #include "common/clock.h"
 #include "gateway/delivery.h"
+#include "gateway/executeanswer.h"
 #include "gateway/executebatch.h"
 #include "gateway/httpparams.h"
 #include "common/keys.h"
@@ -110,11 +111,17 @@ static void answer_accepted(struct delivery *d)
 {
     struct order *r = (struct order *)d;
     observe_latency(r);
-    char body[256];
-    int n = snprintf(body, sizeof(body),
-                     "{\"success\":true,\"message\":\"order accepted\",\"orderNo\":\"%s\",\"status\":\"PROCESSING\"}",
-                     r->order_no);
-    reply_send(d->http, 200, body, (size_t)n);
+    struct executeanswer_about about = { r->user_id, r->activity_id, r->accepted_ms };
+    executeanswer_accepted(d->http, &about, r->order_no);
+}
+
+/* Every refusal of this endpoint (executeanswer.h: the seed's fields, and
+ * http.refusal-status). UNAVAILABLE is no refusal: those answers stay reply_error's. */
+static void refuse(struct gateway *gw, struct evhttp_request *req, int64_t user_id, int64_t activity_id,
+                   enum reply_status status, const char *message, int64_t retry_after, const char *order_no)
+{
+    struct executeanswer_about about = { user_id, activity_id, clock_wall_ms() };
+    executeanswer_refused(gw->cfg, req, &about, status, message, retry_after, order_no);
 }
 
 static void answer_failed(struct order *r, enum reply_status status, const char *message)
@@ -382,29 +389,32 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         const char *existing = element_str(reply, 1);
         if (existing)
             remember_winner(r, existing);
-        reply_error(r->d.http, REPLY_DUPLICATE, "you already hold an order for this activity", 0, "orderNo", existing);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_DUPLICATE, "you already hold an order for this activity", 0, existing);
     } else if (strcmp(status, "OUT_OF_STOCK") == 0) {
         if (a)
             activity_cache_sold_out(r->gw->activities, a);
-        reply_error(r->d.http, REPLY_OUT_OF_STOCK, "sold out", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
     } else if (strcmp(status, "NOT_STARTED") == 0) {
-        reply_error(r->d.http, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_STARTED, "the sale has not started", 0, NULL);
     } else if (strcmp(status, "ENDED") == 0) {
-        reply_error(r->d.http, REPLY_ENDED, "the sale has ended", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_ENDED, "the sale has ended", 0, NULL);
     } else if (strcmp(status, "CANCELLED") == 0) {
         if (a)
             a->cancelled = true;
-        reply_error(r->d.http, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_CANCELLED, "the sale was cancelled", 0, NULL);
     } else if (strcmp(status, "INACTIVE") == 0) {
-        reply_error(r->d.http, REPLY_INACTIVE, "the coupon of this sale is deactivated", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_INACTIVE,
+               "the coupon of this sale is deactivated", 0, NULL);
     } else if (strcmp(status, "RATE_LIMITED") == 0) {
-        reply_error(r->d.http, REPLY_RATE_LIMITED, "too many requests", element_int(reply, 1, 1), NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_RATE_LIMITED, "too many requests",
+               element_int(reply, 1, 1), NULL);
     } else if (strcmp(status, "BLOCKED") == 0) {
-        reply_error(r->d.http, REPLY_BLOCKED, "too many attempts, temporarily blocked", element_int(reply, 1, 1), NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_BLOCKED, "too many attempts, temporarily blocked",
+               element_int(reply, 1, 1), NULL);
     } else if (strcmp(status, "TOKEN_USED") == 0) {
-        reply_error(r->d.http, REPLY_FORBIDDEN, "purchase token already used", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_FORBIDDEN, "purchase token already used", 0, NULL);
     } else if (strcmp(status, "NOT_FOUND") == 0) {
-        reply_error(r->d.http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_FOUND, "no such activity", 0, NULL);
     } else {
         LOG_ORDER_ERROR(r->order_no, "unexpected execute answer %s", status);
         reply_error(r->d.http, REPLY_UNAVAILABLE, "unexpected stock service answer", 0, NULL, NULL);
@@ -426,20 +436,24 @@ static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64
 
 static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id)
 {
-    if (gw->cfg->enable_rate_limit && ratelimit_refused(gw, req))
+    const char *limited;
+    int64_t retry_after;
+    if (gw->cfg->enable_rate_limit && ratelimit_refused(gw, req, &limited, &retry_after)) {
+        refuse(gw, req, user_id, activity_id, REPLY_RATE_LIMITED, limited, retry_after, NULL);
         return true;
+    }
     struct activity *a = activity_cache_find(gw->activities, activity_id);
     if (!a || !a->loaded)
         return false;
     switch (activity_status_at(a, clock_wall_ms())) {
     case ACTIVITY_PENDING:
-        reply_error(req, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_NOT_STARTED, "the sale has not started", 0, NULL);
         return true;
     case ACTIVITY_ENDED:
-        reply_error(req, REPLY_ENDED, "the sale has ended", 0, NULL, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_ENDED, "the sale has ended", 0, NULL);
         return true;
     case ACTIVITY_CANCELLED:
-        reply_error(req, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_CANCELLED, "the sale was cancelled", 0, NULL);
         return true;
     case ACTIVITY_ACTIVE:
         break;
@@ -450,9 +464,9 @@ static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t
     if (intmap_get(&a->winners, user_id, &order_id)) {
         char order_no[ORDERNO_LEN];
         orderno_format(order_no, sizeof(order_no), order_id, activity_id);
-        reply_error(req, REPLY_DUPLICATE, "you already hold an order for this activity", 0, "orderNo", order_no);
+        refuse(gw, req, user_id, activity_id, REPLY_DUPLICATE, "you already hold an order for this activity", 0, order_no);
     } else {
-        reply_error(req, REPLY_OUT_OF_STOCK, "sold out", 0, NULL, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
     }
     return true;
 }
@@ -462,11 +476,16 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     struct httpparams params;
     char err[160];
     char token[HTTPPARAMS_VALUE_LEN] = "";
-    int64_t user_id, activity_id;
+    int64_t user_id = 0, activity_id = 0;  /* 0 until read: the answer says null */
+    int64_t id;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              httpparams_get_id(&params, "activityId", &activity_id, err, sizeof(err)) != 0 ||
-              auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
+              httpparams_get_id(&params, "activityId", &id, err, sizeof(err)) != 0;
+    if (!bad)
+        activity_id = id;
+    bad = bad || auth_user(gw->cfg, req, &params, &id, &status, err, sizeof(err)) != 0;
+    if (!bad)
+        user_id = id;
     if (!bad && gw->cfg->require_token &&
         httpparams_get(&params, "token", token, sizeof(token), err, sizeof(err)) != 1) {
         status = REPLY_FORBIDDEN;
@@ -475,7 +494,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     }
     httpparams_free(&params);
     if (bad) {
-        reply_error(req, status, err, 0, NULL, NULL);
+        refuse(gw, req, user_id, activity_id, status, err, 0, NULL);
         return;
     }
     if (gw->draining) {
@@ -485,7 +504,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     char nonce[PURCHASETOKEN_NONCE_LEN] = "-";
     if (gw->cfg->require_token &&
         purchasetoken_check(gw->cfg->token_secret, token, activity_id, user_id, clock_wall_ms() / 1000, nonce) != 0) {
-        reply_error(req, REPLY_FORBIDDEN, "purchase token invalid or expired", 0, NULL, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_FORBIDDEN, "purchase token invalid or expired", 0, NULL);
         return;
     }
     if (answer_locally(gw, req, activity_id, user_id))

@@ -6,24 +6,24 @@
 #include "gateway/clientip.h"
 #include "gateway/iplimit.h"
 #include "gateway/metrics.h"
-#include "gateway/reply.h"
 
-bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req)
+bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req, const char **message, int64_t *retry_after)
 {
     int64_t now = clock_mono_us();
     if (gw->iplimit) {
         char ip[INET6_ADDRSTRLEN];
-        int64_t retry_after = 1;
+        *retry_after = 1;
         clientip_of(gw->cfg, req, ip, sizeof(ip));
-        if (!iplimit_take(gw->iplimit, ip, now, &retry_after)) {
+        if (!iplimit_take(gw->iplimit, ip, now, retry_after)) {
             metrics_inc(METRIC_RATE_LIMITED_LOCAL_IP);
-            reply_error(req, REPLY_RATE_LIMITED, "too many requests from your address", retry_after, NULL, NULL);
+            *message = "too many requests from your address";
             return true;
         }
     }
     if (!tokenbucket_take(&gw->bucket, now)) {
         metrics_inc(METRIC_RATE_LIMITED_GLOBAL);
-        reply_error(req, REPLY_RATE_LIMITED, "too many requests", tokenbucket_retry_after(&gw->bucket), NULL, NULL);
+        *message = "too many requests";
+        *retry_after = tokenbucket_retry_after(&gw->bucket);
         return true;
     }
     return false;

@@ -89,6 +89,11 @@ void reply_send(struct evhttp_request *req, int code, const char *body, size_t l
     send_counted(req, code, status_of(code), body, len);
 }
 
+void reply_send_as(struct evhttp_request *req, int code, enum reply_status status, const char *body, size_t len)
+{
+    send_counted(req, code, reply_status_name(status), body, len);
+}
+
 static void send_json_counted(struct evhttp_request *req, int code, const char *status, cJSON *json)
 {
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
@@ -107,9 +112,7 @@ void reply_json(struct evhttp_request *req, int code, cJSON *json)
     send_json_counted(req, code, status_of(code), json);
 }
 
-/* Appends `text` as the inside of a JSON string. Returns the new length, or -1 when the
- * buffer is full. */
-static int append_escaped(char *buf, size_t cap, size_t len, const char *text)
+int reply_append_escaped(char *buf, size_t cap, size_t len, const char *text)
 {
     static const char hex[] = "0123456789abcdef";
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
@@ -142,12 +145,12 @@ void reply_error(struct evhttp_request *req, enum reply_status status, const cha
     char body[1024];
     int len = snprintf(body, sizeof(body), "{\"success\":false,\"status\":\"%s\",\"message\":\"",
                        reply_status_name(status));
-    len = append_escaped(body, sizeof(body), (size_t)len, message);
+    len = reply_append_escaped(body, sizeof(body), (size_t)len, message);
     if (len >= 0 && extra_key && extra_value) {
         int n = snprintf(body + len, sizeof(body) - (size_t)len, "\",\"%s\":\"", extra_key);
         len = n < 0 || (size_t)(len + n) >= sizeof(body) ? -1 : len + n;
         if (len >= 0)
-            len = append_escaped(body, sizeof(body), (size_t)len, extra_value);
+            len = reply_append_escaped(body, sizeof(body), (size_t)len, extra_value);
     }
     if (len >= 0) {
         int n = retry_after > 0

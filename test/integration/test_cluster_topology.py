@@ -20,11 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT, TEST_LIMITS, Ctl, MySQL, child_env, conf_of, poll_until
+from adminhttp import Admin
+from conftest import BIN, ROOT, TEST_LIMITS, Ctl, MySQL, child_env, conf_of, free_port, poll_until
 from resp import Redis
 
 CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
 UP_TIMEOUT = 240
+# The admin API (seckill-admin) is on in this stack: make up starts it, make status lists it.
+ADMIN_TOKEN = "cluster-admin-token-0123456789abcdef0123"
 NODE_BITS_SHIFT = 12  # order number: 41 bits of time, 10 of node, 12 of sequence
 
 
@@ -135,6 +138,7 @@ def cluster(services):
     env = dict(child_env(), CONF=str(CLUSTER_CONF), STACK_BIN_DIR=str(BIN))
     # The suite's relaxed limits (all its clients are 127.0.0.1), as SECKILL_<KEY> overrides.
     env.update({"SECKILL_" + k.upper().replace(".", "_").replace("-", "_"): v for k, v in TEST_LIMITS.items()})
+    env.update(SECKILL_ADMIN_PORT=str(free_port()), SECKILL_ADMIN_TOKEN=ADMIN_TOKEN)
     c = Cluster(conf_of(CLUSTER_CONF), env)
     try:
         p = c.sh("stack.sh", "up", timeout=UP_TIMEOUT)
@@ -143,7 +147,7 @@ def cluster(services):
     finally:
         p = c.sh("stack.sh", "down", timeout=180)
         assert p.returncode == 0, f"stack.sh down failed:\n{p.stdout}\n{p.stderr}"
-        for name in ("seckill-server-1", "seckill-server-2", "order-consumer-1", "order-consumer-2"):
+        for name in ("seckill-server-1", "seckill-server-2", "order-consumer-1", "order-consumer-2", "seckill-admin"):
             path = c.data / "log" / f"{name}.log"
             log = path.read_text(errors="replace") if path.exists() else ""
             assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, f"{name}: {log[-3000:]}"
@@ -156,7 +160,7 @@ def test_status_prints_every_process_with_its_pid_and_address(cluster):
                                                  p.stdout, re.M)}
     expected = {"redis-1", "redis-2", "redis-3", "redis-4", "redis-5", "redis-6", "mariadb", "kafka-1",
                 "kafka-2", "kafka-3", "order-consumer-1", "order-consumer-2", "seckill-server-1",
-                "seckill-server-2"}
+                "seckill-server-2", "seckill-admin"}
     assert set(lines) == expected, p.stdout
     nodes = cluster.conf.get("redis.nodes").split(",")
     assert [lines[f"redis-{i}"].group(3).split()[0] for i in range(1, 7)] == nodes
@@ -169,6 +173,7 @@ def test_status_prints_every_process_with_its_pid_and_address(cluster):
     metrics = cluster.conf.get_int("consumer.metrics-port")
     assert [lines[f"order-consumer-{i}"].group(3) for i in (1, 2)] == \
         [f"metrics http://127.0.0.1:{metrics}", f"metrics http://127.0.0.1:{metrics + 1}"]
+    assert lines["seckill-admin"].group(3) == f"http://127.0.0.1:{cluster.env['SECKILL_ADMIN_PORT']}/admin"
     for m in lines.values():
         assert Path(f"/proc/{m.group(2)}").exists(), m.group(0)
 
@@ -205,6 +210,28 @@ def test_a_sale_through_the_shared_port_runs_on_both_gateways_and_both_consumers
         path = cluster.data / "log" / f"{name}.log"
         poll_until(lambda: re.search(rf"assigned .*{re.escape(topic)}", path.read_text(errors="replace")), 30,
                    f"{name} assigned partitions of {topic}")
+
+
+def test_the_admin_api_runs_a_sale_on_the_redis_cluster(cluster, ids):
+    """seckill-admin as make up started it: a sale created over the API is warmed on its
+    slot's master, sells through the shared port, and verify over the API agrees with
+    seckillctl's."""
+    admin = Admin(f"http://127.0.0.1:{cluster.env['SECKILL_ADMIN_PORT']}", ADMIN_TOKEN)
+    coupon = admin.create_coupon(40)
+    activity = admin.create_activity(coupon, 20)
+    show = admin.get(f"/admin/activities/{activity}")
+    assert show.code == 200 and show["redis"]["stockLeft"] == 20, repr(show)
+    answers = cluster.sale([ids() for _ in range(30)], activity)
+    assert collections.Counter(status for status, _ in answers) == {200: 20, 409: 10}
+    poll_until(lambda: cluster.rows(activity) == 20, 60, "the 20 orders in MariaDB")
+    poll_until(lambda: admin.get(f"/admin/activities/{activity}/verify")["ok"], 30, "verify over the API")
+    over_api = admin.get(f"/admin/activities/{activity}/verify")
+    cli = cluster.ctl("--json", "verify", activity)
+    assert cli.rc == 0, repr(cli)
+    assert [(c["id"], c["ok"]) for c in over_api["checks"]] == \
+        [(c["id"], c["ok"]) for c in json.loads(cli.last_line())["checks"]]
+    assert admin.post(f"/admin/activities/{activity}/cancel").code == 200
+    assert admin.get(f"/admin/activities/{activity}")["status"] == "CANCELLED"
 
 
 def test_losing_the_broker_that_leads_most_partitions_loses_no_order(cluster, ids):

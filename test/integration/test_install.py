@@ -114,7 +114,8 @@ def test_uninstall_removes_exactly_what_install_put(tmp_path):
     assert {"usr/local/bin/seckill-server", "usr/local/bin/order-consumer", "usr/local/bin/seckillctl",
             "usr/local/share/seckill/lua/execute.lua", "usr/local/share/seckill/schema/mysql.sql",
             "usr/local/etc/seckill/seckill.conf", "usr/local/lib/systemd/system/seckill-server@.service",
-            "usr/local/lib/systemd/system/order-consumer@.service"} <= added, sorted(added)
+            "usr/local/lib/systemd/system/order-consumer@.service", "usr/local/bin/seckill-admin",
+            "usr/local/lib/systemd/system/seckill-admin.service"} <= added, sorted(added)
     lua = {p.name for p in (ROOT / "schema" / "lua").glob("*.lua")}
     assert {p.name for p in (dest / "usr/local/share/seckill/lua").iterdir()} == lua
     make(ROOT, "uninstall", PREFIX, dest)

@@ -16,7 +16,7 @@ from ctlconf import Conf
 from makeinstall import make
 
 SYSTEMD_ANALYZE = "/usr/bin/systemd-analyze"
-UNITS = ("seckill-server@.service", "order-consumer@.service")
+UNITS = ("seckill-server@.service", "order-consumer@.service", "seckill-admin.service")
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_units_name_files_the_install_has(prefix):
         assert (prefix / "etc" / "seckill" / "seckill.conf").exists()
         assert "/usr/local/" not in unit.read_text(encoding="utf-8").replace(str(prefix), ""), \
             f"{unit.name} still names the default prefix"
-        # Only SIGTERM stops them cleanly; neither binary has a reload.
+        # Only SIGTERM stops them cleanly; no binary has a reload.
         assert s["KillSignal"] == ["SIGTERM"] and "ExecReload" not in s, s
         assert s["Restart"] == ["on-failure"], s
 

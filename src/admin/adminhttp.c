@@ -1,0 +1,285 @@
+#include "admin/adminhttp.h"
+
+#include <cjson/cJSON.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin/adminauth.h"
+#include "admin/adminroutes.h"
+#include "common/log.h"
+#include "ctl/ctlcall.h"
+
+/* Bodies are a few fields; anything bigger is a mistake or an attack. */
+#define ADMINHTTP_MAX_BODY 65536
+#define ADMINHTTP_MAX_HEADERS 16384
+/* Seconds a connection may stay silent; a command itself may take longer (verify of a
+ * big sale), evhttp only times out reads and writes. */
+#define ADMINHTTP_TIMEOUT_S 60
+
+struct adminhttp {
+    struct ctlrun *ctl;
+    struct evhttp *evhttp;
+};
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    case EVHTTP_REQ_TRACE: return "TRACE";
+    case EVHTTP_REQ_CONNECT: return "CONNECT";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    }
+    return "OTHER";
+}
+
+static const char *reason(int code)
+{
+    switch (code) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 413: return "Payload Too Large";
+    case 503: return "Service Unavailable";
+    default: return "Error";
+    }
+}
+
+/* The one place that answers: renders and frees json. */
+static void send_json(struct evhttp_request *req, int code, cJSON *json)
+{
+    char *text = json ? cJSON_PrintUnformatted(json) : NULL;
+    cJSON_Delete(json);
+    static const char oom[] = "{\"success\":false,\"status\":\"UNAVAILABLE\",\"message\":\"out of memory\"}";
+    if (!text)
+        code = 503;
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", "application/json");
+    evhttp_add_header(headers, "Cache-Control", "no-store");
+    struct evbuffer *buf = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : evbuffer_new();
+    if (buf)
+        evbuffer_add(buf, text ? text : oom, text ? strlen(text) : sizeof(oom) - 1);
+    evhttp_send_reply(req, code, reason(code), buf);
+    if (buf)
+        evbuffer_free(buf);
+    cJSON_free(text);
+}
+
+static void send_error(struct evhttp_request *req, int code, const char *status, const char *message)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddBoolToObject(j, "success", false);
+    cJSON_AddStringToObject(j, "status", status);
+    cJSON_AddStringToObject(j, "message", message);
+    send_json(req, code, j);
+}
+
+static bool holds_escaped_nul(const char *text, size_t len)
+{
+    for (size_t i = 0; i + 6 <= len; i++)
+        if (memcmp(text + i, "\\u0000", 6) == 0)
+            return true;
+    return false;
+}
+
+/* The body as a JSON object, NULL for an empty one; the code after answering 400/413,
+ * else 0. */
+static int read_body(struct evhttp_request *req, cJSON **out)
+{
+    *out = NULL;
+    struct evbuffer *in = evhttp_request_get_input_buffer(req);
+    size_t len = in ? evbuffer_get_length(in) : 0;
+    if (len == 0)
+        return 0;
+    if (len > ADMINHTTP_MAX_BODY) {
+        send_error(req, 413, "TOO_LARGE", "request body too large");
+        return 413;
+    }
+    char *text = (char *)evbuffer_pullup(in, -1);
+    /* cJSON would cut a string at a NUL (raw or \u0000) and pass the rest unseen. */
+    if (memchr(text, '\0', len) || holds_escaped_nul(text, len)) {
+        send_error(req, 400, "INVALID", "the body must not hold a NUL character");
+        return 400;
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithLengthOpts(text, len, &end, false);
+    if (!j) {
+        send_error(req, 400, "INVALID", "the body is not JSON");
+        return 400;
+    }
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        send_error(req, 400, "INVALID", "the body must be a JSON object");
+        return 400;
+    }
+    *out = j;
+    return 0;
+}
+
+/* The command's JSON and notes into the answer object. */
+static void add_result(cJSON *answer, struct ctlcall *call)
+{
+    if (call->result && cJSON_IsObject(call->result)) {
+        cJSON *child;
+        while ((child = call->result->child) != NULL) {
+            cJSON_DetachItemViaPointer(call->result, child);
+            if (cJSON_HasObjectItem(answer, child->string))
+                cJSON_Delete(child);
+            else
+                cJSON_AddItemToObject(answer, child->string, child);
+        }
+    } else if (call->result) {
+        cJSON_AddItemToObject(answer, "result", call->result);
+        call->result = NULL;
+    }
+    if (call->notes) {
+        cJSON_AddItemToObject(answer, "notes", call->notes);
+        call->notes = NULL;
+    }
+}
+
+static void run_route(struct adminhttp *h, struct evhttp_request *req, const struct adminroutes_route *route,
+                      const char *id, int *code_out)
+{
+    cJSON *body = NULL;
+    if ((*code_out = read_body(req, &body)) != 0)
+        return;
+    char **argv = NULL;
+    int argc = 0;
+    char err[512];
+    int built = adminroutes_argv(route, id, body, &argv, &argc, err, sizeof(err));
+    cJSON_Delete(body);
+    if (built != 0) {
+        *code_out = 400;
+        send_error(req, 400, "INVALID", err);
+        return;
+    }
+    struct ctlcall call;
+    enum ctlcall_outcome outcome = ctlcall_run(h->ctl, route->command, route->handler, argc, argv, &call);
+    adminroutes_free_argv(argv, argc);
+
+    char message[1100];
+    adminroutes_words(route, call.error, message, sizeof(message));
+    int code;
+    const char *status = NULL;
+    switch (outcome) {
+    case CTLCALL_DONE: code = route->created; break;
+    case CTLCALL_FAILED: code = route->created; status = "FAILED"; break;
+    case CTLCALL_INVALID: code = 400; status = "INVALID"; break;
+    case CTLCALL_NOT_FOUND: code = 404; status = "NOT_FOUND"; break;
+    case CTLCALL_UNAVAILABLE: code = 503; status = "UNAVAILABLE"; break;
+    case CTLCALL_REFUSED: default: code = 409; status = "REFUSED"; break;
+    }
+    cJSON *answer = cJSON_CreateObject();
+    cJSON_AddBoolToObject(answer, "success", outcome == CTLCALL_DONE);
+    if (status) {
+        cJSON_AddStringToObject(answer, "status", status);
+        cJSON_AddStringToObject(answer, "message", message[0] ? message
+                                                             : outcome == CTLCALL_FAILED ? "a check failed"
+                                                                                         : "the command failed");
+    }
+    if (outcome == CTLCALL_DONE || outcome == CTLCALL_FAILED)
+        add_result(answer, &call);
+    ctlcall_free(&call);
+    *code_out = code;
+    send_json(req, code, answer);
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+    struct adminhttp *h = arg;
+    const char *method = method_name(evhttp_request_get_command(req));
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    int code = 0;
+    if (!path) {
+        code = 400;
+        send_error(req, code, "INVALID", "malformed request target");
+    } else if (strcmp(path, "/healthz") == 0) {
+        /* Liveness for make up and systemd: no backend is touched, no token needed. */
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddBoolToObject(j, "success", true);
+        code = 200;
+        send_json(req, code, j);
+    } else if (strncmp(path, "/admin/", 7) != 0) {
+        code = 404;
+        send_error(req, code, "NOT_FOUND", "no such endpoint");
+    } else if (!adminauth_allows(evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"),
+                                 h->ctl->cfg.admin_token)) {
+        code = 401;
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"seckill-admin\"");
+        send_error(req, code, "UNAUTHORIZED", "a valid admin token is required (Authorization: Bearer ...)");
+    } else {
+        const struct adminroutes_route *route = NULL;
+        char id[64], allow[64];
+        switch (adminroutes_find(method, path, &route, id, sizeof(id), allow, sizeof(allow))) {
+        case ADMINROUTES_FOUND:
+            run_route(h, req, route, id, &code);
+            break;
+        case ADMINROUTES_WRONG_METHOD:
+            code = 405;
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+            send_error(req, code, "METHOD_NOT_ALLOWED", "method not allowed");
+            break;
+        case ADMINROUTES_NO_PATH:
+            code = 404;
+            send_error(req, code, "NOT_FOUND", "no such endpoint");
+            break;
+        }
+    }
+    /* The audit trail of every change: who asked what is the token holder's, what and
+     * with which answer is here. */
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        LOG_INFO("%s %s -> %d", method, path ? path : "-", code);
+    else
+        LOG_DEBUG("%s %s -> %d", method, path ? path : "-", code);
+}
+
+struct adminhttp *adminhttp_new(struct event_base *base, struct ctlrun *ctl, char *err, size_t errlen)
+{
+    struct adminhttp *h = calloc(1, sizeof(*h));
+    if (!h || !(h->evhttp = evhttp_new(base))) {
+        free(h);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    h->ctl = ctl;
+    /* Up to four times the limit the answer is this file's JSON 413; beyond, evhttp
+     * refuses the body itself, unread. */
+    evhttp_set_max_body_size(h->evhttp, 4 * ADMINHTTP_MAX_BODY);
+    evhttp_set_max_headers_size(h->evhttp, ADMINHTTP_MAX_HEADERS);
+    evhttp_set_timeout(h->evhttp, ADMINHTTP_TIMEOUT_S);
+    evhttp_set_allowed_methods(h->evhttp, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
+                                              EVHTTP_REQ_TRACE);
+    evhttp_set_gencb(h->evhttp, on_request, h);
+    int64_t port = config_admin_port(&ctl->cfg);
+    if (evhttp_bind_socket(h->evhttp, ctl->cfg.admin_host, (uint16_t)port) != 0) {
+        snprintf(err, errlen, "admin.port: cannot listen on %s:%" PRId64, ctl->cfg.admin_host, port);
+        adminhttp_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void adminhttp_free(struct adminhttp *h)
+{
+    if (!h)
+        return;
+    if (h->evhttp)
+        evhttp_free(h->evhttp);
+    free(h);
+}

@@ -1,0 +1,246 @@
+"""The admin HTTP API (issue 15 item 6): seckill-admin on admin.port, bearer admin.token,
+the seckillctl commands over HTTP. Against the real services: each route, the token
+checks, a sale created over the API selling through the gateway, verify over the API
+agreeing with `seckillctl verify`, and bad requests changing nothing in MySQL or Redis."""
+
+import http.client
+import json
+import subprocess
+
+import pytest
+
+from adminhttp import Admin
+from conftest import BIN, ROOT, Service, child_env, free_port, poll_until, wait_for_consumer, write_conf
+
+TOKEN = "t0k3n-for-the-admin-api-tests-0123456789"
+CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}
+
+
+class AdminServer(Service):
+    def __init__(self, conf, logdir):
+        super().__init__("seckill-admin", conf, logdir)
+        self.port = int(conf.get("admin.port"))
+
+    def is_ready(self):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+            c.request("GET", "/healthz")
+            ok = c.getresponse().status == 200
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+
+@pytest.fixture(scope="module")
+def admin_server(conf, logdir):
+    s = AdminServer(conf, logdir)
+    s.start()
+    yield s
+    s.finish()
+
+
+@pytest.fixture(scope="module")
+def admin(admin_server):
+    return Admin(f"http://127.0.0.1:{admin_server.port}", TOKEN)
+
+
+def admin_run(conf, timeout=20):
+    """seckill-admin -c FILE run to its exit (for configurations it must refuse)."""
+    return subprocess.run([str(BIN / "seckill-admin"), "-c", str(conf.path)], cwd=ROOT, env=child_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def state(mysql, redis):
+    """What a refused request must leave as it was: the rows of every table the commands
+    write, and the Redis keys of sales and user coupons."""
+    counts = mysql.rows("SELECT (SELECT COUNT(*) FROM coupon), (SELECT COALESCE(SUM(issued_count), 0) FROM coupon),"
+                        " (SELECT COUNT(*) FROM seckill_activity),"
+                        " (SELECT COUNT(*) FROM seckill_activity WHERE status = 'CANCELLED'),"
+                        " (SELECT COUNT(*) FROM user_coupon)")[0]
+    keys = sorted(k for k in redis("KEYS", "seckill:*") if ":lease" not in k and ":node" not in k
+                  and ":rl:" not in k)
+    return counts, keys
+
+
+# ---- the token ---------------------------------------------------------------------------
+
+
+def test_every_admin_route_needs_the_token(admin):
+    for method, path in (("GET", "/admin/stats"), ("POST", "/admin/coupons"), ("GET", "/admin/activities/1"),
+                         ("GET", "/admin/no-such-route")):
+        for token, headers in (("", {}), ("wrong" + TOKEN[5:], {}), ("", {"Authorization": f"Basic {TOKEN}"}),
+                               ("", {"Authorization": TOKEN}), (TOKEN[:-1], {})):
+            r = admin.request(method, path, token=token, headers=headers)
+            assert r.code == 401 and r.status == "UNAUTHORIZED", (method, path, token, headers, r)
+            assert r.headers.get("WWW-Authenticate", "").startswith("Bearer"), r.headers
+    assert admin.get("/admin/stats").code == 200
+
+
+def test_healthz_needs_no_token_and_says_nothing_more(admin):
+    r = admin.get("/healthz", token="")
+    assert r.code == 200 and r.json == {"success": True}, repr(r)
+
+
+def test_a_short_token_or_no_port_is_refused_at_start(tmp_path):
+    short = write_conf(tmp_path / "short.conf", {"admin.port": free_port(), "admin.token": "x" * 31})
+    p = admin_run(short)
+    assert p.returncode == 2 and "admin.token" in p.stderr and "32" in p.stderr, p
+    # the same configuration stops the other binaries too: it is the config's error
+    p = subprocess.run([str(BIN / "seckillctl"), "-c", str(short.path), "config", "check"], env=child_env(),
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode != 0 and "admin.token" in p.stderr, p
+    off = write_conf(tmp_path / "off.conf", {"admin.port": "0", "admin.token": TOKEN})
+    p = admin_run(off)
+    assert p.returncode == 2 and "admin.port" in p.stderr, p
+    bad = write_conf(tmp_path / "bad.conf", {"admin.port": "70000", "admin.token": TOKEN})
+    p = admin_run(bad)
+    assert p.returncode == 2 and "admin.port" in p.stderr, p
+
+
+# ---- the routes --------------------------------------------------------------------------
+
+
+def test_a_sale_created_over_the_api_sells_through_the_gateway(admin, api, ctl, consumer, mysql, redis, conf, ids):
+    coupon = admin.create_coupon(10)
+    shown = admin.get(f"/admin/coupons/{coupon}")
+    assert shown.code == 200 and shown["id"] == coupon and shown["type"] == "CASH", repr(shown)
+    activity = admin.create_activity(coupon, 3)
+    users = [ids() for _ in range(5)]
+    codes = [api.execute(u, activity).code for u in users]
+    assert sorted(codes) == [200, 200, 200, 409, 409], codes
+    wait_for_consumer(mysql, redis, conf, activity, expected_rows=3, consumer=consumer)
+
+    over_api = admin.get(f"/admin/activities/{activity}/verify")
+    assert over_api.code == 200 and over_api["success"] and over_api["ok"], repr(over_api)
+    cli = ctl("--json", "verify", activity)
+    assert cli.rc == 0, repr(cli)
+    cli_json = json.loads(cli.last_line())
+    assert [(c["id"], c["ok"]) for c in over_api["checks"]] == [(c["id"], c["ok"]) for c in cli_json["checks"]]
+    assert over_api["activityId"] == cli_json["activityId"] == activity
+
+    show = admin.get(f"/admin/activities/{activity}")
+    assert show.code == 200 and show["id"] == activity, repr(show)
+    assert mysql.count(f"SELECT sold_count FROM seckill_activity WHERE id = {activity}") == 3
+    stats = admin.get("/admin/stats")
+    assert stats.code == 200 and activity in [a["id"] for a in stats["activities"]], repr(stats)
+
+
+def test_grant_issues_one_user_coupon(admin, mysql, ids):
+    coupon = admin.create_coupon(5)
+    user = ids()
+    r = admin.post(f"/admin/coupons/{coupon}/grant", {"userId": user, "ref": f"gift-{user}"})
+    assert r.code == 200 and r["success"], repr(r)
+    again = admin.post(f"/admin/coupons/{coupon}/grant", {"userId": user, "ref": f"gift-{user}"})
+    assert again.code == 200 and again["id"] == r["id"], repr(again)
+    assert mysql.count(f"SELECT COUNT(*) FROM user_coupon WHERE user_id = {user} AND coupon_id = {coupon}") == 1
+
+
+def test_cancel_stops_the_sale_on_the_gateway(admin, api, ids):
+    coupon = admin.create_coupon(10)
+    activity = admin.create_activity(coupon, 4)
+    r = admin.post(f"/admin/activities/{activity}/cancel")
+    assert r.code == 200 and r["success"], repr(r)
+    show = admin.get(f"/admin/activities/{activity}")
+    assert show["status"] == "CANCELLED", repr(show)
+    poll_until(lambda: api.execute(ids(), activity).status == "CANCELLED", 10, "the gateway to see the cancel")
+    warm = admin.post(f"/admin/activities/{activity}/warmup")
+    assert warm.code == 200, repr(warm)
+    assert admin.post(f"/admin/coupons/{coupon}/warmup").code == 200
+
+
+def test_missing_rows_wrong_methods_and_unknown_paths(admin):
+    r = admin.get("/admin/activities/999999999999")
+    assert r.code == 404 and r.status == "NOT_FOUND" and "999999999999" in r["message"], repr(r)
+    r = admin.get("/admin/coupons/999999999999")
+    assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
+    r = admin.post("/admin/coupons/999999999999/grant", {"userId": 1})
+    assert r.code == 404, repr(r)
+    r = admin.request("DELETE", "/admin/activities/1")
+    assert r.code == 405 and r.headers["Allow"] == "GET, HEAD", repr(r)
+    r = admin.request("PUT", "/admin/coupons")
+    assert r.code == 405 and r.headers["Allow"] == "POST", repr(r)
+    r = admin.get("/admin/activities/1/cancel")
+    assert r.code == 405 and r.headers["Allow"] == "POST", repr(r)
+    r = admin.get("/admin/nothing")
+    assert r.code == 404 and r.status == "NOT_FOUND", repr(r)
+    r = admin.get("/elsewhere", token="")
+    assert r.code == 404, repr(r)
+    r = admin.post("/admin/coupons", data=b"{" + b" " * 70000 + b"}", headers={"Content-Type": "application/json"})
+    assert r.code == 413 and r.status == "TOO_LARGE", repr(r)
+
+
+BAD = [
+    # (path, body or raw bytes, what the message names)
+    ("/admin/coupons", b"not json", "JSON"),
+    ("/admin/coupons", b"[1, 2]", "object"),
+    ("/admin/coupons", b'{"name": "a\\u0000b", "type": "CASH", "total": 1, "start": "now", "end": "+1h"}', "NUL"),
+    ("/admin/coupons", {"name": "x", "type": "CASH", "amount": "5.00", "total": 5, "start": "now", "end": "+1h",
+                        "colour": "red"}, "colour"),
+    ("/admin/coupons", {"name": "x", "type": "CASH", "amount": "5.00", "total": True, "start": "now",
+                        "end": "+1h"}, "total"),
+    ("/admin/coupons", {"name": "x", "type": "CASH", "amount": "5.00", "total": 5, "start": "now"}, "end"),
+    ("/admin/coupons", {"name": "x", "type": "BOGUS", "total": 5, "start": "now", "end": "+1h"}, "type"),
+    ("/admin/coupons", {"name": "x", "type": "CASH", "amount": "5.00", "minOrder": "1x", "total": 5,
+                        "start": "now", "end": "+1h"}, "minOrder"),
+    ("/admin/coupons", {"name": "x", "type": "CASH", "amount": "5.00", "total": 5, "start": "+2h",
+                        "end": "+1h"}, "end"),
+    ("/admin/activities", {"couponId": 1, "stock": "abc", "start": "now", "end": "+1h"}, "stock"),
+    ("/admin/activities", {"couponId": 1, "stock": 0, "start": "now", "end": "+1h"}, "stock"),
+    ("/admin/activities", {"couponId": "--json", "stock": 1, "start": "now", "end": "+1h"}, "couponId"),
+    ("/admin/activities/abc/cancel", None, "abc"),
+    ("/admin/activities/-1/cancel", None, "-1"),
+    ("/admin/activities/1/cancel", {"force": True}, "force"),
+    ("/admin/coupons/1/grant", {"userId": "0"}, "userId"),
+    ("/admin/coupons/1/grant", {}, "userId"),
+]
+
+
+def test_bad_requests_get_400_and_change_nothing(admin, mysql, redis):
+    before = state(mysql, redis)
+    for path, body, word in BAD:
+        if isinstance(body, bytes):
+            r = admin.post(path, data=body, headers={"Content-Type": "application/json"})
+        else:
+            r = admin.post(path, body)
+        assert r.code == 400 and r.status == "INVALID", (path, body, r)
+        assert word in r["message"], (path, body, r)
+        assert "--" not in r["message"] or word == "couponId", f"message names an option, not a field: {r!r}"
+    assert state(mysql, redis) == before
+
+
+def test_a_sale_beyond_the_coupon_is_refused_and_changes_nothing(admin, mysql, redis):
+    coupon = admin.create_coupon(3)
+    before = state(mysql, redis)
+    r = admin.post("/admin/activities", {"couponId": coupon, "stock": 4, "start": "now", "end": "+1h"})
+    assert r.code == 409 and r.status == "REFUSED", repr(r)
+    assert state(mysql, redis) == before
+
+
+def test_mysql_away_is_503_and_the_next_request_reconnects(tmp_path, services):
+    conf = write_conf(tmp_path / "nodb.conf", {"admin.port": free_port(), "admin.token": TOKEN,
+                                              "mysql.port": free_port()})
+    s = AdminServer(conf, tmp_path)
+    s.start()
+    try:
+        a = Admin(f"http://127.0.0.1:{s.port}", TOKEN)
+        r = a.get("/admin/stats")
+        assert r.code == 503 and r.status == "UNAVAILABLE", repr(r)
+        assert a.get("/admin/stats").code == 503
+    finally:
+        s.finish()
+
+
+def test_every_documented_route_is_served(admin):
+    """docs/admin-openapi.yaml and the server agree: each documented operation reaches a
+    command (a missing id is that command's 404, not the router's)."""
+    import yaml
+    doc = yaml.safe_load((ROOT / "docs" / "admin-openapi.yaml").read_text(encoding="utf-8"))
+    seen = 0
+    for path, item in doc["paths"].items():
+        for method in item:
+            r = admin.request(method.upper(), path.replace("{id}", "999999999999"))
+            assert r.code != 405, (method, path, r)
+            assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
+            seen += 1
+    assert seen == 11
