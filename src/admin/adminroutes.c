@@ -13,6 +13,7 @@
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
 #include "ctl/ctlcouponshow.h"
+#include "ctl/ctlcouponstatus.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlstats.h"
 #include "ctl/ctlverify.h"
@@ -27,6 +28,10 @@ const struct adminroutes_route adminroutes_table[] = {
     { "POST", "/admin/coupons/{id}/grant", "coupon grant", ctlcoupongrant_run, "--coupon", 200,
       { { "userId", "--user" }, { "ref", "--ref" }, { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/warmup", "coupon warmup", ctlcouponwarmup_run, NULL, 200, { { NULL, NULL } } },
+    { "POST", "/admin/coupons/{id}/deactivate", "coupon deactivate", ctlcouponstatus_deactivate, NULL, 200,
+      { { NULL, NULL } } },
+    { "POST", "/admin/coupons/{id}/activate", "coupon activate", ctlcouponstatus_activate, NULL, 200,
+      { { NULL, NULL } } },
     { "POST", "/admin/activities", "activity create", ctlactivitycreate_run, NULL, 201,
       { { "couponId", "--coupon" }, { "stock", "--stock" }, { "start", "--start" }, { "end", "--end" },
         { "name", "--name" }, { NULL, NULL } } },

@@ -149,6 +149,22 @@ def test_cancel_stops_the_sale_on_the_gateway(admin, api, ids):
     assert admin.post(f"/admin/coupons/{coupon}/warmup").code == 200
 
 
+def test_deactivate_pauses_the_sale_and_activate_resumes_it(admin, api, mysql, ids):
+    coupon = admin.create_coupon(10)
+    activity = admin.create_activity(coupon, 4)
+    assert api.execute(ids(), activity).code == 200
+    r = admin.post(f"/admin/coupons/{coupon}/deactivate")
+    assert r.code == 200 and r["success"] and r["status"] == "INACTIVE" and r["sales"] == 1, repr(r)
+    assert mysql.scalar(f"SELECT status FROM coupon WHERE id = {coupon}") == "INACTIVE"
+    assert api.execute(ids(), activity).status == "INACTIVE"
+    r = admin.post(f"/admin/coupons/{coupon}/grant", {"userId": ids()})
+    assert r.code == 409, repr(r)
+    r = admin.post(f"/admin/coupons/{coupon}/activate")
+    assert r.code == 200 and r["status"] == "ACTIVE", repr(r)
+    assert api.execute(ids(), activity).code == 200
+    assert admin.post("/admin/coupons/999999999999/deactivate").code == 404
+
+
 def test_missing_rows_wrong_methods_and_unknown_paths(admin):
     r = admin.get("/admin/activities/999999999999")
     assert r.code == 404 and r.status == "NOT_FOUND" and "999999999999" in r["message"], repr(r)
