@@ -74,3 +74,6 @@ CREATE TABLE IF NOT EXISTS user_coupon (
 
 -- Columns added after the first release (MariaDB's IF NOT EXISTS keeps this idempotent).
 ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS payable DECIMAL(15,2) NULL AFTER discount;
+-- The hash tags of a bucketed activity's buckets ("A,A.1.s,..."; src/common/bucket.h), ''
+-- for an activity of one bucket.
+ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS bucket_tags VARCHAR(800) NOT NULL DEFAULT '' AFTER status;

@@ -283,6 +283,9 @@ int batch_order_cmp(const struct orderevent *a, const struct orderevent *b)
 {
     if (a->activity_id != b->activity_id)
         return a->activity_id < b->activity_id ? -1 : 1;
+    int bucket = strcmp(a->bucket_tag, b->bucket_tag);  /* claim.c's calls go per bucket */
+    if (bucket != 0)
+        return bucket;
     if (a->coupon_id != b->coupon_id)
         return a->coupon_id < b->coupon_id ? -1 : 1;
     return strcmp(a->order_no, b->order_no);

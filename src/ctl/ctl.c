@@ -38,7 +38,7 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon show", ctlcouponshow_run, "ID" },
     { "coupon warmup", ctlcouponwarmup_run, "ID" },
     { "activity create", ctlactivitycreate_run,
-      "--coupon ID --stock N --start T --end T [--name N]" },
+      "--coupon ID --stock N --start T --end T [--name N] [--buckets B]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
