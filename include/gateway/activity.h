@@ -53,6 +53,10 @@ struct activity {
      * one bucket (a->keys is bucket 0's keys either way). Owned. */
     int nbuckets;
     struct activity_bucket *buckets;
+    /* The last complete rebalance view found every bucket empty and nothing in transit:
+     * only then is a bucketed sale answered "sold out" (the cached sums alone may be older
+     * than a transfer another gateway just made). Cleared when stock is seen again. */
+    bool view_all_out;
 };
 
 struct activity_cache;

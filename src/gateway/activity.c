@@ -186,6 +186,8 @@ void activity_sum_buckets(struct activity *a)
     a->stock_left = left;
     a->holders = holders;
     a->sold_out = left + transit == 0;
+    if (!a->sold_out)
+        a->view_all_out = false;
     if (a->winners.count != (size_t)holders)
         a->winners_complete = false;
 }
@@ -194,7 +196,10 @@ size_t activity_cache_count(const struct activity_cache *cache) { return cache->
 
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { return cache->items[i]; }
 
-bool activity_answers_locally(const struct activity *a) { return a->sold_out && a->winners_complete; }
+bool activity_answers_locally(const struct activity *a)
+{
+    return a->sold_out && a->winners_complete && (a->nbuckets <= 1 || a->view_all_out);
+}
 
 static void load_page(struct winners_load *load, const char *cursor);
 
@@ -282,7 +287,8 @@ bool activity_bucket_empty(struct activity_cache *cache, struct activity *a, int
     a->buckets[b].stock_left = 0;
     a->buckets[b].starved = true;
     activity_sum_buckets(a);
-    if (!a->sold_out)
+    bool confirmed = a->view_all_out || cache->cfg->rebalance_interval_ms == 0;
+    if (!a->sold_out || !confirmed)
         return false;
     activity_cache_sold_out(cache, a);
     return true;

@@ -239,8 +239,10 @@ static void on_view(redisReply *reply, void *privdata)
     rb->outstanding--;
     if (--sale->waiting > 0)
         return;
-    if (a && !sale->failed)
+    if (a && !sale->failed && a->nbuckets == sale->nbuckets) {
         activity_sum_buckets(a);
+        a->view_all_out = a->sold_out;
+    }
     plan_sale(sale);
     free(sale);
 }
