@@ -16,16 +16,25 @@ stack's broker is what replication costs per order.
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench import SECONDS, THREADS, WARMUP_SECONDS, Bench, log
-from benchlib import BUILD, ROOT, Proc, environment, http_ok, proc_ticks, read_pidfile, scrape, system_ticks
+from benchlib import (BUILD, CLK_TCK, ROOT, Proc, ctl_id, environment, http_ok, proc_ticks, read_pidfile, scrape,
+                      system_ticks)
+
+# One hot activity split into 1 and then 3 buckets (seckillctl activity create --buckets):
+# BENCH_HOT_BUCKETS lists the counts ("" or "0" leaves the part out); BENCH_HOT_ONLY=1 runs
+# it alone (no contended sale, no correctness step).
+HOT_BUCKETS = [int(b) for b in os.environ.get("BENCH_HOT_BUCKETS", "1,3").split(",") if b.strip() not in ("", "0")]
+HOT_ONLY = os.environ.get("BENCH_HOT_ONLY", "0") == "1"
+HOT_CONNECTIONS = 256
 
 # Gateway i serves /metrics on METRICS_PORT_BASE + i: behind one shared port a scrape
 # would reach whichever gateway the kernel picks.
-METRICS_PORT_BASE = 37110
+METRICS_PORT_BASE = int(os.environ.get("BENCH_METRICS_PORT_BASE", "37110"))
 
 
 class ClusterBench(Bench):
@@ -156,14 +165,59 @@ class ClusterBench(Bench):
         self.start_consumer()
         self.check_activity("contended", accepted=self.contended_accepted)
 
+    def redis_roles(self):
+        """port -> master|slave of every Redis node, by ROLE."""
+        roles = {}
+        for node in self.conf.get("redis.nodes").split(","):
+            host, _, port = node.rpartition(":")
+            p = subprocess.run(["redis-cli", "-h", host, "-p", port, "ROLE"], capture_output=True, text=True,
+                               timeout=10)
+            roles[port] = (p.stdout.split() or ["?"])[0]
+        return roles
+
+    def hot_buckets(self):
+        """The same hot sale with 1 bucket and with 3: what each Redis master spends per
+        order shows whether the sale is served by one master or by three."""
+        ports = [n.rpartition(":")[2] for n in self.conf.get("redis.nodes").split(",")]
+        runs = []
+        for count in HOT_BUCKETS:
+            coupon = ctl_id(self.conf, "coupon", "create", "--name", f"bench hot {count}", "--type", "CASH",
+                            "--amount", "5.00", "--total", 20_000_000, "--start", "-1m", "--end", "+1d")
+            aid = ctl_id(self.conf, "activity", "create", "--coupon", coupon, "--stock", 10_000_000,
+                         "--start", "now", "--end", "+50m", "--buckets", count)
+            time.sleep(1.2)  # the gateways' activity cache (seckill.activity-refresh-ms)
+            self.http_scenario(f"hot-{count}-warmup", "", "contended", self.gateway.pid, HOT_CONNECTIONS, aid,
+                               ["OK"], record=False)
+            t0 = [proc_ticks(p) for p in self.redis_pids]
+            r = self.http_scenario(f"hot-{count}-buckets",
+                                   f"one hot activity in {count} bucket(s), {HOT_CONNECTIONS} connections",
+                                   "contended", self.gateway.pid, HOT_CONNECTIONS, aid, ["OK"], record=False)
+            t1 = [proc_ticks(p) for p in self.redis_pids]
+            roles = self.redis_roles()
+            accepted = max(r["outcomes"].get("OK 200", 0), 1)
+            per_node = {port: {"role": roles.get(port, "?"),
+                               "cpu_us_per_order": round((b - a) / CLK_TCK * 1e6 / accepted, 1)}
+                        for port, a, b in zip(ports, t0, t1) if a is not None and b is not None}
+            runs.append({"buckets": count, "activity": aid, "rps": r["rps"], "latency_ms": r["latency_ms"],
+                         "accepted": r["outcomes"].get("OK 200", 0), "outcomes": r["outcomes"],
+                         "gateways_cpu_us_per_order": round(r["cpu_s"].get("server", 0) * 1e6 / accepted, 1),
+                         "redis_nodes": per_node, "machine": r["machine"]})
+            log(f"hot sale, {count} bucket(s): {r['rps']:,.0f} req/s, gateways "
+                f"{runs[-1]['gateways_cpu_us_per_order']} us/order, Redis masters "
+                + ", ".join(f"{p} {v['cpu_us_per_order']}" for p, v in per_node.items() if v["role"] == "master"))
+        self.results["hot_buckets"] = runs
+
     FATAL_STEP = "gateways"
 
     def steps(self):
+        hot = [("hot-buckets", self.hot_buckets)] if HOT_BUCKETS else []
+        if HOT_ONLY:
+            return [("gateways", self.start_gateway)] + hot
         steps = [("gateways", self.setup),
                  ("contended", lambda: self.contended(self.activities["contended"]["id"]))]
         if os.environ.get("BENCH_WAIT_COST", "1") != "0":
             steps.append(("wait-cost", lambda: self.wait_cost(self.activities["contended"]["id"])))
-        return steps + [("correctness", self.correctness)]
+        return steps + [("correctness", self.correctness)] + hot
 
     def shutdown(self):
         stops = {}

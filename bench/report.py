@@ -174,6 +174,25 @@ def wait_cost_section(result):
     return L
 
 
+def hot_buckets_section(result):
+    """One hot activity in 1 bucket against 3 (bench/cluster.py, BENCH_HOT_BUCKETS)."""
+    runs = (result.get("cluster") or {}).get("hot_buckets")
+    if not runs:
+        return []
+    L = ["## One hot activity across Redis masters (--buckets)\n",
+         "The same contended sale on the cluster, one activity created with `--buckets 1` and then "
+         "`--buckets 3` (docs/protocol.md, \"Buckets and rebalance\"). CPU per accepted order.\n",
+         "| buckets | req/s | p50 ms | p99 ms | gateways µs/order | Redis masters µs/order |",
+         "|---|---|---|---|---|---|"]
+    for r in runs:
+        masters = ", ".join(f"{p}: {v['cpu_us_per_order']}" for p, v in sorted(r["redis_nodes"].items())
+                            if v["role"] == "master")
+        L.append(f"| {r['buckets']} | {fmt_int(r['rps'])} | {fmt(r['latency_ms']['p50'])} | "
+                 f"{fmt(r['latency_ms']['p99'])} | {fmt(r['gateways_cpu_us_per_order'], 0)} | {masters} |")
+    L.append("")
+    return L
+
+
 def spike_value(sp, name):
     if "accepted" in name:
         return f"{sp['accepted']:,}"
@@ -341,6 +360,7 @@ def markdown(result, evaluation, stamp, command, png_name):
 
     L += cluster_section(result)
     L += wait_cost_section(result)
+    L += hot_buckets_section(result)
     L += forks_section(result)
 
     stops = result.get("stops", {})

@@ -104,3 +104,6 @@ CREATE TABLE IF NOT EXISTS seckill_order_failed (
 
 ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS
     updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3) AFTER created_at;
+-- The hash tags of a bucketed activity's buckets ("A,A.1.s,..."; src/common/bucket.h), ''
+-- for an activity of one bucket.
+ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS bucket_tags VARCHAR(800) NOT NULL DEFAULT '' AFTER status;

@@ -100,6 +100,7 @@ struct config {
     int64_t reaper_interval_ms;
     int64_t sale_stats_interval_ms;  /* per-sale /metrics gauges read from Redis; 0: off */
     int64_t queued_mark_interval_ms;
+    int64_t rebalance_interval_ms;   /* stock moves between a bucketed sale's buckets; 0: off */
     char *lua_dir;
     int64_t node_lease_ms;           /* order-number node id lease, renewed every third */
 

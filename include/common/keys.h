@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bucket.h"
 #include "common/config.h"
 
 /* Redis key names. Every key of one activity carries the hash tag {activityId}, so each
@@ -22,6 +23,15 @@
  *                                     consumer has recorded them in MySQL (outcomes.c)
  *   seckill:rl:user:{A}:<uid> seckill:rl:ip:{A}:<ip> seckill:brush:{A}:<uid> seckill:ban:{A}:<uid>
  *   seckill:token:{A}:<nonce> a spent purchase token (expires with the token)
+ *   seckill:xfer:out:{A}      hash    transfer id -> "<to bucket>|<units>": stock taken out of
+ *                                     this bucket and not yet known to have arrived
+ *   seckill:xfer:in:{A}       set     transfer ids this bucket received (rebalance.lua)
+ *
+ * A bucketed activity (bucket.h) has one such set of keys per bucket, under the bucket's
+ * tag instead of {A}: bucket 0 keeps {A}, bucket b the tag {A.b.s}. The per-user and per-IP
+ * subject keys of a request live in the user's bucket (a user never changes bucket, so the
+ * per-user limits, ban and spent tokens are exactly as without buckets; an address seen in
+ * several buckets is counted in each).
  *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
  *   seckill:coupon:{c<C>}     hash    status = INACTIVE while coupon C is deactivated
  *                                     (redeeming refuses it); absent or ACTIVE otherwise
@@ -45,6 +55,8 @@ enum keys_kind {
     KEYS_QUEUED,
     KEYS_CLAIMED,
     KEYS_FAILED,
+    KEYS_XFER_OUT,
+    KEYS_XFER_IN,
     KEYS_KIND_COUNT
 };
 
@@ -62,6 +74,7 @@ int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kin
  * the consumer and seckillctl build one per activity they touch. name[kind] is the key. */
 struct keys_set {
     int64_t activity_id;
+    char tag[BUCKET_TAG_LEN];   /* the hash tag, without braces */
     char name[KEYS_KIND_COUNT][KEYS_LEN];
 };
 
@@ -70,11 +83,16 @@ struct keys_set {
 int keys_coupon(char *buf, size_t len, int64_t coupon_id);
 
 int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id);
+/* The keys of one bucket of activity_id, under tag (bucket.h). */
+int keys_set_build_tag(struct keys_set *set, const struct config *cfg, int64_t activity_id,
+                       const char *tag);
 
 int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,
                  const char *subject);
 /* The part of a subject key before the subject ("seckill:rl:ip:{A}:"), for callers that
  * build the keys of many subjects of one activity; returns its length or -1. */
 int keys_subject_prefix(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id);
+/* The same in the bucket of tag. */
+int keys_subject_prefix_tag(char *buf, size_t len, enum keys_subject_kind kind, const char *tag);
 
 #endif

@@ -4,10 +4,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bucket.h"
 #include "common/orderno.h"
 
 /* The order.created message on Kafka, as JSON:
  *   {"orderNo":"...","userId":1,"activityId":2,"couponId":3,"createdAt":1733000000000}
+ * plus "bucketTag":"2.1.5" for an order of bucket b >= 1 of a bucketed activity (bucket.h):
+ * the consumer finds the order's keys under that tag. Without it (every order of an
+ * unbucketed activity, and events written before buckets) the order is bucket 0's.
  * Key = userId. Decoding is strict: a message that is not exactly this goes to the
  * dead-letter topic instead of MySQL. */
 
@@ -17,6 +21,7 @@ struct orderevent {
     int64_t activity_id;
     int64_t coupon_id;
     int64_t created_ms;
+    char bucket_tag[BUCKET_TAG_LEN];  /* "" for bucket 0 */
 };
 
 /* Returns the encoded length, or -1 when buf is too small. */

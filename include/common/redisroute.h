@@ -36,6 +36,13 @@ bool redisroute_cluster(const struct redisroute *rr);
  * MULTI (whose keys must then share the slot). NULL with err. */
 redisContext *redisroute_for_key(struct redisroute *rr, const char *key, size_t keylen, char *err,
                                  size_t errlen);
+/* The node (an index, stable while the process runs) of the master serving key's slot, or
+ * -1 with err: seckillctl places an activity's buckets on different masters with it. */
+int redisroute_master_of(struct redisroute *rr, const char *key, size_t keylen, char *err, size_t errlen);
+/* How many masters serve slots (1 for a single Redis), or -1 with err. */
+int redisroute_masters(struct redisroute *rr, char *err, size_t errlen);
+/* "host:port" of node. */
+const char *redisroute_node_name(const struct redisroute *rr, int node, char *buf, size_t len);
 /* Such a pipeline failed (c broken, or a redirect among its replies): c is closed when
  * broken and the map is reloaded before the next command. */
 void redisroute_failed(struct redisroute *rr, redisContext *c);

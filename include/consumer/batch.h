@@ -176,6 +176,9 @@ void batch_seal(struct batch *b);
 int batch_order_cmp(const struct orderevent *a, const struct orderevent *b);
 /* End (exclusive) of the run of orders sharing the activity of orders[start]. */
 size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start);
+/* The same for the run sharing activity and bucket (batch_seal sorts by activity, then
+ * bucket). */
+size_t batch_bucket_run_end(const struct orderevent *orders, size_t count, size_t start);
 /* The same for the run sharing activity and coupon id. */
 size_t batch_coupon_run_end(const struct orderevent *orders, size_t count, size_t start);
 /* Copies the ACCEPTED orders into b->accepted and clears in_db, coupons, refused and the

@@ -7,6 +7,7 @@
 
 #include "ctl/ctlrun.h"
 #include "ctl/ctlredis.h"
+#include "common/bucket.h"
 #include "common/keys.h"
 
 /* One activity as seckillctl reads it: its seckill_activity row in MySQL and its counters
@@ -27,6 +28,7 @@ struct ctlactivity_row {
     char name[CTLACTIVITY_NAME_BYTES];
     char status[16];        /* the column: PENDING ACTIVE ENDED CANCELLED */
     bool coupon_inactive;   /* its coupon is INACTIVE: the sale is paused */
+    char bucket_tags[BUCKET_LIST_LEN];  /* the column: "" for one bucket (bucket.h) */
 };
 
 /* The Redis side of one activity, read in one MULTI (one instant: cancel.lua moves units
@@ -38,6 +40,10 @@ struct ctlactivity_redis {
     int64_t stock_left;     /* the stock key, when it exists */
     int64_t returned;       /* the hash's 'returned' (0 when absent) */
     int64_t reservations, queued, claimed;
+    /* A bucketed activity: the sums over its buckets (has_stock when every bucket has its
+     * stock key), plus the units in transit between them, which count as unsold stock. */
+    int nbuckets;
+    int64_t in_transit;
 };
 
 /* Reads the row; CTLRUN_OK, or CTLRUN_FAIL after printing (missing row included). */
@@ -55,26 +61,27 @@ const char *ctlactivity_status_at(const struct ctlactivity_row *row, int64_t now
 /* The row says CANCELLED. */
 bool ctlactivity_is_cancelled(const struct ctlactivity_row *row);
 
-/* Every key of activity id; CTLRUN_OK, or CTLRUN_FAIL after printing (a configured prefix
- * too long for a key). */
-int ctlactivity_keys(struct ctlrun *ctl, int64_t id, struct keys_set *keys);
-
 /* The commands of ctlactivity_read_redis, in this order, first in a MULTI that a caller
  * may extend with commands of its own (activity show adds HVALS of the orders). */
 enum { CTLACTIVITY_REDIS_CMDS = 7 };
 void ctlactivity_redis_cmds(const struct keys_set *keys, struct ctlredis_cmd *cmds);
 /* Reads the first CTLACTIVITY_REDIS_CMDS answers of the EXEC reply r into rd. */
 int ctlactivity_redis_parse(struct ctlrun *ctl, const redisReply *r, struct ctlactivity_redis *rd);
-int ctlactivity_read_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_redis *rd);
+/* The Redis side of row's activity, summed over its buckets. */
+int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row, struct ctlactivity_redis *rd);
+/* The bucket list of row (one bucket for an activity created without --buckets). */
+int ctlactivity_buckets(struct ctlrun *ctl, const struct ctlactivity_row *row, struct bucket_list *list);
 
-/* cancel.lua on one activity: closes it to buyers on every gateway and moves its stock
- * key into 'returned'. Idempotent. */
+/* cancel.lua on one activity (every bucket of it): closes it to buyers on every gateway
+ * and moves its stock key into 'returned'; units in transit between buckets are delivered
+ * first and returned too. Idempotent. */
 struct ctlactivity_cancelled {
     bool warmed;            /* false: no activity hash, nothing was changed */
     int64_t moved;          /* units moved into 'returned' by this call */
     int64_t returned;       /* 'returned' in all */
     bool was_cancelled;     /* the hash said CANCELLED already */
 };
-int ctlactivity_cancel_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_cancelled *out);
+int ctlactivity_cancel_redis(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                             struct ctlactivity_cancelled *out);
 
 #endif

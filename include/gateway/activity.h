@@ -20,6 +20,16 @@
 
 enum activity_status { ACTIVITY_PENDING, ACTIVITY_ACTIVE, ACTIVITY_ENDED, ACTIVITY_CANCELLED };
 
+/* One bucket of a bucketed activity (bucket.h), as of the last refresh, script answer or
+ * rebalance view. */
+struct activity_bucket {
+    struct keys_set keys;
+    int64_t stock_left;
+    int64_t holders;
+    int64_t in_transit;     /* units in this bucket's outbound transfer records */
+    bool starved;           /* a request found it empty since the last rebalance pass */
+};
+
 struct activity {
     int64_t id;
     struct keys_set keys;   /* every Redis key of the activity, built when it is cached */
@@ -39,6 +49,14 @@ struct activity {
     int64_t holders;        /* users holding an order in Redis, as of the last refresh */
     bool winners_complete;
     bool winners_loading;
+    /* 1, or the bucket count once a refresh read the activity's tags; buckets is NULL for
+     * one bucket (a->keys is bucket 0's keys either way). Owned. */
+    int nbuckets;
+    struct activity_bucket *buckets;
+    /* The last complete rebalance view found every bucket empty and nothing in transit:
+     * only then is a bucketed sale answered "sold out" (the cached sums alone may be older
+     * than a transfer another gateway just made). Cleared when stock is seen again. */
+    bool view_all_out;
 };
 
 struct activity_cache;
@@ -52,6 +70,20 @@ struct activity *activity_cache_find(struct activity_cache *cache, int64_t id);
  * hold (not warmed, or warmed since the last refresh) one built into *scratch. NULL when
  * a configured prefix makes a key longer than KEYS_LEN. */
 const struct keys_set *activity_keys(struct activity_cache *cache, int64_t id, struct keys_set *scratch);
+/* The keys of the bucket of user_id in activity id, and its index in *bucket: bucket 0's
+ * keys while the cache does not know the activity's buckets (execute.lua then refuses a
+ * user of another bucket with WRONG_BUCKET). NULL as activity_keys. */
+const struct keys_set *activity_user_keys(struct activity_cache *cache, int64_t id, int64_t user_id,
+                                          int *bucket, struct keys_set *scratch);
+/* The keys of bucket b of activity id: NULL unless b is 0 or the cache knows bucket b. */
+const struct keys_set *activity_bucket_keys(struct activity_cache *cache, int64_t id, int b,
+                                            struct keys_set *scratch);
+/* Bucket b answered OUT_OF_STOCK. Returns true when the whole sale is out (every bucket
+ * empty as far as this gateway knows, nothing in transit): "sold out"; false when stock
+ * is left elsewhere and the request should be retried while it is moved here. */
+bool activity_bucket_empty(struct activity_cache *cache, struct activity *a, int b);
+/* Recomputes stock_left and sold_out of a bucketed activity from its buckets. */
+void activity_sum_buckets(struct activity *a);
 size_t activity_cache_count(const struct activity_cache *cache);
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i);
 /* Refresh now instead of at the next tick (after a reconnect). */

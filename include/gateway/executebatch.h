@@ -12,7 +12,8 @@
 #include "gateway/purchasetoken.h"
 #include "gateway/redisconn.h"
 
-/* Execute requests coalesced per pass of the event loop: the requests of one activity that
+/* Execute requests coalesced per pass of the event loop: the requests of one activity (one
+ * bucket of it, for a bucketed activity) that
  * arrive in one pass go to Redis as one execute.lua call (up to seckill.execute-batch-max
  * each), which answers every one of them as if it had been sent alone (docs/protocol.md,
  * "Coalesced execute calls"). Nothing waits for a batch to fill: the flush runs at the end
@@ -39,6 +40,7 @@ typedef void (*executebatch_verdict_cb)(struct executebatch_req *req, const redi
 struct executebatch_req {
     struct executebatch_req *next;
     int64_t activity_id;
+    int bucket;             /* the user's bucket (activity_user_keys); calls are per bucket */
     const char *user;       /* decimal user id, kept alive by the owner */
     const char *order_no;   /* the order number offered to the script */
     int64_t accepted_ms;

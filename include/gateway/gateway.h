@@ -18,6 +18,7 @@
 struct iplimit;
 struct order;
 struct pending_set;
+struct rebalance;
 struct salestats;
 
 /* The gateway's parts, wired together by server.c and handed to every handler. Owned by
@@ -38,6 +39,7 @@ struct gateway {
     struct orderno_gen orderno;
     struct nodelease *lease;  /* the order-number node id, leased in Redis */
     struct salestats *sales;  /* per-sale gauges of /metrics */
+    struct rebalance *rebalance;  /* stock moves between the buckets of bucketed sales */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */

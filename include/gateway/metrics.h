@@ -23,7 +23,9 @@ struct salestats;
     X(ACCEPT_PAUSES, "seckill_http_accept_pauses_total", "Times accepting paused at http.max-connections") \
     X(HEADER_TIMEOUTS, "seckill_http_header_timeouts_total", "Connections closed for not completing a request within http.header-timeout-ms") \
     X(RATE_LIMITED_LOCAL_IP, "seckill_rate_limited_local_ip_total", "execute requests refused by the local per-IP limit (the global bucket not charged)") \
-    X(RATE_LIMITED_GLOBAL, "seckill_rate_limited_global_total", "execute requests refused by the global token bucket")
+    X(RATE_LIMITED_GLOBAL, "seckill_rate_limited_global_total", "execute requests refused by the global token bucket") \
+    X(BUCKET_EMPTY_RETRIES, "seckill_bucket_empty_retries_total", "execute requests answered 503 because their bucket was empty while others had stock") \
+    X(REBALANCE_UNITS, "seckill_rebalance_units_total", "Units of stock this gateway moved between the buckets of bucketed sales")
 
 #define METRICS_HISTOGRAMS(X)                                                                    \
     X(EXECUTE_LATENCY, "seckill_execute_duration_seconds", "POST /seckill/execute from parse to reply, when it reached Redis") \

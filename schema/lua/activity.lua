@@ -1,15 +1,18 @@
 -- Read-only view of an activity for the gateway's cache and GET /seckill/activities.
 -- KEYS: 1 activity  2 stock  3 users
 -- Returns {} when the activity is not warmed, else
---   {name, couponId, stock, start_ms, end_ms, status, stockLeft, holders}
+--   {name, couponId, stock, start_ms, end_ms, status, stockLeft, holders, tags}
+-- tags = the bucket tags of a bucketed activity ("A,A.1.s,..."; bucket.h), '' otherwise.
 -- holders = users holding an order (HLEN of the users hash): the gateway compares it with
 -- its local copy of the winners to know when that copy is complete.
-local meta = redis.call('HMGET', KEYS[1], 'name', 'couponId', 'stock', 'start', 'end', 'status')
+local meta = redis.call('HMGET', KEYS[1], 'name', 'couponId', 'stock', 'start', 'end', 'status', 'tags')
 if not meta[4] then
   return {}
 end
+local tags = meta[7] or ''
 meta[7] = redis.call('GET', KEYS[2]) or '0'
 meta[8] = tostring(redis.call('HLEN', KEYS[3]))
+meta[9] = tags
 for i = 1, 6 do
   if not meta[i] then meta[i] = '' end
 end

@@ -12,13 +12,32 @@
 --   {'OK', orderNo, couponId} | {'DUPLICATE', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
 --   | {'OUT_OF_STOCK'} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
---   | {'TOKEN_USED'}
+--   | {'TOKEN_USED'} | {'WRONG_BUCKET'}
+-- A bucketed activity (bucket.h) has this script's keys once per bucket; its activity hash
+-- names the bucket ('bucket', 'buckets'), and a user whose bucket is another one is refused
+-- WRONG_BUCKET (a gateway that does not know the buckets yet): the one-per-user record of
+-- a user lives in one bucket only.
 local n = (#ARGV - 7) / 3
 if n < 1 or n ~= math.floor(n) or #KEYS ~= 5 + 5 * n then
   return redis.error_reply('execute.lua: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole requests')
 end
 
-local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'paused')
+local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'bucket', 'buckets', 'paused')
+local buckets = tonumber(meta[6] or '1') or 1
+local bucket = tonumber(meta[5] or '0') or 0
+
+-- bucket.c's bucket_of_user: the digits' polynomial hash mod 65521, mod the bucket count.
+local function bucket_of(user)
+  local h = 0
+  for i = 1, #user do
+    local d = string.byte(user, i) - 48
+    if d < 0 or d > 9 then
+      break
+    end
+    h = (h * 31 + d) % 65521
+  end
+  return h % buckets
+end
 local limits_on = ARGV[1] == '1'
 local per_user, per_ip = tonumber(ARGV[2]), tonumber(ARGV[3])
 local brush_on = ARGV[4] == '1'
@@ -31,12 +50,15 @@ local function one(i)
   end
   local k = 5 + 5 * i
   local user, order_no, now = ARGV[8 + 3 * i], ARGV[9 + 3 * i], tonumber(ARGV[10 + 3 * i])
+  if buckets > 1 and bucket_of(user) ~= bucket then
+    return {'WRONG_BUCKET'}
+  end
   if meta[3] == 'CANCELLED' then
     return {'CANCELLED'}
   end
   -- The sale's coupon is deactivated (seckillctl coupon deactivate): nothing is sold
   -- until it is activated again; the stock stays with the sale.
-  if meta[5] == '1' then
+  if meta[7] == '1' then
     return {'INACTIVE'}
   end
   if now < tonumber(meta[1]) then

@@ -112,6 +112,7 @@ static const struct config_entry config_table[] = {
     INT("seckill.reaper-interval-ms", reaper_interval_ms, "1000", 10, 600000),
     INT("seckill.sale-stats-interval-ms", sale_stats_interval_ms, "5000", 0, 600000),
     INT("seckill.queued-mark-interval-ms", queued_mark_interval_ms, "5", 1, 10000),
+    INT("seckill.rebalance-interval-ms", rebalance_interval_ms, "100", 0, 60000),
     INT("seckill.node-lease-ms", node_lease_ms, "10000", 1000, 600000),
     STR("seckill.lua-dir", lua_dir, SK_LUA_DIR),
 

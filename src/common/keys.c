@@ -4,8 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,
-                  int64_t activity_id)
+static int keys_of_tag(char *buf, size_t len, const struct config *cfg, enum keys_kind kind, const char *tag)
 {
     const char *prefix = "seckill:activity";
     switch (kind) {
@@ -17,9 +16,11 @@ int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kin
     case KEYS_QUEUED: prefix = "seckill:queued"; break;
     case KEYS_CLAIMED: prefix = "seckill:claimed"; break;
     case KEYS_FAILED: prefix = "seckill:failed"; break;
+    case KEYS_XFER_OUT: prefix = "seckill:xfer:out"; break;
+    case KEYS_XFER_IN: prefix = "seckill:xfer:in"; break;
     case KEYS_KIND_COUNT: return -1;
     }
-    int n = snprintf(buf, len, "%s:{%" PRId64 "}", prefix, activity_id);
+    int n = snprintf(buf, len, "%s:{%s}", prefix, tag);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
@@ -29,16 +30,38 @@ int keys_coupon(char *buf, size_t len, int64_t coupon_id)
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
-int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id)
+int keys_activity(char *buf, size_t len, const struct config *cfg, enum keys_kind kind,
+                  int64_t activity_id)
+{
+    char tag[BUCKET_TAG_LEN];
+    if (bucket_tag(tag, sizeof(tag), activity_id, 0, 0) != 0)
+        return -1;
+    return keys_of_tag(buf, len, cfg, kind, tag);
+}
+
+int keys_set_build_tag(struct keys_set *set, const struct config *cfg, int64_t activity_id,
+                       const char *tag)
 {
     set->activity_id = activity_id;
+    size_t taglen = strlen(tag);
+    if (taglen >= sizeof(set->tag))
+        return -1;
+    memcpy(set->tag, tag, taglen + 1);
     for (int kind = 0; kind < KEYS_KIND_COUNT; kind++)
-        if (keys_activity(set->name[kind], sizeof(set->name[kind]), cfg, (enum keys_kind)kind, activity_id) < 0)
+        if (keys_of_tag(set->name[kind], sizeof(set->name[kind]), cfg, (enum keys_kind)kind, tag) < 0)
             return -1;
     return 0;
 }
 
-int keys_subject_prefix(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id)
+int keys_set_build(struct keys_set *set, const struct config *cfg, int64_t activity_id)
+{
+    char tag[BUCKET_TAG_LEN];
+    if (bucket_tag(tag, sizeof(tag), activity_id, 0, 0) != 0)
+        return -1;
+    return keys_set_build_tag(set, cfg, activity_id, tag);
+}
+
+int keys_subject_prefix_tag(char *buf, size_t len, enum keys_subject_kind kind, const char *tag)
 {
     const char *what = "rl:user";
     switch (kind) {
@@ -48,8 +71,16 @@ int keys_subject_prefix(char *buf, size_t len, enum keys_subject_kind kind, int6
     case KEYS_BAN: what = "ban"; break;
     case KEYS_TOKEN: what = "token"; break;
     }
-    int n = snprintf(buf, len, "seckill:%s:{%" PRId64 "}:", what, activity_id);
+    int n = snprintf(buf, len, "seckill:%s:{%s}:", what, tag);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
+}
+
+int keys_subject_prefix(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id)
+{
+    char tag[BUCKET_TAG_LEN];
+    if (bucket_tag(tag, sizeof(tag), activity_id, 0, 0) != 0)
+        return -1;
+    return keys_subject_prefix_tag(buf, len, kind, tag);
 }
 
 int keys_subject(char *buf, size_t len, enum keys_subject_kind kind, int64_t activity_id,

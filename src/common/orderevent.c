@@ -13,8 +13,9 @@ int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
     /* The order number is generated digits and a dash: nothing to escape. */
     int n = snprintf(buf, len,
                      "{\"orderNo\":\"%s\",\"userId\":%" PRId64 ",\"activityId\":%" PRId64
-                     ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "}",
-                     ev->order_no, ev->user_id, ev->activity_id, ev->coupon_id, ev->created_ms);
+                     ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "%s%s%s}",
+                     ev->order_no, ev->user_id, ev->activity_id, ev->coupon_id, ev->created_ms,
+                     ev->bucket_tag[0] ? ",\"bucketTag\":\"" : "", ev->bucket_tag, ev->bucket_tag[0] ? "\"" : "");
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
@@ -44,6 +45,14 @@ int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char 
                  order_no->valuestring, ev->activity_id);
         goto out;
     }
+    const cJSON *tag = cJSON_GetObjectItemCaseSensitive(root, "bucketTag");
+    if (tag && (!cJSON_IsString(tag) || !bucket_tag_valid(tag->valuestring, ev->activity_id))) {
+        snprintf(err, errlen, "bucketTag: not a bucket tag of activity %" PRId64, ev->activity_id);
+        goto out;
+    }
+    /* Bucket 0's tag is the activity id: stored as "", like an event without the field. */
+    if (tag && strchr(tag->valuestring, '.'))
+        snprintf(ev->bucket_tag, sizeof(ev->bucket_tag), "%s", tag->valuestring);
     strcpy(ev->order_no, order_no->valuestring);
     rc = 0;
 out:

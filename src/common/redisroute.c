@@ -117,6 +117,30 @@ static int route(struct redisroute *rr, const char *key, size_t keylen, char *er
     return node;
 }
 
+int redisroute_master_of(struct redisroute *rr, const char *key, size_t keylen, char *err, size_t errlen)
+{
+    return route(rr, key, keylen, err, errlen);
+}
+
+int redisroute_masters(struct redisroute *rr, char *err, size_t errlen)
+{
+    if (rr->stale && refresh(rr, err, errlen) != 0)
+        return -1;
+    int masters = 0;
+    for (size_t i = 0; i < rr->map.count; i++)
+        masters += slotmap_owns_any(&rr->map, (int)i) ? 1 : 0;
+    return masters;
+}
+
+const char *redisroute_node_name(const struct redisroute *rr, int node, char *buf, size_t len)
+{
+    if (node < 0 || (size_t)node >= rr->map.count)
+        snprintf(buf, len, "?");
+    else
+        snprintf(buf, len, "%s:%d", rr->map.nodes[node].host, rr->map.nodes[node].port);
+    return buf;
+}
+
 redisContext *redisroute_for_key(struct redisroute *rr, const char *key, size_t keylen, char *err,
                                  size_t errlen)
 {

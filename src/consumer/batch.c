@@ -283,6 +283,9 @@ int batch_order_cmp(const struct orderevent *a, const struct orderevent *b)
 {
     if (a->activity_id != b->activity_id)
         return a->activity_id < b->activity_id ? -1 : 1;
+    int bucket = strcmp(a->bucket_tag, b->bucket_tag);  /* claim.c's calls go per bucket */
+    if (bucket != 0)
+        return bucket;
     if (a->coupon_id != b->coupon_id)
         return a->coupon_id < b->coupon_id ? -1 : 1;
     return strcmp(a->order_no, b->order_no);
@@ -317,6 +320,15 @@ size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start
     while (end < count && orders[end].activity_id == orders[start].activity_id)
         end++;
     return end;
+}
+
+size_t batch_bucket_run_end(const struct orderevent *orders, size_t count, size_t start)
+{
+    size_t end = batch_run_end(orders, count, start);
+    size_t i = start;
+    while (i < end && strcmp(orders[i].bucket_tag, orders[start].bucket_tag) == 0)
+        i++;
+    return i;
 }
 
 size_t batch_coupon_run_end(const struct orderevent *orders, size_t count, size_t start)

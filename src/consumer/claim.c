@@ -27,12 +27,15 @@ struct script_keys {
     int count;
 };
 
+/* The keys of the order's bucket: bucket 0's unless the event names another (orderevent.h). */
 static int script_keys_make(struct script_keys *k, const struct config *cfg,
-                            int64_t activity_id, const enum keys_kind *kinds, int count,
+                            const struct orderevent *ev, const enum keys_kind *kinds, int count,
                             char *err, size_t errlen)
 {
-    if (keys_set_build(&k->set, cfg, activity_id) != 0) {
-        snprintf(err, errlen, "activity %" PRId64 ": key too long", activity_id);
+    int rc = ev->bucket_tag[0] ? keys_set_build_tag(&k->set, cfg, ev->activity_id, ev->bucket_tag)
+                               : keys_set_build(&k->set, cfg, ev->activity_id);
+    if (rc != 0) {
+        snprintf(err, errlen, "activity %" PRId64 ": key too long", ev->activity_id);
         return -1;
     }
     for (int i = 0; i < count; i++)
@@ -134,7 +137,7 @@ out:
 typedef int (*chunk_fn)(struct consumer *c, const struct script_keys *k, size_t first,
                         const struct pair_args *a, char *err, size_t errlen);
 
-/* Calls fn for each activity run of orders (sorted by activity), CLAIM_CHUNK orders at a
+/* Calls fn for each bucket run of orders (sorted by activity and bucket), CLAIM_CHUNK orders at a
  * time, leaving out the orders whose keep[i] is not want (keep NULL: none is left out). */
 static int each_chunk(struct consumer *c, const struct orderevent *orders, size_t count,
                       const unsigned char *keep, unsigned char want, const enum keys_kind *kinds, int nkeys,
@@ -152,9 +155,8 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
     struct script_keys k;
     int rc = 0;
     for (size_t start = 0; start < count && rc == 0;) {
-        size_t end = batch_run_end(orders, count, start);
-        rc = script_keys_make(&k, &c->cfg, orders[start].activity_id, kinds, nkeys, err,
-                              errlen);
+        size_t end = batch_bucket_run_end(orders, count, start);
+        rc = script_keys_make(&k, &c->cfg, &orders[start], kinds, nkeys, err, errlen);
         a->count = 0;
         size_t first = start;
         for (size_t i = start; i < end && rc == 0; i++) {

@@ -52,6 +52,23 @@ static void pairs_free(struct pairs *p)
     memset(p, 0, sizeof(*p));
 }
 
+/* Leaves in winners only the pairs whose user is one of losers'. */
+static void keep_users_of(struct pairs *winners, const struct pairs *losers)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < winners->count; i++) {
+        bool ours = false;
+        for (size_t j = 0; j < losers->count && !ours; j++)
+            ours = strcmp(winners->user[i], losers->user[j]) == 0;
+        if (ours) {
+            memmove(winners->order_no[kept], winners->order_no[i], sizeof(winners->order_no[0]));
+            memmove(winners->user[kept], winners->user[i], sizeof(winners->user[0]));
+            kept++;
+        }
+    }
+    winners->count = kept;
+}
+
 /* A duplicate of a user MySQL holds (the upsert added no row) or a sale MySQL sold out. */
 static bool is_loser(const struct batch *b, size_t i)
 {
@@ -155,7 +172,9 @@ static int supersede_run(struct consumer *c, const struct batch *b, size_t start
     struct pairs losers = { 0 }, winners = { 0 };
     struct keys_set set;
     int rc = 0;
-    if (keys_set_build(&set, &c->cfg, b->accepted[start].activity_id) != 0) {
+    const struct orderevent *first = &b->accepted[start];
+    if ((first->bucket_tag[0] ? keys_set_build_tag(&set, &c->cfg, first->activity_id, first->bucket_tag)
+                              : keys_set_build(&set, &c->cfg, first->activity_id)) != 0) {
         snprintf(err, errlen, "activity %" PRId64 ": key too long", b->accepted[start].activity_id);
         return -1;
     }
@@ -174,6 +193,10 @@ static int supersede_run(struct consumer *c, const struct batch *b, size_t start
     }
     if (rc == 0)
         rc = find_winners(c, b, start, end, &winners, err, errlen);
+    /* In a bucketed sale this run is one bucket's: only the winners of its losers' users
+     * live here (a user never changes bucket); the others' records are in their buckets. */
+    if (rc == 0 && strchr(first->bucket_tag, '.'))
+        keep_users_of(&winners, &losers);
     long long ended = 0, adopted = 0;
     for (size_t lo = 0; rc == 0 && lo < losers.count; lo += CLAIM_CHUNK)
         rc = call(c, &set, &losers, lo, losers.count - lo < CLAIM_CHUNK ? losers.count - lo : CLAIM_CHUNK,
@@ -194,7 +217,7 @@ int supersede_orders(struct consumer *c, char *err, size_t errlen)
 {
     const struct batch *b = &c->batch;
     for (size_t start = 0; start < b->accepted_count;) {
-        size_t end = batch_run_end(b->accepted, b->accepted_count, start);
+        size_t end = batch_bucket_run_end(b->accepted, b->accepted_count, start);
         bool any = false;
         for (size_t i = start; i < end && !any; i++)
             any = is_loser(b, i);

@@ -42,7 +42,7 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon deactivate", ctlcouponstatus_deactivate, "ID" },
     { "coupon activate", ctlcouponstatus_activate, "ID" },
     { "activity create", ctlactivitycreate_run,
-      "--coupon ID --stock N --start T --end T [--name N]" },
+      "--coupon ID --stock N --start T --end T [--name N] [--buckets B]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },

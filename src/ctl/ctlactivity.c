@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 
@@ -13,7 +14,7 @@
 
 #define CTLACTIVITY_COLUMNS                                                                  \
     "id, coupon_id, stock, sold_count, " CTLDB_SQL_MS("start_time") ", " CTLDB_SQL_MS("end_time") \
-    ", name, status, (SELECT c.status FROM coupon c WHERE c.id = coupon_id)"
+    ", name, status, bucket_tags, (SELECT c.status FROM coupon c WHERE c.id = coupon_id)"
 
 static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
 {
@@ -26,7 +27,8 @@ static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
     row->end_ms = ctldb_int(r[5]);
     snprintf(row->name, sizeof(row->name), "%s", r[6] ? r[6] : "");
     snprintf(row->status, sizeof(row->status), "%s", r[7] ? r[7] : "");
-    row->coupon_inactive = r[8] && strcmp(r[8], "INACTIVE") == 0;
+    snprintf(row->bucket_tags, sizeof(row->bucket_tags), "%s", r[8] ? r[8] : "");
+    row->coupon_inactive = r[9] && strcmp(r[9], "INACTIVE") == 0;
 }
 
 int ctlactivity_load(struct ctlrun *ctl, int64_t id, struct ctlactivity_row *row)
@@ -92,14 +94,6 @@ bool ctlactivity_is_cancelled(const struct ctlactivity_row *row)
     return strcmp(row->status, "CANCELLED") == 0;
 }
 
-int ctlactivity_keys(struct ctlrun *ctl, int64_t id, struct keys_set *keys)
-{
-    if (keys_set_build(keys, &ctl->cfg, id) != 0)
-        return ctlout_fail(ctl, "activity %" PRId64 ": a configured key prefix makes its Redis keys "
-                           "longer than %d bytes", id, KEYS_LEN - 1);
-    return CTLRUN_OK;
-}
-
 /* ---- the Redis side ------------------------------------------------------------------ */
 
 void ctlactivity_redis_cmds(const struct keys_set *keys, struct ctlredis_cmd *cmds)
@@ -133,13 +127,15 @@ int ctlactivity_redis_parse(struct ctlrun *ctl, const redisReply *r, struct ctla
     return CTLRUN_OK;
 }
 
-int ctlactivity_read_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_redis *rd)
+int ctlactivity_buckets(struct ctlrun *ctl, const struct ctlactivity_row *row, struct bucket_list *list)
 {
-    struct keys_set k;
-    if (ctlactivity_keys(ctl, id, &k) != CTLRUN_OK)
-        return CTLRUN_FAIL;
+    return ctlbuckets_parse(ctl, row->id, row->bucket_tags, list);
+}
+
+static int ctlactivity_read_bucket(struct ctlrun *ctl, const struct keys_set *k, struct ctlactivity_redis *rd)
+{
     struct ctlredis_cmd cmds[CTLACTIVITY_REDIS_CMDS];
-    ctlactivity_redis_cmds(&k, cmds);
+    ctlactivity_redis_cmds(k, cmds);
     redisReply *r = ctlredis_multi(ctl, cmds, CTLACTIVITY_REDIS_CMDS);
     if (!r)
         return CTLRUN_FAIL;
@@ -148,12 +144,43 @@ int ctlactivity_read_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_re
     return rc;
 }
 
-int ctlactivity_cancel_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_cancelled *out)
+/* Bucket by bucket: each is one instant of its own master, so a live sale's sum may be a
+ * little off; at quiescence (verify's I3) it is exact. */
+int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row, struct ctlactivity_redis *rd)
 {
-    struct keys_set k;
-    if (ctlactivity_keys(ctl, id, &k) != CTLRUN_OK)
+    struct bucket_list list;
+    if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
         return CTLRUN_FAIL;
-    const char *keys[] = { k.name[KEYS_ACTIVITY], k.name[KEYS_STOCK] };
+    memset(rd, 0, sizeof(*rd));
+    for (int b = 0; b < list.count; b++) {
+        struct keys_set k;
+        struct ctlactivity_redis one;
+        if (ctlbuckets_keys(ctl, row->id, &list, b, &k) != CTLRUN_OK ||
+            ctlactivity_read_bucket(ctl, &k, &one) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        if (b == 0) {
+            *rd = one;
+            continue;
+        }
+        rd->warmed = rd->warmed && one.warmed;
+        rd->cancelled = rd->cancelled && one.cancelled;
+        rd->has_stock = rd->has_stock && one.has_stock;
+        rd->stock_left += one.stock_left;
+        rd->returned += one.returned;
+        rd->reservations += one.reservations;
+        rd->queued += one.queued;
+        rd->claimed += one.claimed;
+    }
+    rd->nbuckets = list.count;
+    if (ctlbuckets_in_transit(ctl, row->id, &list, &rd->in_transit) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    rd->stock_left += rd->in_transit;
+    return CTLRUN_OK;
+}
+
+static int ctlactivity_cancel_bucket(struct ctlrun *ctl, const struct keys_set *k, struct ctlactivity_cancelled *out)
+{
+    const char *keys[] = { k->name[KEYS_ACTIVITY], k->name[KEYS_STOCK] };
     redisReply *r = ctlredis_script(ctl, LUASCRIPT_CANCEL, 2, keys, 0, NULL);
     if (!r)
         return CTLRUN_FAIL;
@@ -173,6 +200,40 @@ int ctlactivity_cancel_redis(struct ctlrun *ctl, int64_t id, struct ctlactivity_
     }
     freeReplyObject(r);
     return rc;
+}
+
+/* Every bucket is closed first, so that no gateway starts a new transfer ('out' refuses a
+ * cancelled bucket); then the transfers already started are delivered, and the buckets
+ * cancelled again to take what arrived. */
+int ctlactivity_cancel_redis(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                             struct ctlactivity_cancelled *out)
+{
+    struct bucket_list list;
+    if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    memset(out, 0, sizeof(*out));
+    int rounds = list.count > 1 ? 2 : 1;
+    for (int round = 0; round < rounds; round++) {
+        int64_t returned = 0;
+        for (int b = 0; b < list.count; b++) {
+            struct keys_set k;
+            struct ctlactivity_cancelled one;
+            if (ctlbuckets_keys(ctl, row->id, &list, b, &k) != CTLRUN_OK ||
+                ctlactivity_cancel_bucket(ctl, &k, &one) != CTLRUN_OK)
+                return CTLRUN_FAIL;
+            if (round == 0 && b == 0) {
+                out->warmed = one.warmed;
+                out->was_cancelled = one.was_cancelled;
+            }
+            out->moved += one.moved;
+            returned += one.returned;
+        }
+        out->returned = returned;
+        int64_t arrived;
+        if (round + 1 < rounds && ctlbuckets_finish(ctl, row->id, &list, &arrived) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+    }
+    return CTLRUN_OK;
 }
 
 int ctlactivity_load_arg(struct ctlrun *ctl, int argc, char **argv, struct ctlactivity_row *row)

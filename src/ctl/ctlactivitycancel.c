@@ -57,7 +57,7 @@ int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
     if (!already && now >= row.end_ms) {
         /* Nothing to stop, unless an earlier cancel got only as far as Redis. */
         struct ctlactivity_redis rd;
-        if ((rc = ctlactivity_read_redis(ctl, id, &rd)) != CTLRUN_OK)
+        if ((rc = ctlactivity_read_redis(ctl, &row, &rd)) != CTLRUN_OK)
             return rc;
         if (!rd.cancelled) {
             char end[40];
@@ -68,7 +68,7 @@ int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
     }
 
     struct ctlactivity_cancelled cc;
-    if ((rc = ctlactivity_cancel_redis(ctl, id, &cc)) != CTLRUN_OK)
+    if ((rc = ctlactivity_cancel_redis(ctl, &row, &cc)) != CTLRUN_OK)
         return rc;
     if (!already) {
         char sql[160];
@@ -91,7 +91,7 @@ int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
         return ctlactivitycancel_print(ctl, &row, &cc, already, 0);
     }
     struct ctlactivity_redis rd;
-    if ((rc = ctlactivity_read_redis(ctl, id, &rd)) != CTLRUN_OK)
+    if ((rc = ctlactivity_read_redis(ctl, &row, &rd)) != CTLRUN_OK)
         return rc;
     return ctlactivitycancel_print(ctl, &row, &cc, already, ctlallotment_holds(&row, now, &rd));
 }

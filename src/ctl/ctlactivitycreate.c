@@ -10,6 +10,7 @@
 #include "ctl/ctlactivitywarmup.h"
 #include "ctl/ctlallotment.h"
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
@@ -24,7 +25,7 @@
 /* Everything between START TRANSACTION and COMMIT; the caller rolls back on failure. */
 static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64_t stock,
                                     int64_t start_ms, int64_t end_ms, const char *given_name,
-                                    int64_t now_ms, int64_t *id)
+                                    int64_t now_ms, int buckets, int64_t *id)
 {
     struct ctlallotment al;
     int rc = ctlallotment_read(ctl, coupon_id, now_ms, true, &al);
@@ -79,18 +80,33 @@ static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64
     if (rc != CTLRUN_OK)
         return rc;
     *id = (int64_t)mysql_insert_id(ctl->db);
+    if (buckets > 1) {
+        /* The tags name the id, so they are chosen once it is known, in the same
+         * transaction: a row never exists without its buckets. */
+        struct bucket_list list;
+        char tags[BUCKET_LIST_LEN], update[BUCKET_LIST_LEN + 128];
+        if ((rc = ctlbuckets_choose(ctl, *id, buckets, &list)) != CTLRUN_OK)
+            return rc;
+        if (bucket_list_format(&list, tags, sizeof(tags)) != 0)
+            return ctlout_fail(ctl, "activity %" PRId64 ": bucket tags too long", *id);
+        snprintf(update, sizeof(update), "UPDATE seckill_activity SET bucket_tags = '%s' WHERE id = %" PRId64,
+                 tags, *id);
+        if ((rc = ctldb_exec(ctl, update)) != CTLRUN_OK)
+            return rc;
+    }
     return ctldb_exec(ctl, "COMMIT");
 }
 
 int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    enum { COUPON, STOCK, START, END, NAME, NOPTS };
+    enum { COUPON, STOCK, START, END, NAME, BUCKETS, NOPTS };
     struct ctlargs_opt opts[NOPTS] = {
         [COUPON] = { "--coupon", true, NULL },
         [STOCK] = { "--stock", true, NULL },
         [START] = { "--start", true, NULL },
         [END] = { "--end", true, NULL },
         [NAME] = { "--name", false, NULL },
+        [BUCKETS] = { "--buckets", false, NULL },
     };
     int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, NULL, 0, 0, NULL);
     if (rc != CTLRUN_OK)
@@ -104,6 +120,13 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         return rc;
     if (opts[NAME].value && (rc = ctlargs_name(ctl, "--name", opts[NAME].value)) != CTLRUN_OK)
         return rc;
+    int64_t buckets = 1;
+    if (opts[BUCKETS].value &&
+        (rc = ctlargs_count(ctl, "--buckets", opts[BUCKETS].value, 1, BUCKET_MAX, &buckets)) != CTLRUN_OK)
+        return rc;
+    if (buckets > stock)
+        return ctlout_usage_error(ctl, "--buckets %" PRId64 " exceeds --stock %" PRId64
+                                  ": every bucket starts with at least one unit", buckets, stock);
     if (end_ms <= start_ms)
         return ctlout_usage_error(ctl, "--end must be after --start");
     if (end_ms <= now)
@@ -121,7 +144,8 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
     if ((rc = ctldb_exec(ctl, "START TRANSACTION")) != CTLRUN_OK)
         return rc;
     int64_t id = 0;
-    rc = ctlactivitycreate_insert(ctl, coupon_id, stock, start_ms, end_ms, opts[NAME].value, now, &id);
+    rc = ctlactivitycreate_insert(ctl, coupon_id, stock, start_ms, end_ms, opts[NAME].value, now, (int)buckets,
+                                  &id);
     if (rc != CTLRUN_OK) {
         char err[256];
         db_exec(ctl->db, "ROLLBACK", err, sizeof(err));
@@ -149,6 +173,7 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON_AddStringToObject(obj, "name", row.name);
         cJSON_AddNumberToObject(obj, "couponId", (double)coupon_id);
         cJSON_AddNumberToObject(obj, "stock", (double)stock);
+        cJSON_AddNumberToObject(obj, "buckets", (double)buckets);
         cJSON_AddStringToObject(obj, "start", iso_start);
         cJSON_AddStringToObject(obj, "end", iso_end);
         cJSON_AddBoolToObject(obj, "warmed", rc == CTLRUN_OK);

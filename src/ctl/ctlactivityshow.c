@@ -8,32 +8,40 @@
 #include "ctl/ctlactivity.h"
 #include "ctl/ctlallotment.h"
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
 #include "common/clock.h"
 #include "common/timeparse.h"
 
+/* One bucket as `activity show` lists it. */
+struct ctlactivityshow_bucket {
+    char tag[BUCKET_TAG_LEN];
+    char master[80];
+    bool has_stock;
+    int64_t stock_left;
+};
+
 struct ctlactivityshow_live {
     struct ctlactivity_redis rd;
     int64_t success, failed, processing, other;
+    int nbuckets;
+    struct ctlactivityshow_bucket buckets[BUCKET_MAX];
 };
 
-/* One MULTI: the numbers add up as of one instant. HVALS is O(orders), fine for an
- * operator's look at one sale. */
-static int ctlactivityshow_live(struct ctlrun *ctl, int64_t id, struct ctlactivityshow_live *lv)
+/* One MULTI per bucket: a bucket's numbers add up as of one instant. HVALS is O(orders),
+ * fine for an operator's look at one sale. */
+static int ctlactivityshow_bucket(struct ctlrun *ctl, const struct keys_set *k, struct ctlactivityshow_live *lv,
+                                  struct ctlactivity_redis *rd)
 {
-    struct keys_set k;
-    if (ctlactivity_keys(ctl, id, &k) != CTLRUN_OK)
-        return CTLRUN_FAIL;
     struct ctlredis_cmd cmds[CTLACTIVITY_REDIS_CMDS + 1];
-    ctlactivity_redis_cmds(&k, cmds);
-    cmds[CTLACTIVITY_REDIS_CMDS] = (struct ctlredis_cmd){ 2, { "HVALS", k.name[KEYS_ORDERS] } };
+    ctlactivity_redis_cmds(k, cmds);
+    cmds[CTLACTIVITY_REDIS_CMDS] = (struct ctlredis_cmd){ 2, { "HVALS", k->name[KEYS_ORDERS] } };
     redisReply *r = ctlredis_multi(ctl, cmds, CTLACTIVITY_REDIS_CMDS + 1);
     if (!r)
         return CTLRUN_FAIL;
-    memset(lv, 0, sizeof(*lv));
-    int rc = ctlactivity_redis_parse(ctl, r, &lv->rd);
+    int rc = ctlactivity_redis_parse(ctl, r, rd);
     if (rc == CTLRUN_OK) {
         const redisReply *vals = r->element[CTLACTIVITY_REDIS_CMDS];
         for (size_t i = 0; i < vals->elements; i++) {
@@ -52,13 +60,36 @@ static int ctlactivityshow_live(struct ctlrun *ctl, int64_t id, struct ctlactivi
     return rc;
 }
 
+static int ctlactivityshow_live(struct ctlrun *ctl, const struct ctlactivity_row *row, struct ctlactivityshow_live *lv)
+{
+    memset(lv, 0, sizeof(*lv));
+    struct bucket_list list;
+    if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    lv->nbuckets = list.count;
+    for (int b = 0; b < list.count; b++) {
+        struct keys_set k;
+        struct ctlactivity_redis one;
+        struct ctlactivityshow_bucket *sb = &lv->buckets[b];
+        if (ctlbuckets_keys(ctl, row->id, &list, b, &k) != CTLRUN_OK ||
+            ctlactivityshow_bucket(ctl, &k, lv, &one) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        snprintf(sb->tag, sizeof(sb->tag), "%s", k.tag);
+        sb->has_stock = one.has_stock;
+        sb->stock_left = one.stock_left;
+        if (list.count > 1 && ctlbuckets_master(ctl, &k, sb->master, sizeof(sb->master)) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+    }
+    /* The sums (and the units in transit) as every other command reads them. */
+    return ctlactivity_read_redis(ctl, row, &lv->rd);
+}
+
 int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
 {
     struct ctlactivity_row row;
     int rc = ctlactivity_load_arg(ctl, argc, argv, &row);
     if (rc != CTLRUN_OK)
         return rc;
-    int64_t id = row.id;
     char sql[256], coupon_name[CTLACTIVITY_NAME_BYTES] = "?", coupon_type[16] = "?";
     snprintf(sql, sizeof(sql), "SELECT name, type FROM coupon WHERE id = %" PRId64, row.coupon_id);
     MYSQL_RES *res = ctldb_query(ctl, sql);
@@ -72,7 +103,7 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
     mysql_free_result(res);
 
     struct ctlactivityshow_live lv;
-    int live_rc = ctlactivityshow_live(ctl, id, &lv);
+    int live_rc = ctlactivityshow_live(ctl, &row, &lv);
     const struct ctlactivity_redis *rd = &lv.rd;
     int64_t now = clock_wall_ms();
     const char *status = ctlactivity_status_at(&row, now);
@@ -110,6 +141,21 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
             cJSON_AddNumberToObject(orders, "SUCCESS", (double)lv.success);
             cJSON_AddNumberToObject(orders, "FAILED", (double)lv.failed);
             cJSON_AddNumberToObject(orders, "PROCESSING", (double)lv.processing);
+            if (lv.nbuckets > 1) {
+                cJSON_AddNumberToObject(redis, "inTransit", (double)rd->in_transit);
+                cJSON *arr = cJSON_AddArrayToObject(redis, "buckets");
+                for (int b = 0; b < lv.nbuckets; b++) {
+                    cJSON *o = cJSON_CreateObject();
+                    cJSON_AddNumberToObject(o, "bucket", b);
+                    cJSON_AddStringToObject(o, "tag", lv.buckets[b].tag);
+                    cJSON_AddStringToObject(o, "master", lv.buckets[b].master);
+                    if (lv.buckets[b].has_stock)
+                        cJSON_AddNumberToObject(o, "stockLeft", (double)lv.buckets[b].stock_left);
+                    else
+                        cJSON_AddNullToObject(o, "stockLeft");
+                    cJSON_AddItemToArray(arr, o);
+                }
+            }
         } else {
             cJSON_AddNullToObject(obj, "redis");
         }
@@ -142,5 +188,14 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
            row.coupon_id);
     printf("orders     SUCCESS %" PRId64 ", FAILED %" PRId64 ", PROCESSING %" PRId64 "%s\n",
            lv.success, lv.failed, lv.processing, lv.other ? " (and unknown statuses)" : "");
+    if (lv.nbuckets > 1) {
+        printf("buckets    %d, %" PRId64 " unit(s) in transit between them\n", lv.nbuckets, rd->in_transit);
+        for (int b = 0; b < lv.nbuckets; b++) {
+            char left[24] = "no stock key";
+            if (lv.buckets[b].has_stock)
+                snprintf(left, sizeof(left), "%" PRId64, lv.buckets[b].stock_left);
+            printf("  bucket %-2d {%s} on %s, stock left %s\n", b, lv.buckets[b].tag, lv.buckets[b].master, left);
+        }
+    }
     return CTLRUN_OK;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
@@ -20,14 +21,25 @@
 /* A warmup that keeps losing its WATCH to a concurrent warmup gives up after this. */
 #define CTLACTIVITYWARMUP_ATTEMPTS 3
 
-/* The activity hash, as the gateway's cache and the execute script read it. */
+/* Which bucket a warmup writes (bucket.h): all of an activity's buckets are warmed one
+ * after the other, each in a transaction of its own master. */
+struct ctlactivitywarmup_part {
+    const struct bucket_list *list;
+    int b;
+    int64_t share;   /* a bucketed rebuild: the stock this bucket gets */
+};
+
+/* The activity hash, as the gateway's cache and the execute script read it; a bucket's
+ * copy also names the bucket and lists them all. */
 struct ctlactivitywarmup_meta {
-    char id[24], coupon[24], stock[24], start[24], end[24];
-    const char *argv[16];
+    char id[24], coupon[24], stock[24], start[24], end[24], bucket[8], buckets[8];
+    char tags[BUCKET_LIST_LEN];
+    const char *argv[22];
+    int argc;
 };
 
 static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char *key,
-                                   struct ctlactivitywarmup_meta *m)
+                                   const struct ctlactivitywarmup_part *part, struct ctlactivitywarmup_meta *m)
 {
     snprintf(m->id, sizeof(m->id), "%" PRId64, row->id);
     snprintf(m->coupon, sizeof(m->coupon), "%" PRId64, row->coupon_id);
@@ -41,6 +53,15 @@ static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char
         "paused", row->coupon_inactive ? "1" : "0",
     };
     memcpy(m->argv, argv, sizeof(argv));
+    m->argc = 16;
+    if (part->list->count > 1) {
+        snprintf(m->bucket, sizeof(m->bucket), "%d", part->b);
+        snprintf(m->buckets, sizeof(m->buckets), "%d", part->list->count);
+        bucket_list_format(part->list, m->tags, sizeof(m->tags));
+        const char *more[] = { "bucket", m->bucket, "buckets", m->buckets, "tags", m->tags };
+        memcpy(m->argv + 16, more, sizeof(more));
+        m->argc = 22;
+    }
 }
 
 /* One command inside MULTI: Redis must answer QUEUED. */
@@ -146,7 +167,7 @@ static int ctlactivitywarmup_exec(struct ctlrun *ctl, redisContext *c, redisRepl
  * it must not go back on sale, and I3 must still add up. */
 static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
                                      const struct ctlactivity_row *row, const struct keys_set *k,
-                                     char *report, size_t reportlen)
+                                     const struct ctlactivitywarmup_part *part, char *report, size_t reportlen)
 {
     if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
         return CTLRUN_FAIL;
@@ -158,9 +179,11 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
         ctlout_fail(ctl, "out of memory");
         goto out;
     }
+    /* Transfers recorded by a Redis that lost the stock key are void with it. */
     const char *del[] = { "DEL", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED],
-                          k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
-    if (ctlactivitywarmup_queue(ctl, c, 6, del) != CTLRUN_OK)
+                          k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED], k->name[KEYS_XFER_OUT],
+                          k->name[KEYS_XFER_IN] };
+    if (ctlactivitywarmup_queue(ctl, c, 8, del) != CTLRUN_OK)
         goto out;
 
     char sql[256];
@@ -176,6 +199,9 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
             ctlout_fail(ctl, "activity %" PRId64 ": malformed seckill_order row", row->id);
             goto out;
         }
+        /* A bucketed sale's orders go to their users' buckets. */
+        if (part->list->count > 1 && bucket_of_user_str(mr[1], part->list->count) != part->b)
+            continue;
         strcpy(ch->order_no[ch->n], mr[0]);
         strcpy(ch->user[ch->n], mr[1]);
         ch->n++;
@@ -192,7 +218,7 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
     if (ctlactivitywarmup_flush_chunk(ctl, c, k, ch) != CTLRUN_OK)
         goto out;
 
-    int64_t left = row->stock - orders;
+    int64_t left = part->list->count > 1 ? part->share : row->stock - orders;
     if (left < 0) {
         ctlout_note(ctl, "activity %" PRId64 ": %" PRId64 " orders in MySQL exceed the stock of %" PRId64
                     " (oversold); stock set to 0", row->id, orders, row->stock);
@@ -202,13 +228,13 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
     char s_left[24];
     snprintf(s_left, sizeof(s_left), "%" PRId64, left);
     struct ctlactivitywarmup_meta meta;
-    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
+    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, &meta);
     const char *set[] = { "SET", k->name[KEYS_STOCK], cancelled ? "0" : s_left };
     /* 'returned' is rewritten, not added to: it describes this rebuilt stock key. */
     const char *returned_set[] = { "HSET", k->name[KEYS_ACTIVITY], "returned", s_left };
     const char *returned_del[] = { "HDEL", k->name[KEYS_ACTIVITY], "returned" };
     if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
-        ctlactivitywarmup_queue(ctl, c, 16, meta.argv) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, meta.argc, meta.argv) != CTLRUN_OK ||
         (cancelled ? ctlactivitywarmup_queue(ctl, c, 4, returned_set)
                    : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK)
         goto out;
@@ -239,14 +265,14 @@ out:
  * the stock, the users and the orders are left as they are. Under the caller's WATCH. */
 static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
                                      const struct ctlactivity_row *row, const struct keys_set *k,
-                                     char *report, size_t reportlen)
+                                     const struct ctlactivitywarmup_part *part, char *report, size_t reportlen)
 {
     if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
         return CTLRUN_FAIL;
     struct ctlactivitywarmup_meta meta;
-    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], &meta);
+    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, &meta);
     const char *get[] = { "GET", k->name[KEYS_STOCK] };
-    if (ctlactivitywarmup_queue(ctl, c, 16, meta.argv) != CTLRUN_OK ||
+    if (ctlactivitywarmup_queue(ctl, c, meta.argc, meta.argv) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 2, get) != CTLRUN_OK) {
         ctlactivitywarmup_discard(c);
         return CTLRUN_FAIL;
@@ -264,11 +290,12 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
     return CTLRUN_OK;
 }
 
-int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row, char *report,
-                           size_t reportlen)
+/* One bucket's warmup (the one bucket of an unbucketed activity). */
+static int ctlactivitywarmup_bucket(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                                    const struct ctlactivitywarmup_part *part, char *report, size_t reportlen)
 {
     struct keys_set k;
-    if (ctlactivity_keys(ctl, row->id, &k) != CTLRUN_OK)
+    if (ctlbuckets_keys(ctl, row->id, part->list, part->b, &k) != CTLRUN_OK)
         return CTLRUN_FAIL;
     /* The WATCH, the reads and the MULTI stay on the master of the activity's slot. */
     redisContext *c = ctlredis_for_key(ctl, k.name[KEYS_STOCK]);
@@ -306,14 +333,74 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
                                "interrupted 'activity cancel'?): run 'seckillctl activity cancel %" PRId64
                                "' to finish it; warming it would reopen the sale", row->id, row->id);
         }
-        rc = present ? ctlactivitywarmup_refresh(ctl, c, row, &k, report, reportlen)
-                     : ctlactivitywarmup_rebuild(ctl, c, row, &k, report, reportlen);
+        rc = present ? ctlactivitywarmup_refresh(ctl, c, row, &k, part, report, reportlen)
+                     : ctlactivitywarmup_rebuild(ctl, c, row, &k, part, report, reportlen);
     }
     if (rc == CTLACTIVITYWARMUP_RETRY)
         return ctlout_fail(ctl, "activity %" PRId64 ": the activity kept changing during warmup; "
                            "is another warmup or cancel running?", row->id);
+    return rc;
+}
+
+/* A bucketed sale is rebuilt whole or not at all: MySQL knows what was sold, not where
+ * the unsold units were, so a bucket that lost its stock key while the others kept
+ * theirs cannot be given its share without risking units that exist twice. */
+static int ctlactivitywarmup_split(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                                   const struct bucket_list *list, int64_t *left, bool *rebuild)
+{
+    int present = 0;
+    for (int b = 0; b < list->count; b++) {
+        struct keys_set k;
+        if (ctlbuckets_keys(ctl, row->id, list, b, &k) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        const char *exists[] = { "EXISTS", k.name[KEYS_STOCK] };
+        redisReply *e = ctlredis_argv(ctl, 2, exists);
+        if (!e)
+            return CTLRUN_FAIL;
+        present += e->type == REDIS_REPLY_INTEGER && e->integer > 0;
+        freeReplyObject(e);
+    }
+    if (present != 0 && present != list->count)
+        return ctlout_fail(ctl, "activity %" PRId64 ": %d of its %d buckets lost their stock key; a "
+                           "bucketed sale is rebuilt only when all have (cancel it, or restore Redis)",
+                           row->id, list->count - present, list->count);
+    *rebuild = present == 0;
+    char sql[160];
+    snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64, row->id);
+    int64_t orders;
+    if (ctldb_ints(ctl, sql, &orders, 1) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    *left = row->stock - orders > 0 ? row->stock - orders : 0;
+    return CTLRUN_OK;
+}
+
+int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row, char *report,
+                           size_t reportlen)
+{
+    struct bucket_list list;
+    if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    int64_t left = 0;
+    bool rebuild = false;
+    if (list.count > 1 && ctlactivitywarmup_split(ctl, row, &list, &left, &rebuild) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    bool cancelled = ctlactivity_is_cancelled(row);
+    int rc = CTLRUN_OK;
+    for (int b = 0; b < list.count && rc == CTLRUN_OK; b++) {
+        struct ctlactivitywarmup_part part = { &list, b, left / list.count + (b < left % list.count ? 1 : 0) };
+        char one[256] = "";
+        rc = ctlactivitywarmup_bucket(ctl, row, &part, one, sizeof(one));
+        if (b == 0)
+            snprintf(report, reportlen, "%s", one);
+    }
     if (rc != CTLRUN_OK)
         return rc;
+    if (list.count > 1) {
+        if (rebuild)
+            snprintf(report, reportlen, "%" PRId64 " unit(s) split over %d buckets", left, list.count);
+        else
+            snprintf(report, reportlen, "stock keys of its %d buckets kept", list.count);
+    }
     /* The list of warmed activities has a slot of its own, so in a Redis Cluster it cannot
      * join the activity's transaction: it is added after it (idempotent; a failure here
      * fails the warmup, which can be run again). */
@@ -330,7 +417,7 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
      * cancel; cancel.lua moves them into 'returned' and makes sure the hash says
      * CANCELLED. Idempotent. */
     struct ctlactivity_cancelled cc;
-    if ((rc = ctlactivity_cancel_redis(ctl, row->id, &cc)) != CTLRUN_OK)
+    if ((rc = ctlactivity_cancel_redis(ctl, row, &cc)) != CTLRUN_OK)
         return rc;
     if (cc.moved > 0) {
         size_t used = strlen(report);

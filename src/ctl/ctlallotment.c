@@ -48,7 +48,7 @@ int ctlallotment_held(struct ctlrun *ctl, int64_t coupon_id, int64_t now_ms, boo
     int64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
         struct ctlactivity_redis rd;
-        if (ctlactivity_read_redis(ctl, rows[i].id, &rd) != CTLRUN_OK) {
+        if (ctlactivity_read_redis(ctl, &rows[i], &rd) != CTLRUN_OK) {
             free(rows);
             return CTLRUN_FAIL;
         }

@@ -69,7 +69,7 @@ int ctlcouponshow_run(struct ctlrun *ctl, int argc, char **argv)
     }
     for (size_t i = 0; i < nacts && rc == CTLRUN_OK; i++) {
         struct ctlactivity_redis rd;
-        rc = ctlactivity_read_redis(ctl, acts[i].id, &rd);
+        rc = ctlactivity_read_redis(ctl, &acts[i], &rd);
         if (rc == CTLRUN_OK)
             holds[i] = ctlallotment_holds(&acts[i], now, &rd);
     }

@@ -96,7 +96,7 @@ static int ctlstats_activities(struct ctlrun *ctl, int64_t now, cJSON *json)
     for (size_t i = 0; i < n && rc == CTLRUN_OK; i++) {
         const struct ctlactivity_row *a = &rows[i];
         struct ctlactivity_redis rd;
-        if ((rc = ctlactivity_read_redis(ctl, a->id, &rd)) != CTLRUN_OK)
+        if ((rc = ctlactivity_read_redis(ctl, a, &rd)) != CTLRUN_OK)
             break;
         /* Live: stock taken in Redis whose order is not final yet. */
         int64_t live = rd.reservations + rd.queued + rd.claimed;

@@ -10,6 +10,7 @@
 
 #include "ctl/ctlactivity.h"
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
@@ -85,16 +86,22 @@ struct ctlverify_order {
     const char *status;
 };
 
+/* Summed over the buckets of a bucketed activity (bucket.h), whose users and orders are
+ * merged into one list each. */
 struct ctlverify_redis {
-    redisReply *reply;      /* owns every string below */
-    bool has_stock;
+    redisReply *replies[BUCKET_MAX];  /* one per bucket; they own every string below */
+    int nbuckets;
+    bool has_stock;         /* every bucket has its stock key */
+    bool stock_negative;    /* some bucket's stock key is below 0 */
     int64_t stock_left, reservations, stuck, queued, claimed, success;
     int64_t returned;       /* unsold stock a cancel took off (activity hash), else 0 */
+    int64_t in_transit;     /* units moving between buckets (rebalance.lua) */
     struct ctlverify_user *users;
-    size_t nusers;
+    size_t nusers, users_cap;
     size_t bad_users;       /* fields that are not user ids */
+    size_t wrong_bucket;    /* users held by a bucket that is not theirs */
     struct ctlverify_order *orders;
-    size_t norders;
+    size_t norders, orders_cap;
 };
 
 static int ctlverify_cmp_user(const void *a, const void *b)
@@ -119,51 +126,66 @@ static void ctlverify_redis_free(struct ctlverify_redis *rd)
 {
     free(rd->users);
     free(rd->orders);
-    if (rd->reply)
-        freeReplyObject(rd->reply);
+    for (int b = 0; b < BUCKET_MAX; b++)
+        if (rd->replies[b])
+            freeReplyObject(rd->replies[b]);
 }
 
-/* One MULTI: the counts of I3 are taken at one instant. HGETALL of the per-user and order
- * hashes is O(orders) but a single round trip each; everything is compared in memory. */
-static int ctlverify_read_redis(struct ctlrun *ctl, int64_t id, int64_t now_ms,
-                                struct ctlverify_redis *rd)
+static int ctlverify_grow(void **items, size_t *cap, size_t need, size_t size)
 {
-    memset(rd, 0, sizeof(*rd));
-    struct keys_set k;
-    if (ctlactivity_keys(ctl, id, &k) != CTLRUN_OK)
-        return CTLRUN_FAIL;
-    char cutoff[32];
-    snprintf(cutoff, sizeof(cutoff), "(%" PRId64,
-             now_ms - ctl->cfg.pre_reduce_timeout * 1000 - CTLVERIFY_STUCK_MARGIN_MS);
+    if (need <= *cap)
+        return 0;
+    void *grown = realloc(*items, need * size);
+    if (!grown)
+        return -1;
+    *items = grown;
+    *cap = need;
+    return 0;
+}
+
+/* One MULTI per bucket: the counts of I3 are taken at one instant of each bucket's master
+ * (at quiescence, where I3 is checked, the instants do not matter). HGETALL of the per-user
+ * and order hashes is O(orders) but a single round trip each; everything is compared in
+ * memory. */
+static int ctlverify_read_bucket(struct ctlrun *ctl, const struct keys_set *k, int b, const char *cutoff,
+                                 struct ctlverify_redis *rd)
+{
     struct ctlredis_cmd cmds[] = {
-        { 2, { "GET", k.name[KEYS_STOCK] } },
-        { 2, { "ZCARD", k.name[KEYS_RESERVED] } },
-        { 4, { "ZCOUNT", k.name[KEYS_RESERVED], "-inf", cutoff } },
-        { 2, { "SCARD", k.name[KEYS_QUEUED] } },
-        { 2, { "SCARD", k.name[KEYS_CLAIMED] } },
-        { 2, { "HGETALL", k.name[KEYS_USERS] } },
-        { 2, { "HGETALL", k.name[KEYS_ORDERS] } },
-        { 3, { "HGET", k.name[KEYS_ACTIVITY], "returned" } },
+        { 2, { "GET", k->name[KEYS_STOCK] } },
+        { 2, { "ZCARD", k->name[KEYS_RESERVED] } },
+        { 4, { "ZCOUNT", k->name[KEYS_RESERVED], "-inf", cutoff } },
+        { 2, { "SCARD", k->name[KEYS_QUEUED] } },
+        { 2, { "SCARD", k->name[KEYS_CLAIMED] } },
+        { 2, { "HGETALL", k->name[KEYS_USERS] } },
+        { 2, { "HGETALL", k->name[KEYS_ORDERS] } },
+        { 3, { "HGET", k->name[KEYS_ACTIVITY], "returned" } },
     };
-    rd->reply = ctlredis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
-    if (!rd->reply)
+    redisReply *reply = ctlredis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    if (!reply)
         return CTLRUN_FAIL;
-    redisReply **e = rd->reply->element;
-    for (size_t i = 0; i < rd->reply->elements; i++)
+    rd->replies[b] = reply;
+    redisReply **e = reply->element;
+    for (size_t i = 0; i < reply->elements; i++)
         if (e[i]->type == REDIS_REPLY_ERROR)
             return ctlout_fail(ctl, "redis %s %s: %s", cmds[i].argv[0], cmds[i].argv[1], e[i]->str);
-    rd->has_stock = ctlredis_int(e[0], &rd->stock_left) == 0;
-    rd->reservations = e[1]->integer;
-    rd->stuck = e[2]->integer;
-    rd->queued = e[3]->integer;
-    rd->claimed = e[4]->integer;
-    if (ctlredis_int(e[7], &rd->returned) != 0)
-        rd->returned = 0;
+    int64_t left, returned;
+    if (ctlredis_int(e[0], &left) == 0) {
+        rd->stock_left += left;
+        rd->stock_negative = rd->stock_negative || left < 0;
+    } else {
+        rd->has_stock = false;
+    }
+    rd->reservations += e[1]->integer;
+    rd->stuck += e[2]->integer;
+    rd->queued += e[3]->integer;
+    rd->claimed += e[4]->integer;
+    if (ctlredis_int(e[7], &returned) == 0)
+        rd->returned += returned;
 
     const redisReply *uh = e[5], *oh = e[6];
-    rd->users = calloc(uh->elements / 2 + 1, sizeof(*rd->users));
-    rd->orders = calloc(oh->elements / 2 + 1, sizeof(*rd->orders));
-    if (!rd->users || !rd->orders)
+    if (ctlverify_grow((void **)&rd->users, &rd->users_cap, rd->nusers + uh->elements / 2 + 1, sizeof(*rd->users)) ||
+        ctlverify_grow((void **)&rd->orders, &rd->orders_cap, rd->norders + oh->elements / 2 + 1,
+                       sizeof(*rd->orders)))
         return ctlout_fail(ctl, "out of memory");
     for (size_t i = 0; i + 1 < uh->elements; i += 2) {
         int64_t user;
@@ -171,6 +193,8 @@ static int ctlverify_read_redis(struct ctlrun *ctl, int64_t id, int64_t now_ms,
             rd->bad_users++;
             continue;
         }
+        if (rd->nbuckets > 1 && bucket_of_user(user, rd->nbuckets) != b)
+            rd->wrong_bucket++;
         rd->users[rd->nusers].user_id = user;
         rd->users[rd->nusers++].order_no = uh->element[i + 1]->str;
     }
@@ -180,6 +204,29 @@ static int ctlverify_read_redis(struct ctlrun *ctl, int64_t id, int64_t now_ms,
         if (strcmp(oh->element[i + 1]->str, "SUCCESS") == 0)
             rd->success++;
     }
+    return CTLRUN_OK;
+}
+
+static int ctlverify_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row, int64_t now_ms,
+                                struct ctlverify_redis *rd)
+{
+    memset(rd, 0, sizeof(*rd));
+    struct bucket_list list;
+    if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    char cutoff[32];
+    snprintf(cutoff, sizeof(cutoff), "(%" PRId64,
+             now_ms - ctl->cfg.pre_reduce_timeout * 1000 - CTLVERIFY_STUCK_MARGIN_MS);
+    rd->nbuckets = list.count;
+    rd->has_stock = true;
+    for (int b = 0; b < list.count; b++) {
+        struct keys_set k;
+        if (ctlbuckets_keys(ctl, row->id, &list, b, &k) != CTLRUN_OK ||
+            ctlverify_read_bucket(ctl, &k, b, cutoff, rd) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+    }
+    if (ctlbuckets_in_transit(ctl, row->id, &list, &rd->in_transit) != CTLRUN_OK)
+        return CTLRUN_FAIL;
     qsort(rd->users, rd->nusers, sizeof(*rd->users), ctlverify_cmp_user);
     qsort(rd->orders, rd->norders, sizeof(*rd->orders), ctlverify_cmp_order);
     return CTLRUN_OK;
@@ -340,7 +387,7 @@ static void ctlverify_i1(struct ctlverify_check *c, const struct ctlverify_redis
 {
     bool rows_ok = my->rows <= my->stock;
     bool success_ok = rd->success <= my->stock;
-    bool stock_ok = rd->has_stock && rd->stock_left >= 0;
+    bool stock_ok = rd->has_stock && !rd->stock_negative;
     c->ok = rows_ok && success_ok && stock_ok;
     ctlverify_add(c, "MySQL orders %" PRId64 " %s stock %" PRId64, my->rows, rows_ok ? "<=" : ">",
                   my->stock);
@@ -356,7 +403,10 @@ static void ctlverify_i2(struct ctlverify_check *c, const struct ctlverify_redis
 {
     /* A hash holds one order per user by construction; the converse, one user per order,
      * is worth checking: two users pointing at one order means a corrupted hash. */
-    size_t shared = 0;
+    size_t shared = 0, twice = 0;
+    for (size_t i = 1; i < rd->nusers; i++)
+        if (rd->users[i].user_id == rd->users[i - 1].user_id)
+            twice++;  /* a user held in two buckets */
     const char **nos = malloc((rd->nusers + 1) * sizeof(*nos));
     if (nos) {
         for (size_t i = 0; i < rd->nusers; i++)
@@ -369,11 +419,14 @@ static void ctlverify_i2(struct ctlverify_check *c, const struct ctlverify_redis
     }
     int64_t matched = my->streamed - my->user_missing - my->user_other;
     c->ok = my->dup_users == 0 && shared == 0 && rd->bad_users == 0 && my->user_missing == 0 &&
-            my->user_other == 0 && nos != NULL;
+            my->user_other == 0 && nos != NULL && twice == 0 && rd->wrong_bucket == 0;
     ctlverify_add(c, "users with 2+ MySQL rows %" PRId64 "; users hash %zu entries, orders "
                   "shared by two users %zu", my->dup_users, rd->nusers + rd->bad_users, shared);
     if (rd->bad_users)
         ctlverify_add(c, ", %zu fields not a user id", rd->bad_users);
+    if (rd->nbuckets > 1)
+        ctlverify_add(c, "; %d buckets: users in two %zu, users in a bucket not theirs %zu", rd->nbuckets,
+                      twice, rd->wrong_bucket);
     ctlverify_add(c, "; MySQL rows matching the users hash %" PRId64 "/%" PRId64
                   " (%" PRId64 " missing, %" PRId64 " other order)",
                   matched, my->streamed, my->user_missing, my->user_other);
@@ -386,7 +439,7 @@ static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis
                          const struct ctlverify_mysql *my)
 {
     int64_t sum = rd->stock_left + rd->reservations + rd->queued + rd->claimed + rd->success +
-                  rd->returned;
+                  rd->returned + rd->in_transit;
     c->ok = rd->has_stock && sum == my->stock;
     if (!rd->has_stock) {
         ctlverify_add(c, "Redis stock key missing (not warmed?)");
@@ -397,6 +450,8 @@ static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis
                   rd->queued, rd->claimed, rd->success);
     if (rd->returned != 0)
         ctlverify_add(c, " + returned by cancel %" PRId64, rd->returned);
+    if (rd->nbuckets > 1)
+        ctlverify_add(c, " + in transit between %d buckets %" PRId64, rd->nbuckets, rd->in_transit);
     ctlverify_add(c, " = %" PRId64 " %s stock %" PRId64, sum, c->ok ? "==" : "!=", my->stock);
 }
 
@@ -449,7 +504,7 @@ int ctlverify_run(struct ctlrun *ctl, int argc, char **argv)
     struct ctlverify_mysql my;
     memset(&my, 0, sizeof(my));
     int64_t now = clock_wall_ms();
-    rc = ctlverify_read_redis(ctl, id, now, &rd);
+    rc = ctlverify_read_redis(ctl, &row, now, &rd);
     if (rc == CTLRUN_OK)
         rc = ctlverify_read_mysql(ctl, id, &rd, &my);
     if (rc != CTLRUN_OK) {

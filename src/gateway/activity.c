@@ -25,17 +25,19 @@ struct activity_cache {
     bool listing;  /* a SMEMBERS is in flight */
 };
 
-/* One HSCAN page of a winners load in flight. Freed by its callback. */
+/* One HSCAN page of a winners load in flight, bucket by bucket. Freed by its callback. */
 struct winners_load {
     struct activity_cache *cache;
     int64_t id;
+    int bucket;
     struct intmap loaded;  /* owned until it replaces the activity's map */
 };
 
-/* One activity.lua call in flight. Freed by its callback. */
+/* One activity.lua call in flight, on one bucket. Freed by its callback. */
 struct activity_fetch {
     struct activity_cache *cache;
     int64_t id;
+    int bucket;
 };
 
 const char *activity_status_name(enum activity_status status)
@@ -73,7 +75,7 @@ static int int_of(const redisReply *r, int64_t *out)
 
 int activity_from_reply(struct activity *a, const redisReply *reply)
 {
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 8)
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || (reply->elements != 8 && reply->elements != 9))
         return -1;
     redisReply **e = reply->element;
     int64_t coupon, stock, start, end, left, holders;
@@ -134,6 +136,7 @@ static struct activity *cache_insert(struct activity_cache *cache, int64_t id)
         return NULL;
     }
     a->id = id;
+    a->nbuckets = 1;
     intmap_init(&a->winners);
     memmove(&cache->items[i + 1], &cache->items[i], (cache->count - i) * sizeof(cache->items[0]));
     cache->items[i] = a;
@@ -149,11 +152,54 @@ const struct keys_set *activity_keys(struct activity_cache *cache, int64_t id, s
     return keys_set_build(scratch, cache->cfg, id) == 0 ? scratch : NULL;
 }
 
+const struct keys_set *activity_user_keys(struct activity_cache *cache, int64_t id, int64_t user_id,
+                                          int *bucket, struct keys_set *scratch)
+{
+    struct activity *a = activity_cache_find(cache, id);
+    *bucket = 0;
+    if (a && a->nbuckets > 1) {
+        *bucket = bucket_of_user(user_id, a->nbuckets);
+        return &a->buckets[*bucket].keys;
+    }
+    return activity_keys(cache, id, scratch);
+}
+
+const struct keys_set *activity_bucket_keys(struct activity_cache *cache, int64_t id, int b,
+                                            struct keys_set *scratch)
+{
+    if (b == 0)
+        return activity_keys(cache, id, scratch);
+    struct activity *a = activity_cache_find(cache, id);
+    return a && b > 0 && b < a->nbuckets ? &a->buckets[b].keys : NULL;
+}
+
+void activity_sum_buckets(struct activity *a)
+{
+    if (a->nbuckets <= 1)
+        return;
+    int64_t left = 0, transit = 0, holders = 0;
+    for (int b = 0; b < a->nbuckets; b++) {
+        left += a->buckets[b].stock_left;
+        transit += a->buckets[b].in_transit;
+        holders += a->buckets[b].holders;
+    }
+    a->stock_left = left;
+    a->holders = holders;
+    a->sold_out = left + transit == 0;
+    if (!a->sold_out)
+        a->view_all_out = false;
+    if (a->winners.count != (size_t)holders)
+        a->winners_complete = false;
+}
+
 size_t activity_cache_count(const struct activity_cache *cache) { return cache->count; }
 
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { return cache->items[i]; }
 
-bool activity_answers_locally(const struct activity *a) { return a->sold_out && a->winners_complete; }
+bool activity_answers_locally(const struct activity *a)
+{
+    return a->sold_out && a->winners_complete && (a->nbuckets <= 1 || a->view_all_out);
+}
 
 static void load_page(struct winners_load *load, const char *cursor);
 
@@ -191,9 +237,15 @@ static void on_page(redisReply *reply, void *privdata)
             orderno_parse(pairs->element[i + 1]->str, &order_id, &activity_id) == 0)
             intmap_put(&load->loaded, user, order_id);
     }
-    if (strcmp(reply->element[0]->str, "0") == 0)
-        load_done(load, true);
-    else
+    if (strcmp(reply->element[0]->str, "0") == 0) {
+        const struct activity *a = activity_cache_find(load->cache, load->id);
+        if (a && load->bucket + 1 < a->nbuckets) {
+            load->bucket++;  /* the winners of a bucketed sale are in every bucket */
+            load_page(load, "0");
+        } else {
+            load_done(load, true);
+        }
+    } else
         load_page(load, reply->element[0]->str);
 }
 
@@ -205,7 +257,8 @@ static void load_page(struct winners_load *load, const char *cursor)
         load_done(load, false);
         return;
     }
-    const char *argv[] = { "HSCAN", a->keys.name[KEYS_USERS], cursor, "COUNT", "1000" };
+    const struct keys_set *k = load->bucket == 0 ? &a->keys : &a->buckets[load->bucket].keys;
+    const char *argv[] = { "HSCAN", k->name[KEYS_USERS], cursor, "COUNT", "1000" };
     if (redisconn_command_argv(load->cache->redis, 5, argv, NULL, on_page, load) != 0)
         load_done(load, false);
 }
@@ -219,9 +272,26 @@ static void load_winners(struct activity_cache *cache, struct activity *a)
         return;
     load->cache = cache;
     load->id = a->id;
+    load->bucket = 0;
     intmap_init(&load->loaded);
     a->winners_loading = true;
     load_page(load, "0");
+}
+
+bool activity_bucket_empty(struct activity_cache *cache, struct activity *a, int b)
+{
+    if (a->nbuckets <= 1 || b >= a->nbuckets) {
+        activity_cache_sold_out(cache, a);
+        return true;
+    }
+    a->buckets[b].stock_left = 0;
+    a->buckets[b].starved = true;
+    activity_sum_buckets(a);
+    bool confirmed = a->view_all_out || cache->cfg->rebalance_interval_ms == 0;
+    if (!a->sold_out || !confirmed)
+        return false;
+    activity_cache_sold_out(cache, a);
+    return true;
 }
 
 void activity_cache_sold_out(struct activity_cache *cache, struct activity *a)
@@ -231,31 +301,97 @@ void activity_cache_sold_out(struct activity_cache *cache, struct activity *a)
     load_winners(cache, a);
 }
 
+static void fetch_bucket(struct activity_cache *cache, const struct activity *a, int b);
+
+/* Takes the bucket list of bucket 0's answer: the activity's buckets are fixed at its
+ * creation, so a list is set up once (a different one, from an activity id reused after
+ * a Redis flush, replaces it). */
+static int adopt_buckets(struct activity_cache *cache, struct activity *a, const redisReply *reply)
+{
+    const char *tags = reply->elements == 9 && reply->element[8]->type == REDIS_REPLY_STRING
+                           ? reply->element[8]->str : "";
+    struct bucket_list list;
+    if (bucket_list_parse(tags, a->id, &list) != 0) {
+        LOG_WARN("activity %" PRId64 ": malformed bucket tags '%s' in Redis", a->id, tags);
+        return -1;
+    }
+    if (list.count == a->nbuckets && (list.count == 1 || strcmp(a->buckets[list.count - 1].keys.tag,
+                                                                list.tag[list.count - 1]) == 0))
+        return 0;
+    struct activity_bucket *buckets = NULL;
+    if (list.count > 1) {
+        buckets = calloc((size_t)list.count, sizeof(*buckets));
+        if (!buckets)
+            return -1;
+        for (int b = 0; b < list.count; b++)
+            if (keys_set_build_tag(&buckets[b].keys, cache->cfg, a->id, list.tag[b]) != 0) {
+                LOG_WARN("activity %" PRId64 ": a configured key prefix makes its keys too long", a->id);
+                free(buckets);
+                return -1;
+            }
+    }
+    /* In-flight requests hold keys of the old list only through the batch's own copy of
+     * the key names, so the old array can go now. */
+    free(a->buckets);
+    a->buckets = buckets;
+    a->nbuckets = list.count;
+    return 0;
+}
+
 static void on_fetched(redisReply *reply, void *privdata)
 {
     struct activity_fetch *fetch = privdata;
     struct activity *a = activity_cache_find(fetch->cache, fetch->id);
+    if (a && fetch->bucket > 0) {
+        struct activity_fetch *f = fetch;
+        if (f->bucket < a->nbuckets && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 8) {
+            int64_t left, holders;
+            if (int_of(reply->element[6], &left) == 0 && int_of(reply->element[7], &holders) == 0) {
+                a->buckets[f->bucket].stock_left = left;
+                a->buckets[f->bucket].holders = holders;
+                activity_sum_buckets(a);
+                if (a->sold_out && activity_status_at(a, clock_wall_ms()) == ACTIVITY_ACTIVE)
+                    load_winners(fetch->cache, a);
+            }
+        }
+        free(fetch);
+        return;
+    }
     if (a && reply && reply->type == REDIS_REPLY_ARRAY) {
         if (reply->elements == 0)
             a->loaded = false;  /* no longer warmed: let the script answer NOT_FOUND */
-        else if (activity_from_reply(a, reply) != 0)
+        else if (activity_from_reply(a, reply) != 0 || adopt_buckets(fetch->cache, a, reply) != 0)
             LOG_WARN("activity %" PRId64 ": malformed activity hash in Redis", a->id);
-        else if (a->sold_out && activity_status_at(a, clock_wall_ms()) == ACTIVITY_ACTIVE)
+        else if (a->nbuckets > 1) {
+            a->buckets[0].stock_left = a->stock_left;
+            a->buckets[0].holders = a->holders;
+            activity_sum_buckets(a);
+            for (int b = 1; b < a->nbuckets; b++)
+                fetch_bucket(fetch->cache, a, b);
+        } else if (a->sold_out && activity_status_at(a, clock_wall_ms()) == ACTIVITY_ACTIVE)
             load_winners(fetch->cache, a);  /* an ended sale answers ENDED: no winners needed */
     }
     free(fetch);
 }
 
-static void fetch_activity(struct activity_cache *cache, const struct activity *a)
+static void fetch_bucket(struct activity_cache *cache, const struct activity *a, int b)
 {
     struct activity_fetch *fetch = malloc(sizeof(*fetch));
     if (!fetch)
         return;
     fetch->cache = cache;
     fetch->id = a->id;
-    const char *argv[] = { a->keys.name[KEYS_ACTIVITY], a->keys.name[KEYS_STOCK], a->keys.name[KEYS_USERS] };
+    fetch->bucket = b;
+    const struct keys_set *k = b == 0 ? &a->keys : &a->buckets[b].keys;
+    const char *argv[] = { k->name[KEYS_ACTIVITY], k->name[KEYS_STOCK], k->name[KEYS_USERS] };
     if (redisconn_eval(cache->redis, LUASCRIPT_ACTIVITY, 3, 0, argv, NULL, on_fetched, fetch) != 0)
         free(fetch);
+}
+
+/* Bucket 0 first: its answer carries the bucket list, and asks the other buckets. */
+static void fetch_activity(struct activity_cache *cache, const struct activity *a)
+{
+    fetch_bucket(cache, a, 0);
 }
 
 static void on_listed(redisReply *reply, void *privdata)
@@ -315,6 +451,7 @@ void activity_cache_free(struct activity_cache *cache)
     event_free(cache->timer);
     for (size_t i = 0; i < cache->count; i++) {
         intmap_free(&cache->items[i]->winners);
+        free(cache->items[i]->buckets);
         free(cache->items[i]);
     }
     free(cache);

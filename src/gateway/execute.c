@@ -22,6 +22,7 @@
 #include "common/orderevent.h"
 #include "gateway/pending.h"
 #include "gateway/purchasetoken.h"
+#include "gateway/rebalance.h"
 #include "gateway/reply.h"
 
 /* One POST /seckill/execute, from the local checks to its last callback.
@@ -49,6 +50,7 @@ struct order {
     struct gateway *gw;
     int64_t user_id;
     int64_t activity_id;
+    int bucket;           /* the user's bucket of the activity (0 when not bucketed) */
     int64_t coupon_id;
     int64_t accepted_ms;
     int64_t started_us;   /* monotonic, for the latency histogram */
@@ -179,7 +181,7 @@ static void rollback_and_answer(struct order *r)
     forget_winner(r);
     r->stage = ORDER_ROLLING_BACK;
     struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(r->gw->activities, r->activity_id, &scratch);
+    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket, &scratch);
     if (r->gw->cfg->enable_stock_rollback && keys) {
         const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
                                keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
@@ -229,7 +231,7 @@ static void on_deadline_rolled_back(redisReply *reply, void *privdata)
 static void rollback_at_deadline(struct order *r)
 {
     struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(r->gw->activities, r->activity_id, &scratch);
+    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket, &scratch);
     if (!r->gw->cfg->enable_stock_rollback || !keys)
         return;
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
@@ -279,7 +281,7 @@ static void on_acked(struct delivery *d)
     metrics_inc(METRIC_ORDERS_ACCEPTED);
     char member[ORDERNO_LEN + 24];
     snprintf(member, sizeof(member), "%s|%s", r->order_no, r->user);
-    queuedmarks_add(r->gw->marks, r->activity_id, member);
+    queuedmarks_add(r->gw->marks, r->activity_id, r->bucket, member);
 }
 
 /* delivery_ops.failed: Kafka refused or lost the order; the rollback answers. */
@@ -316,7 +318,13 @@ static void produce(struct order *r)
     ev.activity_id = r->activity_id;
     ev.coupon_id = r->coupon_id;
     ev.created_ms = r->accepted_ms;
-    char payload[256];
+    ev.bucket_tag[0] = '\0';
+    struct keys_set scratch;
+    const struct keys_set *keys = r->bucket > 0 ? activity_bucket_keys(r->gw->activities, r->activity_id,
+                                                                       r->bucket, &scratch) : NULL;
+    if (keys)
+        snprintf(ev.bucket_tag, sizeof(ev.bucket_tag), "%s", keys->tag);
+    char payload[256 + BUCKET_TAG_LEN];
     int len = orderevent_encode(&ev, payload, sizeof(payload));
     /* No key: keyless orders go sticky into one partition per linger window, so a produce
      * request carries many orders (docs/protocol.md, "Orders on the topic"). */
@@ -391,9 +399,19 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
             remember_winner(r, existing);
         refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_DUPLICATE, "you already hold an order for this activity", 0, existing);
     } else if (strcmp(status, "OUT_OF_STOCK") == 0) {
-        if (a)
-            activity_cache_sold_out(r->gw->activities, a);
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
+        /* A bucketed sale is sold out only when every bucket is: until then the stock left
+         * elsewhere is moved here (rebalance.h) and the client retries. */
+        if (!a || activity_bucket_empty(r->gw->activities, a, r->bucket)) {
+            refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
+        } else {
+            metrics_inc(METRIC_BUCKET_EMPTY_RETRIES);
+            rebalance_soon(r->gw->rebalance);
+            reply_error(r->d.http, REPLY_UNAVAILABLE, "stock is being moved to your part of the sale, please retry",
+                        1, NULL, NULL);
+        }
+    } else if (strcmp(status, "WRONG_BUCKET") == 0) {
+        activity_cache_refresh(r->gw->activities);  /* the activity has buckets this gateway does not know yet */
+        reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL, NULL);
     } else if (strcmp(status, "NOT_STARTED") == 0) {
         refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_STARTED, "the sale has not started", 0, NULL);
     } else if (strcmp(status, "ENDED") == 0) {
@@ -532,7 +550,10 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     snprintf(r->user, sizeof(r->user), "%" PRId64, user_id);
     orderno_format(r->order_no, sizeof(r->order_no), r->order_id, activity_id);
     gw->in_flight++;
+    struct keys_set scratch;
+    (void)activity_user_keys(gw->activities, activity_id, user_id, &r->bucket, &scratch);
     r->script.activity_id = activity_id;
+    r->script.bucket = r->bucket;
     r->script.user = r->user;
     r->script.order_no = r->order_no;
     r->script.accepted_ms = r->accepted_ms;

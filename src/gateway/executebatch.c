@@ -14,9 +14,10 @@
 #define EXECUTEBATCH_KEY_LEN (KEYS_LEN + 64)
 #define EXECUTEBATCH_NUM_LEN 24
 
-/* The requests of one activity queued in this pass, in arrival order. */
+/* The requests of one activity's bucket queued in this pass, in arrival order. */
 struct executebatch_group {
     int64_t activity_id;
+    int bucket;
     struct executebatch_req *head;
     struct executebatch_req **tail;
 };
@@ -106,13 +107,14 @@ static void on_called_replicated(redisReply *reply, long long replicas, void *pr
     executebatch_answer(call, reply);
 }
 
-/* Sends reqs (all of one activity, count <= execute-batch-max) as one execute.lua call;
- * on failure their verdicts are NULL at once. */
+/* Sends reqs (all of one activity's bucket, count <= execute-batch-max) as one execute.lua
+ * call; on failure their verdicts are NULL at once. */
 static void executebatch_call_send(struct executebatch *b, struct executebatch_req *const *reqs, size_t count)
 {
     struct executebatch_call *call = malloc(sizeof(*call) + count * sizeof(call->reqs[0]));
     struct keys_set scratch;
-    const struct keys_set *keys = activity_keys(b->activities, reqs[0]->activity_id, &scratch);
+    const struct keys_set *keys = activity_bucket_keys(b->activities, reqs[0]->activity_id, reqs[0]->bucket,
+                                                       &scratch);
     if (!call || !keys) {
         free(call);
         executebatch_fail_all(reqs, count);
@@ -143,7 +145,7 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     char prefix[5][EXECUTEBATCH_KEY_LEN];
     size_t prefix_len[5];
     for (size_t j = 0; j < 5; j++) {
-        int n = keys_subject_prefix(prefix[j], sizeof(prefix[j]), kinds[j], reqs[0]->activity_id);
+        int n = keys_subject_prefix_tag(prefix[j], sizeof(prefix[j]), kinds[j], keys->tag);
         if (n < 0) {
             free(call);
             executebatch_fail_all(reqs, count);
@@ -213,7 +215,7 @@ void executebatch_add(struct executebatch *b, struct executebatch_req *req)
     req->next = NULL;
     struct executebatch_group *g = NULL;
     for (size_t i = 0; i < b->group_count; i++)
-        if (b->groups[i].activity_id == req->activity_id)
+        if (b->groups[i].activity_id == req->activity_id && b->groups[i].bucket == req->bucket)
             g = &b->groups[i];
     if (!g) {
         if (b->group_count == b->group_cap) {
@@ -229,6 +231,7 @@ void executebatch_add(struct executebatch *b, struct executebatch_req *req)
         }
         g = &b->groups[b->group_count++];
         g->activity_id = req->activity_id;
+        g->bucket = req->bucket;
         g->head = NULL;
         g->tail = &g->head;
     }

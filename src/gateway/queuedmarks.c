@@ -11,9 +11,11 @@
 #define MARKS_PER_CALL 500
 #define MARKS_MAX_ACTIVITIES 256
 
-/* Members waiting for one activity. `members` and each string in it are owned. */
+/* Members waiting for one activity (one bucket of it: a bucketed activity's marks go to
+ * each bucket's keys). `members` and each string in it are owned. */
 struct queuedmarks_bucket {
     int64_t activity_id;
+    int part;
     char **members;
     size_t count;
     size_t capacity;
@@ -23,6 +25,7 @@ struct queuedmarks_bucket {
 struct queuedmarks_call {
     struct queuedmarks *m;
     int64_t activity_id;
+    int part;
     char *members[MARKS_PER_CALL];
     size_t count;
 };
@@ -38,15 +41,16 @@ struct queuedmarks {
     size_t sending;
 };
 
-static struct queuedmarks_bucket *bucket_for(struct queuedmarks *m, int64_t activity_id)
+static struct queuedmarks_bucket *bucket_for(struct queuedmarks *m, int64_t activity_id, int part)
 {
     for (size_t i = 0; i < m->bucket_count; i++)
-        if (m->buckets[i].activity_id == activity_id)
+        if (m->buckets[i].activity_id == activity_id && m->buckets[i].part == part)
             return &m->buckets[i];
     /* Reuse an empty bucket before growing the list. */
     for (size_t i = 0; i < m->bucket_count; i++)
         if (m->buckets[i].count == 0) {
             m->buckets[i].activity_id = activity_id;
+            m->buckets[i].part = part;
             return &m->buckets[i];
         }
     if (m->bucket_count == MARKS_MAX_ACTIVITIES)
@@ -54,6 +58,7 @@ static struct queuedmarks_bucket *bucket_for(struct queuedmarks *m, int64_t acti
     struct queuedmarks_bucket *b = &m->buckets[m->bucket_count++];
     memset(b, 0, sizeof(*b));
     b->activity_id = activity_id;
+    b->part = part;
     return b;
 }
 
@@ -79,9 +84,9 @@ static int bucket_push(struct queuedmarks_bucket *b, char *member)
     return 0;
 }
 
-static void requeue(struct queuedmarks *m, int64_t activity_id, char *member)
+static void requeue(struct queuedmarks *m, int64_t activity_id, int part, char *member)
 {
-    struct queuedmarks_bucket *b = bucket_for(m, activity_id);
+    struct queuedmarks_bucket *b = bucket_for(m, activity_id, part);
     if (!b || bucket_push(b, member) != 0) {
         /* Without the mark the reaper may expire an order that is in Kafka; the consumer
          * then rejects it. Logged so that it can be found. */
@@ -92,14 +97,14 @@ static void requeue(struct queuedmarks *m, int64_t activity_id, char *member)
     m->buffered++;
 }
 
-void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, const char *member)
+void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int part, const char *member)
 {
     char *copy = strdup(member);
     if (!copy) {
         LOG_ORDER_ERROR(member, "queued mark dropped (out of memory)");
         return;
     }
-    requeue(m, activity_id, copy);
+    requeue(m, activity_id, part, copy);
     schedule(m);
 }
 
@@ -117,7 +122,7 @@ static void marked(struct queuedmarks_call *call, const redisReply *reply, bool 
                  call->count, short_of ? "not acknowledged by enough replicas"
                  : reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "redis unavailable");
         for (size_t i = 0; i < call->count; i++)
-            requeue(m, call->activity_id, call->members[i]);
+            requeue(m, call->activity_id, call->part, call->members[i]);
         schedule(m);
     }
     free(call);
@@ -141,7 +146,8 @@ static void on_marked_replicated(redisReply *reply, long long replicas, void *pr
 static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
 {
     struct keys_set scratch;
-    const struct keys_set *keys = b->count > 0 ? activity_keys(m->activities, b->activity_id, &scratch) : NULL;
+    const struct keys_set *keys =
+        b->count > 0 ? activity_bucket_keys(m->activities, b->activity_id, b->part, &scratch) : NULL;
     if (b->count > 0 && !keys) {
         LOG_ERROR("activity %" PRId64 ": %zu queued marks kept: its keys are too long", b->activity_id, b->count);
         return;
@@ -152,6 +158,7 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
             return;
         call->m = m;
         call->activity_id = b->activity_id;
+        call->part = b->part;
         call->count = b->count < MARKS_PER_CALL ? b->count : MARKS_PER_CALL;
         const char *argv[2 + MARKS_PER_CALL];
         argv[0] = keys->name[KEYS_RESERVED];

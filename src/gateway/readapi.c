@@ -29,6 +29,7 @@ struct query {
     const struct keys_set *keys;  /* the cached activity's, or `scratch` */
     struct keys_set scratch;
     int64_t user_id;
+    int bucket;                   /* QUERY_ORDER of a bucketed sale: the bucket asked */
     char order_no[ORDERNO_LEN];
 };
 
@@ -107,6 +108,9 @@ static void answer_activity(struct query *q, const redisReply *reply)
         reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
         return;
     }
+    const struct activity *cached = activity_cache_find(q->gw->activities, q->activity_id);
+    if (cached && cached->loaded && cached->nbuckets > 1)
+        a.stock_left = cached->stock_left;  /* the sum of the buckets (bucketed, below) */
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
     json_add_int(json, "activityId", (int64_t)q->activity_id);
@@ -120,6 +124,16 @@ static void answer_activity(struct query *q, const redisReply *reply)
     reply_json(q->http, 200, json);
 }
 
+/* A bucketed sale's stock is the sum of its buckets': the cache's, as of the last refresh
+ * or rebalance view (the buckets live on several masters: no one read sees them all). */
+static const struct activity *bucketed(struct gateway *gw, int64_t activity_id)
+{
+    const struct activity *a = activity_cache_find(gw->activities, activity_id);
+    return a && a->loaded && a->nbuckets > 1 ? a : NULL;
+}
+
+static void send_order_lookup(struct query *q);
+
 static void query_free(struct query *q)
 {
     pending_end(&q->p);
@@ -131,6 +145,12 @@ static void on_query(redisReply *reply, void *privdata)
     struct query *q = privdata;
     if (!q->http) {
         /* answered already */
+    } else if (q->kind == QUERY_ORDER && reply && reply->type == REDIS_REPLY_NIL && bucketed(q->gw, q->activity_id) &&
+               q->bucket + 1 < bucketed(q->gw, q->activity_id)->nbuckets) {
+        /* The order number does not say which bucket holds the order: ask the next. */
+        q->bucket++;
+        send_order_lookup(q);
+        return;
     } else if (!reply || reply->type == REDIS_REPLY_ERROR) {
         unavailable(q->http);
     } else {
@@ -193,6 +213,17 @@ void readapi_stock(struct gateway *gw, struct evhttp_request *req, const char *a
     struct query *q = path_query(gw, req, activity_id, QUERY_STOCK);
     if (!q)
         return;
+    const struct activity *a = bucketed(gw, q->activity_id);
+    if (a) {
+        cJSON *json = cJSON_CreateObject();
+        cJSON_AddBoolToObject(json, "success", 1);
+        json_add_int(json, "activityId", q->activity_id);
+        json_add_int(json, "stock", a->stock_left);
+        reply_json(q->http, 200, json);
+        q->http = NULL;
+        query_free(q);
+        return;
+    }
     const char *argv[] = { "GET", q->keys->name[KEYS_STOCK] };
     query_send(q, LUASCRIPT_COUNT, 2, 0, argv);
 }
@@ -219,6 +250,8 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
     if (!q)
         return;
     q->user_id = user_id;
+    int bucket;
+    q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);
     char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user_id);
     const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
@@ -256,13 +289,27 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
         return;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
     if (user_id) {
+        int bucket;
+        q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);
         char uid[24];
         snprintf(uid, sizeof(uid), "%" PRId64, user_id);
         const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
         query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
         return;
     }
-    const char *argv[] = { "HGET", q->keys->name[KEYS_ORDERS], q->order_no };
+    send_order_lookup(q);
+}
+
+static void send_order_lookup(struct query *q)
+{
+    const struct keys_set *k = q->bucket == 0 ? q->keys : activity_bucket_keys(q->gw->activities, q->activity_id,
+                                                                              q->bucket, &q->scratch);
+    if (!k) {
+        unavailable(q->http);
+        query_free(q);
+        return;
+    }
+    const char *argv[] = { "HGET", k->name[KEYS_ORDERS], q->order_no };
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }
 

@@ -64,17 +64,21 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
         struct activity *a = activity_cache_at(reaper->activities, i);
         if (!a->loaded)
             continue;
-        struct reaper_call *call = malloc(sizeof(*call));
-        if (!call)
-            return;
-        call->activities = reaper->activities;
-        call->activity_id = a->id;
-        const char *argv[] = { a->keys.name[KEYS_STOCK], a->keys.name[KEYS_USERS], a->keys.name[KEYS_ORDERS],
-                               a->keys.name[KEYS_RESERVED], a->keys.name[KEYS_FAILED], "older", cutoff,
-                               REAPER_BATCH, mode, nodes };
-        if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 5, 5, argv, NULL, on_reaped, call) != 0) {
-            free(call);
-            return;
+        /* Every bucket of a bucketed sale holds reservations of its own users. */
+        for (int b = 0; b < a->nbuckets; b++) {
+            const struct keys_set *k = b == 0 ? &a->keys : &a->buckets[b].keys;
+            struct reaper_call *call = malloc(sizeof(*call));
+            if (!call)
+                return;
+            call->activities = reaper->activities;
+            call->activity_id = a->id;
+            const char *argv[] = { k->name[KEYS_STOCK], k->name[KEYS_USERS], k->name[KEYS_ORDERS],
+                                   k->name[KEYS_RESERVED], k->name[KEYS_FAILED], "older", cutoff,
+                                   REAPER_BATCH, mode, nodes };
+            if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 5, 5, argv, NULL, on_reaped, call) != 0) {
+                free(call);
+                return;
+            }
         }
     }
 }

@@ -14,6 +14,10 @@ struct salestats_entry {
     int64_t id;
     bool valid;  /* the last read answered; false while Redis is away or the sale is over */
     struct salestats_sale sale;
+    /* A bucketed sale (bucket.h): one read per bucket, summed here until the last one. */
+    int waiting;
+    bool partial_ok;
+    struct salestats_sale partial;
 };
 
 struct salestats {
@@ -26,10 +30,11 @@ struct salestats {
     size_t outstanding;  /* reads of the current pass not yet answered */
 };
 
-/* One salestats.lua call; freed by its callback. */
+/* One salestats.lua call (on one bucket); freed by its callback. */
 struct salestats_call {
     struct salestats *stats;
     int64_t id;
+    bool bucketed;
 };
 
 int64_t salestats_imbalance(const struct salestats_sale *s)
@@ -84,11 +89,40 @@ int salestats_apply(struct salestats *stats, int64_t id, const redisReply *reply
     return e->valid ? 0 : -1;
 }
 
+/* Adds one bucket's answer: every bucket's hash holds the sale's whole initial stock. */
+static void add_bucket(struct salestats_entry *e, const redisReply *reply)
+{
+    struct salestats_sale one;
+    if (salestats_from_reply(&one, reply) != 0) {
+        e->partial_ok = false;
+        return;
+    }
+    struct salestats_sale *p = &e->partial;
+    p->stock = one.stock;
+    p->left += one.left;
+    p->reserved += one.reserved;
+    p->queued += one.queued;
+    p->claimed += one.claimed;
+    p->sold += one.sold;
+    p->returned += one.returned;
+    if (one.oldest_ms >= 0 && (p->oldest_ms < 0 || one.oldest_ms < p->oldest_ms))
+        p->oldest_ms = one.oldest_ms;
+}
+
 static void on_read(redisReply *reply, void *privdata)
 {
     struct salestats_call *call = privdata;
     call->stats->outstanding--;
-    salestats_apply(call->stats, call->id, reply);
+    struct salestats_entry *e = call->bucketed ? entry_of(call->stats, call->id, false) : NULL;
+    if (e) {
+        add_bucket(e, reply);
+        if (--e->waiting == 0) {
+            e->valid = e->partial_ok;
+            e->sale = e->partial;
+        }
+    } else if (!call->bucketed) {
+        salestats_apply(call->stats, call->id, reply);
+    }
     free(call);
 }
 
@@ -110,20 +144,33 @@ static void read_all(struct salestats *stats)
             e->valid = false;
             continue;
         }
-        struct salestats_call *call = malloc(sizeof(*call));
-        if (!call)
-            return;
-        call->stats = stats;
-        call->id = a->id;
-        const char *argv[] = { a->keys.name[KEYS_ACTIVITY], a->keys.name[KEYS_STOCK], a->keys.name[KEYS_ORDERS],
-                               a->keys.name[KEYS_RESERVED], a->keys.name[KEYS_QUEUED],
-                               a->keys.name[KEYS_CLAIMED] };
-        if (redisconn_eval(stats->redis, LUASCRIPT_SALESTATS, 6, 0, argv, NULL, on_read, call) != 0) {
-            free(call);
-            e->valid = false;
-            continue;
+        /* Units in transit between buckets are in no bucket's terms: a transfer under
+         * way shows as a short imbalance. */
+        bool bucketed = a->nbuckets > 1;
+        if (bucketed) {
+            e->waiting = 0;
+            e->partial_ok = true;
+            e->partial = (struct salestats_sale){ .oldest_ms = -1 };
         }
-        stats->outstanding++;
+        for (int b = 0; b < a->nbuckets; b++) {
+            const struct keys_set *k = b == 0 ? &a->keys : &a->buckets[b].keys;
+            struct salestats_call *call = malloc(sizeof(*call));
+            if (!call)
+                return;
+            call->stats = stats;
+            call->id = a->id;
+            call->bucketed = bucketed;
+            const char *argv[] = { k->name[KEYS_ACTIVITY], k->name[KEYS_STOCK], k->name[KEYS_ORDERS],
+                                   k->name[KEYS_RESERVED], k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
+            if (redisconn_eval(stats->redis, LUASCRIPT_SALESTATS, 6, 0, argv, NULL, on_read, call) != 0) {
+                free(call);
+                e->valid = false;
+                e->partial_ok = false;
+                break;
+            }
+            e->waiting += bucketed ? 1 : 0;
+            stats->outstanding++;
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 #include "common/config.h"
 #include "common/exposure.h"
 #include "common/keys.h"
+#include "gateway/rebalance.h"
 #include "gateway/gateway.h"
 #include "gateway/execute.h"
 #include "gateway/executebatch.h"
@@ -215,7 +216,8 @@ int main(int argc, char **argv)
         goto out;
     }
     gw.sales = salestats_new(gw.base, &cfg, gw.redis, gw.activities);
-    if (!gw.sales) {
+    gw.rebalance = rebalance_new(gw.base, &cfg, gw.redis, gw.activities);
+    if (!gw.sales || !gw.rebalance) {
         LOG_ERROR("out of memory");
         goto out;
     }
@@ -242,9 +244,10 @@ int main(int argc, char **argv)
 out:
     executebatch_free(gw.batch);
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease and sale stats */
+    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
     reaper_free(reaper);
     salestats_free(gw.sales);
+    rebalance_free(gw.rebalance);
     nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);

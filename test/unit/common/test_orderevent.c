@@ -197,6 +197,35 @@ static void test_decode_limits_accepted(void **state)
     assert_string_equal(ev.order_no, "9223372036854775807-9007199254740991");
 }
 
+/* An order of bucket b >= 1 names its bucket's tag; bucket 0's (and every event written
+ * before buckets) has no such field and reads as bucket 0. */
+static void test_bucket_tag(void **state)
+{
+    (void)state;
+    struct orderevent ev = make_event(99, 1, 2, 3, 1733000000000LL), back;
+    snprintf(ev.bucket_tag, sizeof(ev.bucket_tag), "2.1.5");
+    char buf[256], err[128] = "";
+    assert_true(orderevent_encode(&ev, buf, sizeof(buf)) > 0);
+    assert_string_equal(buf, "{\"orderNo\":\"99-2\",\"userId\":1,\"activityId\":2,\"couponId\":3,"
+                             "\"createdAt\":1733000000000,\"bucketTag\":\"2.1.5\"}");
+    assert_int_equal(decode_exact(buf, &back, err, sizeof(err)), 0);
+    assert_string_equal(back.bucket_tag, "2.1.5");
+    assert_int_equal(decode_exact("{" GOOD_NO ",\"userId\":1," GOOD_REST "}", &back, err, sizeof(err)), 0);
+    assert_string_equal(back.bucket_tag, "");
+    assert_int_equal(decode_exact("{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"bucketTag\":\"2\"}", &back, err,
+                                  sizeof(err)), 0);
+    assert_string_equal(back.bucket_tag, "");
+    static const char *const bad[] = {
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"bucketTag\":\"3.1.5\"}",   /* another activity's */
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"bucketTag\":\"2.x\"}",
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"bucketTag\":2}",
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"bucketTag\":\"2}{1\"}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        if (decode_exact(bad[i], &back, err, sizeof(err)) == 0)
+            fail_msg("accepted %s", bad[i]);
+}
+
 static void test_encode_small_buffer(void **state)
 {
     (void)state;
@@ -222,6 +251,7 @@ int main(void)
         cmocka_unit_test(test_decode_rejects),
         cmocka_unit_test(test_decode_limits_accepted),
         cmocka_unit_test(test_encode_small_buffer),
+        cmocka_unit_test(test_bucket_tag),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
