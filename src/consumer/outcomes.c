@@ -216,11 +216,8 @@ static int outcomes_batch(struct outcomes_pass *p, const char *key, int64_t acti
     return handled;
 }
 
-static int outcomes_activity(struct outcomes_pass *p, int64_t activity_id, int64_t deadline)
+static int outcomes_stream(struct outcomes_pass *p, const char *key, int64_t activity_id, int64_t deadline)
 {
-    char key[KEYS_LEN];
-    if (keys_activity(key, sizeof(key), &p->c->cfg, KEYS_FAILED, activity_id) < 0)
-        return 0;
     const char *xlen[] = { "XLEN", key };
     redisReply *r = outcomes_cmd(p, 2, xlen, 1);
     if (!r)
@@ -246,6 +243,30 @@ static int outcomes_activity(struct outcomes_pass *p, int64_t activity_id, int64
         if ((n = outcomes_batch(p, key, activity_id)) < 0)
             return -1;
     } while (n >= OUTCOMES_BATCH && clock_mono_ms() < deadline);
+    return 0;
+}
+
+/* Each bucket of a bucketed sale has a stream of its own (bucket.h); the tags are in the
+ * activity hash of bucket 0. */
+static int outcomes_activity(struct outcomes_pass *p, int64_t activity_id, int64_t deadline)
+{
+    struct keys_set k;
+    if (keys_set_build(&k, &p->c->cfg, activity_id) != 0)
+        return 0;
+    const char *hget[] = { "HGET", k.name[KEYS_ACTIVITY], "tags" };
+    redisReply *r = outcomes_cmd(p, 3, hget, 1);
+    if (!r)
+        return -1;
+    struct bucket_list list;
+    if (r->type != REDIS_REPLY_STRING || bucket_list_parse(r->str, activity_id, &list) != 0)
+        bucket_list_single(&list, activity_id);
+    freeReplyObject(r);
+    for (int b = 0; b < list.count; b++) {
+        if (keys_set_build_tag(&k, &p->c->cfg, activity_id, list.tag[b]) != 0)
+            continue;
+        if (outcomes_stream(p, k.name[KEYS_FAILED], activity_id, deadline) != 0)
+            return -1;
+    }
     return 0;
 }
 

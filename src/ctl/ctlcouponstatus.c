@@ -9,6 +9,7 @@
 
 #include "ctl/ctlactivity.h"
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctlcoupon.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
@@ -37,21 +38,29 @@ static int ctlcouponstatus_sales(struct ctlrun *ctl, int64_t coupon_id, bool pau
     for (size_t i = 0; i < n && rc == CTLRUN_OK; i++) {
         if (ctlactivity_is_cancelled(&rows[i]) || now >= rows[i].end_ms)
             continue;
-        struct keys_set k;
-        if ((rc = ctlactivity_keys(ctl, rows[i].id, &k)) != CTLRUN_OK)
+        /* Every bucket's activity hash is read by execute.lua on its own master. */
+        struct bucket_list list;
+        if ((rc = ctlactivity_buckets(ctl, &rows[i], &list)) != CTLRUN_OK)
             break;
-        const char *keys[] = { k.name[KEYS_ACTIVITY] };
-        const char *args[] = { pause ? "1" : "0" };
-        redisReply *r = ctlredis_script(ctl, LUASCRIPT_PAUSE, 1, keys, 1, args);
-        if (!r) {
-            rc = CTLRUN_FAIL;
-            break;
+        bool warmed = false;
+        for (int b = 0; b < list.count && rc == CTLRUN_OK; b++) {
+            struct keys_set k;
+            if ((rc = ctlbuckets_keys(ctl, rows[i].id, &list, b, &k)) != CTLRUN_OK)
+                break;
+            const char *keys[] = { k.name[KEYS_ACTIVITY] };
+            const char *args[] = { pause ? "1" : "0" };
+            redisReply *r = ctlredis_script(ctl, LUASCRIPT_PAUSE, 1, keys, 1, args);
+            if (!r) {
+                rc = CTLRUN_FAIL;
+                break;
+            }
+            warmed = warmed || (r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+            freeReplyObject(r);
         }
-        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+        if (warmed)
             done->sales++;
         else
             done->cold++;
-        freeReplyObject(r);
     }
     free(rows);
     return rc;

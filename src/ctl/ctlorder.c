@@ -9,6 +9,7 @@
 
 #include "ctl/ctlactivity.h"
 #include "ctl/ctlargs.h"
+#include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
@@ -109,18 +110,31 @@ static int ctlorder_coupon(struct ctlrun *ctl, const char *qno, struct ctlorder 
     return CTLRUN_OK;
 }
 
+/* The status in the order's bucket: its user's when MySQL named the user, else each
+ * bucket in turn (the order number does not name it). */
 static int ctlorder_redis(struct ctlrun *ctl, struct ctlorder *o)
 {
-    struct keys_set k;
-    if (ctlactivity_keys(ctl, o->activity_id, &k) != CTLRUN_OK)
+    struct ctlactivity_row row;
+    struct bucket_list list;
+    if (ctlactivity_load(ctl, o->activity_id, &row) != CTLRUN_OK)
+        bucket_list_single(&list, o->activity_id);   /* no row: a sale Redis alone knows */
+    else if (ctlactivity_buckets(ctl, &row, &list) != CTLRUN_OK)
         return CTLRUN_FAIL;
-    const char *hget[] = { "HGET", k.name[KEYS_ORDERS], o->no };
-    redisReply *r = ctlredis_argv(ctl, 3, hget);
-    if (!r)
-        return CTLRUN_FAIL;
-    if (r->type == REDIS_REPLY_STRING)
-        snprintf(o->redis_status, sizeof(o->redis_status), "%s", r->str);
-    freeReplyObject(r);
+    int only = o->user_id ? bucket_of_user(o->user_id, list.count) : -1;
+    for (int b = 0; b < list.count && !o->redis_status[0]; b++) {
+        if (only >= 0 && b != only)
+            continue;
+        struct keys_set k;
+        if (ctlbuckets_keys(ctl, o->activity_id, &list, b, &k) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        const char *hget[] = { "HGET", k.name[KEYS_ORDERS], o->no };
+        redisReply *r = ctlredis_argv(ctl, 3, hget);
+        if (!r)
+            return CTLRUN_FAIL;
+        if (r->type == REDIS_REPLY_STRING)
+            snprintf(o->redis_status, sizeof(o->redis_status), "%s", r->str);
+        freeReplyObject(r);
+    }
     return CTLRUN_OK;
 }
 

@@ -259,4 +259,4 @@ def test_every_documented_route_is_served(admin):
             assert r.code != 405, (method, path, r)
             assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
             seen += 1
-    assert seen == 11
+    assert seen == 13
