@@ -199,7 +199,7 @@ FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
-                common/orderno common/orderevent common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
+                common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
 FUZZ_CFLAGS  := $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS  := $(shell pkg-config --libs libevent libcjson libcrypto 2>/dev/null) -lm
 fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))
