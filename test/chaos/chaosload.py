@@ -323,6 +323,10 @@ class OpenLoad:
         return self
 
     def terminate(self):
+        # Once: openloop restores SIGTERM's default action as it exits, so a second signal
+        # landing then would kill it before its summary.
+        if self.stopping:
+            return
         self.stopping = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
