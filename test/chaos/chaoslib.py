@@ -401,6 +401,7 @@ def check(ctx, tries, sampler, metrics, quiet):
             retry_503[k] = retry_503.get(k, 0) + 1
     counts = {
         "requests": len(tries),
+        "stock": stock,
         "accepted": kinds.get("200", 0),
         "persisted": n_rows,
         "failed": len(r_failed),
@@ -577,20 +578,20 @@ COLUMNS = ("I1", "I2", "I3", "I4", "I5", "I6", "verify")
 
 def table(results):
     """The scenario x invariant table, in Markdown."""
-    lines = ["| scenario | fault | " + " | ".join(COLUMNS) + " | accepted | persisted | FAILED "
+    lines = ["| scenario | fault | " + " | ".join(COLUMNS) + " | stock | accepted | persisted | FAILED "
              "(rolled back / expired) | 503 | conn. errors | 200→FAILED | 503→SUCCESS |",
-             "|---|---|" + "---|" * len(COLUMNS) + "---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---|" + "---|" * len(COLUMNS) + "---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in results:
         fault_ok = all(ok for _, ok, _ in row["expect"])
         cells = [row["results"].get(c, ("—", ""))[0] for c in COLUMNS]
         c = row["counts"]
         if c:
-            nums = [str(c["accepted"]), str(c["persisted"]),
+            nums = [str(c.get("stock", "")), str(c["accepted"]), str(c["persisted"]),
                     f"{c['failed']} ({c['rolled_back']} / {c['expired']})",
                     str(c["503"]), str(c["conn_errors"] + c["timeouts"]), str(c["ok_failed"]),
                     str(c["told503_persisted"])]
         else:
-            nums = ["—"] * 7
+            nums = ["—"] * 8
         lines.append(f"| {row['key']} {row['title']} | {'PASS' if fault_ok else 'FAIL'} | "
                      + " | ".join(cells) + " | " + " | ".join(nums) + " |")
     return "\n".join(lines)
