@@ -52,6 +52,8 @@ struct config {
     char *redis_nodes;              /* empty: one Redis at redis.host:redis.port */
     int64_t redis_cluster_refresh_ms;
     int64_t redis_cluster_node_timeout_ms;
+    int64_t redis_wait_replicas;    /* 0: no WAIT; else replicas that must hold a write first */
+    int64_t redis_wait_timeout_ms;
 
     char *kafka_brokers;
     char *kafka_topic;

@@ -48,5 +48,11 @@ redisReply *redisroute_argv(struct redisroute *rr, int argc, const char **argv, 
 redisReply *redisroute_script(struct redisroute *rr, const struct luascript *s, int nkeys,
                               const char *const *keys, int nargs, const char *const *args,
                               char *err, size_t errlen);
+/* redisroute_script, then WAIT redis.wait-replicas redis.wait-timeout-ms on the connection
+ * that ran it (the node a redirect led to): *replicas is what WAIT counted, -1 when it
+ * failed or the script did not run. */
+redisReply *redisroute_script_wait(struct redisroute *rr, const struct luascript *s, int nkeys,
+                                   const char *const *keys, int nargs, const char *const *args,
+                                   long long *replicas, char *err, size_t errlen);
 
 #endif

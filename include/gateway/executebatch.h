@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/config.h"
@@ -44,6 +45,10 @@ struct executebatch_req {
     char ip[INET6_ADDRSTRLEN];
     char nonce[PURCHASETOKEN_NONCE_LEN];
     executebatch_verdict_cb verdict;
+    /* Set by the batch before the verdict: redis.wait-replicas > 0 and fewer replicas
+     * acknowledged the call's writes, so an OK reservation must be rolled back, never
+     * produced. */
+    bool unreplicated;
 };
 
 struct executebatch;

@@ -17,6 +17,7 @@ struct salestats;
     X(RESERVATIONS_EXPIRED, "seckill_reservations_expired_total", "Reservations the reaper expired (never reached Kafka)") \
     X(KAFKA_DELIVERY_FAILURES, "seckill_kafka_delivery_failures_total", "Kafka produce or delivery failures") \
     X(REDIS_TIMEOUTS, "seckill_redis_timeouts_total", "Times the Redis connection was dropped for missing its deadline") \
+    X(REDIS_WAIT_SHORT, "seckill_redis_wait_short_total", "Script calls whose WAIT counted fewer than redis.wait-replicas replicas (their reservations rolled back, their queued marks sent again)") \
     X(LOCAL_ANSWERS, "seckill_local_answers_total", "execute requests answered from the local cache without I/O") \
     X(COUPONS_REDEEMED, "seckill_coupons_redeemed_total", "Coupon redemptions recorded in Kafka") \
     X(ACCEPT_PAUSES, "seckill_http_accept_pauses_total", "Times accepting paused at http.max-connections") \

@@ -46,6 +46,16 @@ bool redisconn_ready(const struct redisconn *rc);
  * master of the first key's slot is not connected (cb will not run). */
 int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                    const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata);
+/* Like redisconn_eval, followed on the same connection by WAIT redis.wait-replicas
+ * redis.wait-timeout-ms, pipelined: the WAIT covers every write that connection made before
+ * it, the script's included. After a MOVED or ASK the pair goes again to the node named,
+ * so the WAIT always follows the script to the node that finally ran it. cb runs once,
+ * after that node's WAIT has answered, with the script's reply (NULL on failure) and the
+ * replicas WAIT counted (-1 when the WAIT failed or could not be sent). */
+typedef void (*redisconn_wait_cb)(redisReply *reply, long long replicas, void *privdata);
+int redisconn_eval_wait(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                        const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,
+                        void *privdata);
 int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *argv,
                            const size_t *argvlen, redisconn_cb cb, void *privdata);
 

@@ -71,6 +71,8 @@ static const struct config_entry config_table[] = {
     STR("redis.nodes", redis_nodes, ""),
     INT("redis.cluster-refresh-ms", redis_cluster_refresh_ms, "5000", 100, 3600000),
     INT("redis.cluster-node-timeout-ms", redis_cluster_node_timeout_ms, "2000", 100, 600000),
+    INT("redis.wait-replicas", redis_wait_replicas, "0", 0, 16),
+    INT("redis.wait-timeout-ms", redis_wait_timeout_ms, "250", 1, 300000),
 
     STR("kafka.brokers", kafka_brokers, "127.0.0.1:19092"),
     STR("kafka.topic", kafka_topic, "seckill.orders"),
@@ -442,6 +444,9 @@ static int check_message_timeout(const struct config *cfg, char *err, size_t err
      * reconnect timer), and the rollback after it needs a Redis round trip. A report
      * later than the reservation would answer 200 for an order the reaper expired. */
     int64_t latest = ms + 1000 + cfg->redis_timeout_ms;
+    /* The order is produced only once WAIT has answered after its reservation. */
+    if (cfg->redis_wait_replicas > 0)
+        latest += cfg->redis_wait_timeout_ms;
     if (latest >= cfg->pre_reduce_timeout * 1000) {
         set_err(err, errlen, "%s: %" PRId64 "%s + 1 s + redis.timeout-ms must stay below "
                 "seckill.pre-reduce-timeout (%" PRId64 " s)", name, ms, origin, cfg->pre_reduce_timeout);
@@ -498,6 +503,13 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
     if (cfg->stack_gateways > 1 && !cfg->http_reuse_port) {
         set_err(err, errlen, "stack.gateways: %" PRId64 " gateways share http.port only with http.reuse-port = true",
                 cfg->stack_gateways);
+        return -1;
+    }
+    if (cfg->redis_wait_replicas > 0 && cfg->redis_wait_timeout_ms * 2 > cfg->redis_timeout_ms) {
+        /* A WAIT holds its connection until it answers, behind the script it follows:
+         * past redis.timeout-ms the connection would be dropped with every command on it. */
+        set_err(err, errlen, "redis.wait-timeout-ms: %" PRId64 " must be at most half of redis.timeout-ms (%" PRId64 ")",
+                cfg->redis_wait_timeout_ms, cfg->redis_timeout_ms);
         return -1;
     }
     if (cfg->http_request_timeout_ms <= cfg->redis_timeout_ms) {

@@ -135,8 +135,10 @@ void redisroute_failed(struct redisroute *rr, redisContext *c)
             drop(rr, (int)i);
 }
 
+/* *ran_on: the connection that gave the reply returned. */
 static redisReply *send_routed(struct redisroute *rr, int argc, const char **argv, const size_t *lens,
-                               int key, const struct luascript *script, char *err, size_t errlen)
+                               int key, const struct luascript *script, redisContext **ran_on,
+                               char *err, size_t errlen)
 {
     size_t keylen = key >= 0 ? (lens ? lens[key] : strlen(argv[key])) : 0;
     int node = route(rr, key >= 0 ? argv[key] : NULL, keylen, err, errlen);
@@ -171,8 +173,10 @@ static redisReply *send_routed(struct redisroute *rr, int argc, const char **arg
             continue;
         }
         struct slotmap_redirect rd;
-        if (slotmap_redirect(reply, &rd) == SLOTMAP_DONE || hop == SLOTMAP_MAX_REDIRECTS)
+        if (slotmap_redirect(reply, &rd) == SLOTMAP_DONE || hop == SLOTMAP_MAX_REDIRECTS) {
+            *ran_on = c;
             return reply;
+        }
         LOG_INFO("redis: %s, following it", reply->str);
         freeReplyObject(reply);
         asking = rd.verdict == SLOTMAP_ASK;
@@ -193,12 +197,13 @@ static redisReply *send_routed(struct redisroute *rr, int argc, const char **arg
 redisReply *redisroute_argv(struct redisroute *rr, int argc, const char **argv, const size_t *lens,
                             int key, char *err, size_t errlen)
 {
-    return send_routed(rr, argc, argv, lens, key, NULL, err, errlen);
+    redisContext *c;
+    return send_routed(rr, argc, argv, lens, key, NULL, &c, err, errlen);
 }
 
-redisReply *redisroute_script(struct redisroute *rr, const struct luascript *s, int nkeys,
-                              const char *const *keys, int nargs, const char *const *args,
-                              char *err, size_t errlen)
+static redisReply *script_on(struct redisroute *rr, const struct luascript *s, int nkeys,
+                             const char *const *keys, int nargs, const char *const *args,
+                             redisContext **ran_on, char *err, size_t errlen)
 {
     int argc = 3 + nkeys + nargs;
     char numkeys[LUASCRIPT_NUMKEYS_LEN];
@@ -207,7 +212,39 @@ redisReply *redisroute_script(struct redisroute *rr, const struct luascript *s, 
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    redisReply *reply = send_routed(rr, argc, argv, NULL, nkeys > 0 ? 3 : -1, s, err, errlen);
+    redisReply *reply = send_routed(rr, argc, argv, NULL, nkeys > 0 ? 3 : -1, s, ran_on, err, errlen);
     free(argv);
+    return reply;
+}
+
+redisReply *redisroute_script(struct redisroute *rr, const struct luascript *s, int nkeys,
+                              const char *const *keys, int nargs, const char *const *args,
+                              char *err, size_t errlen)
+{
+    redisContext *c;
+    return script_on(rr, s, nkeys, keys, nargs, args, &c, err, errlen);
+}
+
+redisReply *redisroute_script_wait(struct redisroute *rr, const struct luascript *s, int nkeys,
+                                   const char *const *keys, int nargs, const char *const *args,
+                                   long long *replicas, char *err, size_t errlen)
+{
+    redisContext *c = NULL;
+    *replicas = -1;
+    redisReply *reply = script_on(rr, s, nkeys, keys, nargs, args, &c, err, errlen);
+    if (!reply || reply->type == REDIS_REPLY_ERROR)
+        return reply;
+    redisReply *w = redisCommand(c, "WAIT %lld %lld", (long long)rr->cfg->redis_wait_replicas,
+                                 (long long)rr->cfg->redis_wait_timeout_ms);
+    if (!w) {
+        LOG_WARN("redis WAIT: %s", c->errstr[0] ? c->errstr : "no reply");
+        redisroute_failed(rr, c);
+        return reply;
+    }
+    if (w->type == REDIS_REPLY_INTEGER)
+        *replicas = w->integer;
+    else if (w->type == REDIS_REPLY_ERROR)
+        LOG_WARN("redis WAIT: %s", w->str);
+    freeReplyObject(w);
     return reply;
 }

@@ -55,14 +55,21 @@ static void pair_args_add(struct pair_args *a, const struct orderevent *ev)
     a->count++;
 }
 
-/* One script call. A NULL reply means the connection is unusable: it is dropped. */
+/* One script call. A NULL reply means the connection is unusable: it is dropped. With
+ * redis.wait-replicas > 0 the call counts only once WAIT found that many replicas holding
+ * it: a claim or a SUCCESS a failover forgets would let the reaper release an order whose
+ * row is in MySQL, or leave it PROCESSING. Fewer is a transient error: the step retries
+ * (every script here is idempotent). */
 static redisReply *eval(struct consumer *c, enum luascript_id id, const struct script_keys *k,
                         const struct pair_args *a, char *err, size_t errlen)
 {
     const struct luascript *s = &c->scripts.scripts[id];
     char why[256];
-    redisReply *reply = redisroute_script(c->redis, s, k->count, k->argv, a->count * 2, a->argv,
-                                          why, sizeof(why));
+    long long replicas = 0;
+    int64_t wanted = c->cfg.redis_wait_replicas;
+    redisReply *reply = wanted > 0
+        ? redisroute_script_wait(c->redis, s, k->count, k->argv, a->count * 2, a->argv, &replicas, why, sizeof(why))
+        : redisroute_script(c->redis, s, k->count, k->argv, a->count * 2, a->argv, why, sizeof(why));
     if (!reply) {
         snprintf(err, errlen, "%s.lua: %s", s->name, why);
         backend_redis_drop(c);
@@ -70,6 +77,12 @@ static redisReply *eval(struct consumer *c, enum luascript_id id, const struct s
     }
     if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(err, errlen, "%s.lua: %s", s->name, reply->str);
+        freeReplyObject(reply);
+        return NULL;
+    }
+    if (wanted > 0 && replicas < wanted) {
+        snprintf(err, errlen, "%s.lua: %lld of %" PRId64 " replicas acknowledged it within %" PRId64 " ms", s->name,
+                 replicas < 0 ? 0 : replicas, wanted, c->cfg.redis_wait_timeout_ms);
         freeReplyObject(reply);
         return NULL;
     }

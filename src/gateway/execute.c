@@ -122,7 +122,11 @@ static void answer_failed(struct order *r, enum reply_status status, const char 
     if (!r->d.http)
         return;
     observe_latency(r);
-    reply_error(r->d.http, status, message, 0, NULL, NULL);
+    /* Not replicated in time (redis.wait-replicas): a replica is lagging or being
+     * replaced, which passes within seconds. */
+    if (r->script.unreplicated)
+        message = "stock service not replicated in time, please retry";
+    reply_error(r->d.http, status, message, r->script.unreplicated ? 1 : 0, NULL, NULL);
     r->d.http = NULL;
 }
 
@@ -358,6 +362,12 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         if (!r->d.http) {
             /* Told 503 already (deadline or shutdown): the order must not reach Kafka. */
             LOG_ORDER_INFO(r->order_no, "reserved after its client was answered; releasing it");
+            rollback_and_answer(r);
+            return;
+        }
+        if (r->script.unreplicated) {
+            /* A failover now could forget the reservation while Kafka has the order. */
+            LOG_ORDER_INFO(r->order_no, "reservation not acknowledged by enough replicas; releasing it");
             rollback_and_answer(r);
             return;
         }

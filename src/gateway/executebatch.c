@@ -24,6 +24,7 @@ struct executebatch_group {
 /* One call in flight: its requests in the order of the script's verdicts. Allocated by
  * the flush, freed by the Redis callback (which hiredis runs exactly once). */
 struct executebatch_call {
+    const struct config *cfg;
     size_t count;
     struct executebatch_req *reqs[];
 };
@@ -65,9 +66,8 @@ static void executebatch_fail_all(struct executebatch_req *const *reqs, size_t c
         reqs[i]->verdict(reqs[i], NULL);
 }
 
-static void on_called(redisReply *reply, void *privdata)
+static void executebatch_answer(struct executebatch_call *call, const redisReply *reply)
 {
-    struct executebatch_call *call = privdata;
     if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == call->count) {
         for (size_t i = 0; i < call->count; i++)
             call->reqs[i]->verdict(call->reqs[i], reply->element[i]);
@@ -82,6 +82,29 @@ static void on_called(redisReply *reply, void *privdata)
     free(call);
 }
 
+static void on_called(redisReply *reply, void *privdata)
+{
+    executebatch_answer(privdata, reply);
+}
+
+/* redis.wait-replicas > 0: the verdicts come once WAIT has counted the replicas that hold
+ * the call's writes; with fewer, no reservation of the call may reach Kafka. */
+static void on_called_replicated(redisReply *reply, long long replicas, void *privdata)
+{
+    struct executebatch_call *call = privdata;
+    const struct config *cfg = call->cfg;
+    bool short_of = replicas < cfg->redis_wait_replicas;
+    if (reply && short_of) {
+        metrics_inc(METRIC_REDIS_WAIT_SHORT);
+        LOG_WARN("execute: %lld of %lld replicas acknowledged a call of %zu request(s) within %lld ms; "
+                 "its reservations are rolled back", replicas, (long long)cfg->redis_wait_replicas, call->count,
+                 (long long)cfg->redis_wait_timeout_ms);
+    }
+    for (size_t i = 0; i < call->count; i++)
+        call->reqs[i]->unreplicated = short_of;
+    executebatch_answer(call, reply);
+}
+
 /* Sends reqs (all of one activity, count <= execute-batch-max) as one execute.lua call;
  * on failure their verdicts are NULL at once. */
 static void executebatch_call_send(struct executebatch *b, struct executebatch_req *const *reqs, size_t count)
@@ -94,6 +117,7 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
         executebatch_fail_all(reqs, count);
         return;
     }
+    call->cfg = b->cfg;
     call->count = count;
     memcpy(call->reqs, reqs, count * sizeof(reqs[0]));
 
@@ -142,7 +166,11 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
         args[8 + 3 * i] = r->order_no;
         args[9 + 3 * i] = b->numbers[i];
     }
-    if (redisconn_eval(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL, on_called, call) != 0) {
+    int sent = b->cfg->redis_wait_replicas > 0
+                   ? redisconn_eval_wait(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL,
+                                         on_called_replicated, call)
+                   : redisconn_eval(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL, on_called, call);
+    if (sent != 0) {
         free(call);
         executebatch_fail_all(reqs, count);
         return;

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "gateway/metrics.h"
 
 #define MARKS_PER_CALL 500
 #define MARKS_MAX_ACTIVITIES 256
@@ -102,22 +103,39 @@ void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, const char *mem
     schedule(m);
 }
 
-static void on_marked(redisReply *reply, void *privdata)
+/* short_of: written, but WAIT counted fewer than redis.wait-replicas replicas holding it. */
+static void marked(struct queuedmarks_call *call, const redisReply *reply, bool short_of)
 {
-    struct queuedmarks_call *call = privdata;
     struct queuedmarks *m = call->m;
     m->sending -= call->count;
-    if (reply && reply->type == REDIS_REPLY_INTEGER) {
+    if (reply && reply->type == REDIS_REPLY_INTEGER && !short_of) {
         for (size_t i = 0; i < call->count; i++)
             free(call->members[i]);
     } else {
+        /* queued.lua is idempotent: marks that did reach Redis are found moved already. */
         LOG_WARN("activity %" PRId64 ": %zu queued marks not written (%s), retrying", call->activity_id,
-                 call->count, reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "redis unavailable");
+                 call->count, short_of ? "not acknowledged by enough replicas"
+                 : reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "redis unavailable");
         for (size_t i = 0; i < call->count; i++)
             requeue(m, call->activity_id, call->members[i]);
         schedule(m);
     }
     free(call);
+}
+
+static void on_marked(redisReply *reply, void *privdata)
+{
+    marked(privdata, reply, false);
+}
+
+/* A mark lost in a failover would leave an order that is in Kafka to the reaper. */
+static void on_marked_replicated(redisReply *reply, long long replicas, void *privdata)
+{
+    struct queuedmarks_call *call = privdata;
+    bool short_of = reply && replicas < call->m->cfg->redis_wait_replicas;
+    if (short_of)
+        metrics_inc(METRIC_REDIS_WAIT_SHORT);
+    marked(call, reply, short_of);
 }
 
 static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
@@ -142,7 +160,11 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
             call->members[i] = b->members[b->count - call->count + i];
             argv[2 + i] = call->members[i];
         }
-        if (redisconn_eval(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL, on_marked, call) != 0) {
+        int sent = m->cfg->redis_wait_replicas > 0
+                       ? redisconn_eval_wait(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL,
+                                             on_marked_replicated, call)
+                       : redisconn_eval(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL, on_marked, call);
+        if (sent != 0) {
             free(call);
             schedule(m);  /* Redis is down: keep them and try again */
             return;

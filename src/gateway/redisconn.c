@@ -14,8 +14,11 @@
  * are at most this often; the MOVED itself has already fixed its slot. */
 #define REDISCONN_REFRESH_MIN_US 100000
 
+struct redisconn_wait;
+
 /* One command from send until its caller's callback has run: the formatted bytes stay
- * here so a MOVED or ASK can resend them elsewhere. Freed after the callback. */
+ * here so a MOVED or ASK can resend them elsewhere. Freed once nothing refers to it any
+ * more: its own reply chain and every WAIT sent after it (refs). */
 struct redisconn_cmd {
     struct redisconn *rc;
     redisconn_cb cb;
@@ -24,6 +27,19 @@ struct redisconn_cmd {
     size_t len;
     enum luascript_id script;
     int hops;
+    /* redisconn_eval_wait only: */
+    redisconn_wait_cb wait_cb;
+    unsigned refs;
+    struct redisnode *node;          /* where the bytes went last */
+    struct redisconn_wait *waiting;  /* the WAIT sent after them there, until it answers */
+    redisReply *held;                /* the final reply, copied, until a WAIT after it answers */
+    bool replied;
+    bool delivered;
+};
+
+/* A WAIT in flight; only cmd->waiting's answer counts (see on_wait). */
+struct redisconn_wait {
+    struct redisconn_cmd *cmd;
 };
 
 /* A CLUSTER SLOTS in flight, to node. */
@@ -46,6 +62,8 @@ struct redisconn {
     struct slotmap map;
     struct redisnode *nodes[SLOTMAP_MAX_NODES];
     struct event *refresh_timer;
+    char *wait_buf;         /* WAIT redis.wait-replicas redis.wait-timeout-ms, formatted */
+    int wait_len;
     redisconn_connect_cb on_connect;
     void *on_connect_arg;
 };
@@ -149,10 +167,17 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
     rc->cfg = cfg;
     rc->scripts = scripts;
     rc->cluster = cfg->redis_nodes[0] != '\0';
+    rc->wait_len = redisFormatCommand(&rc->wait_buf, "WAIT %lld %lld", (long long)cfg->redis_wait_replicas,
+                                      (long long)cfg->redis_wait_timeout_ms);
+    if (rc->wait_len < 0) {
+        free(rc);
+        return NULL;
+    }
     if (!rc->cluster) {
         slotmap_single(&rc->map, cfg->redis_host, (int)cfg->redis_port);
         rc->map_loaded = true;
         if (!node_at(rc, 0)) {
+            redisFreeCommand(rc->wait_buf);
             free(rc);
             return NULL;
         }
@@ -183,6 +208,7 @@ void redisconn_free(struct redisconn *rc)
         event_free(rc->refresh_timer);
     for (size_t i = 0; i < SLOTMAP_MAX_NODES; i++)
         redisnode_free(rc->nodes[i]);
+    redisFreeCommand(rc->wait_buf);
     free(rc);
 }
 
@@ -220,10 +246,126 @@ unsigned long redisconn_reconnects(const struct redisconn *rc)
     return n;
 }
 
-static void cmd_free(struct redisconn_cmd *cmd)
+static void cmd_unref(struct redisconn_cmd *cmd)
 {
+    if (--cmd->refs > 0)
+        return;
+    if (cmd->held)
+        freeReplyObject(cmd->held);
     redisFreeCommand(cmd->buf);
     free(cmd);
+}
+
+/* hiredis frees a reply when its callback returns; the script's must outlive that until
+ * the WAIT behind it answers. Allocated as hiredis does, so freeReplyObject frees it. */
+static redisReply *reply_copy(const redisReply *r)
+{
+    redisReply *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->type = r->type;
+    c->integer = r->integer;
+    if (r->str) {
+        c->str = malloc(r->len + 1);
+        if (!c->str)
+            goto fail;
+        memcpy(c->str, r->str, r->len);
+        c->str[r->len] = '\0';
+        c->len = r->len;
+    }
+    if (r->element && r->elements > 0) {
+        c->element = calloc(r->elements, sizeof(*c->element));
+        if (!c->element)
+            goto fail;
+        c->elements = r->elements;
+        for (size_t i = 0; i < r->elements; i++)
+            if (r->element[i] && !(c->element[i] = reply_copy(r->element[i])))
+                goto fail;
+    }
+    return c;
+fail:
+    freeReplyObject(c);
+    return NULL;
+}
+
+static void wait_deliver(struct redisconn_cmd *cmd, long long replicas)
+{
+    if (cmd->delivered)
+        return;
+    cmd->delivered = true;
+    cmd->wait_cb(cmd->held, replicas, cmd->privdata);
+}
+
+static void on_wait(redisReply *reply, void *privdata);
+static void on_reply(redisReply *reply, void *privdata);
+
+/* WAIT behind what cmd last sent to cmd->node. */
+static int wait_send(struct redisconn_cmd *cmd)
+{
+    struct redisconn *rc = cmd->rc;
+    struct redisconn_wait *w = malloc(sizeof(*w));
+    if (!w)
+        return -1;
+    w->cmd = cmd;
+    if (redisnode_send(cmd->node, rc->wait_buf, (size_t)rc->wait_len, LUASCRIPT_COUNT, false, on_wait, w) != 0) {
+        free(w);
+        return -1;
+    }
+    cmd->waiting = w;
+    cmd->refs++;
+    return 0;
+}
+
+/* A WAIT counts only when it answers after the script's final reply on that node: an
+ * older one followed bytes that were redirected away, and one that answers first was
+ * overtaken by redisnode's NOSCRIPT retry (SCRIPT LOAD and the script again, queued
+ * behind it), so it covered nothing of the script: on_reply sends another. */
+static void on_wait(redisReply *reply, void *privdata)
+{
+    struct redisconn_wait *w = privdata;
+    struct redisconn_cmd *cmd = w->cmd;
+    if (cmd->waiting == w) {
+        cmd->waiting = NULL;
+        if (cmd->replied) {
+            long long replicas = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+            if (reply && reply->type == REDIS_REPLY_ERROR)
+                LOG_WARN("redis: WAIT failed: %s", reply->str);
+            wait_deliver(cmd, replicas);
+        }
+    }
+    free(w);
+    cmd_unref(cmd);
+}
+
+/* The bytes (and, for a waited command, a WAIT after them) to node n. */
+static int send_to(struct redisconn_cmd *cmd, struct redisnode *n, bool asking)
+{
+    if (redisnode_send(n, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
+        return -1;
+    cmd->node = n;
+    cmd->waiting = NULL;
+    /* Without its WAIT the pair is still whole: on_reply sends one after the reply. */
+    if (cmd->wait_cb)
+        wait_send(cmd);
+    return 0;
+}
+
+/* The final reply of a waited command: held until a WAIT behind it answers. */
+static void wait_replied(struct redisconn_cmd *cmd, redisReply *reply)
+{
+    cmd->replied = true;
+    if (!reply || cmd->rc->closing) {
+        wait_deliver(cmd, -1);
+        return;
+    }
+    cmd->held = reply_copy(reply);
+    if (!cmd->held) {
+        LOG_WARN("redis: out of memory keeping a reply until its WAIT");
+        wait_deliver(cmd, -1);
+        return;
+    }
+    if (!cmd->waiting && wait_send(cmd) != 0)
+        wait_deliver(cmd, -1);
 }
 
 /* A redirect is followed on the loop: the bytes go to the node it names (a MOVED also
@@ -240,17 +382,20 @@ static void on_reply(redisReply *reply, void *privdata)
         if (rd.verdict == SLOTMAP_MOVED)
             refresh(rc, true);
         struct redisnode *n = node_at(rc, node);
-        if (n && redisnode_send(n, cmd->buf, cmd->len, cmd->script, rd.verdict == SLOTMAP_ASK, on_reply, cmd) == 0)
+        if (n && send_to(cmd, n, rd.verdict == SLOTMAP_ASK) == 0)
             return;
         reply = NULL;
     }
-    cmd->cb(reply, cmd->privdata);
-    cmd_free(cmd);
+    if (cmd->wait_cb)
+        wait_replied(cmd, reply);
+    else
+        cmd->cb(reply, cmd->privdata);
+    cmd_unref(cmd);
 }
 
 /* Sends the formatted bytes (taken over) to the master of key's slot (key NULL: any). */
 static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf, size_t len,
-                 enum luascript_id script, redisconn_cb cb, void *privdata)
+                 enum luascript_id script, redisconn_cb cb, redisconn_wait_cb wait_cb, void *privdata)
 {
     int node = -1;
     if (rc->map_loaded)
@@ -267,16 +412,18 @@ static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf
         redisFreeCommand(buf);
         return -1;
     }
-    *cmd = (struct redisconn_cmd){ rc, cb, privdata, buf, len, script, 0 };
-    if (redisnode_send(n, buf, len, script, false, on_reply, cmd) != 0) {
-        cmd_free(cmd);
+    *cmd = (struct redisconn_cmd){ .rc = rc, .cb = cb, .privdata = privdata, .buf = buf, .len = len,
+                                   .script = script, .wait_cb = wait_cb, .refs = 1 };
+    if (send_to(cmd, n, false) != 0) {
+        cmd_unref(cmd);
         return -1;
     }
     return 0;
 }
 
-int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
-                   const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata)
+static int eval_routed(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                       const char *const *argv, const size_t *argvlen, redisconn_cb cb,
+                       redisconn_wait_cb wait_cb, void *privdata)
 {
     /* Small calls (every request) gather their arguments on the stack; batches (marks,
      * confirms) on the heap. */
@@ -311,12 +458,25 @@ int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, in
     int sent = -1;
     if (len >= 0)
         sent = route(rc, nkeys > 0 ? full[3] : NULL, nkeys > 0 ? lens[3] : 0, buf, (size_t)len, script, cb,
-                     privdata);
+                     wait_cb, privdata);
     if (full != stack_args) {
         free(full);
         free(lens);
     }
     return sent;
+}
+
+int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                   const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata)
+{
+    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, cb, NULL, privdata);
+}
+
+int redisconn_eval_wait(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                        const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,
+                        void *privdata)
+{
+    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, NULL, cb, privdata);
 }
 
 int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *argv,
@@ -328,5 +488,5 @@ int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *ar
         return -1;
     const char *key = argc > 1 ? argv[1] : NULL;
     size_t keylen = key ? (argvlen ? argvlen[1] : strlen(key)) : 0;
-    return route(rc, key, keylen, buf, (size_t)len, LUASCRIPT_COUNT, cb, privdata);
+    return route(rc, key, keylen, buf, (size_t)len, LUASCRIPT_COUNT, cb, NULL, privdata);
 }

@@ -5,7 +5,8 @@
  *
  * A GET answers "<name>:<key>", or get_error, or (needs_asking, without ASKING just
  * before) a MOVED to the other node. An EVALSHA answers NOSCRIPT until a SCRIPT LOAD
- * reached that node, then "<name>:<KEYS[1]>". CLUSTER SLOTS answers owner[0] for slots
+ * reached that node, then "<name>:<KEYS[1]>" (or eval_error). A WAIT answers wait_acks and
+ * notes how many EVALSHAs had been answered on that node before it. CLUSTER SLOTS answers owner[0] for slots
  * 0-8191 and owner[1] for 8192-16383. The counters say what reached each node. The state
  * may live in shared memory, for a client in another process. */
 #ifndef SK_TEST_FAKEREDIS_H
@@ -39,6 +40,11 @@ struct fakeredis_node {
     bool asking;                /* the last command was ASKING */
     bool loaded;
     char get_error[64];         /* non-empty: GET answers this error */
+    char eval_error[64];        /* non-empty: a loaded EVALSHA answers this error */
+    int waits;                  /* WAITs */
+    int wait_acks;              /* what a WAIT answers */
+    int evals_run_before_wait;  /* EVALSHAs answered with a result before the last WAIT */
+    int evals_run;
     bool needs_asking;
 };
 
@@ -77,8 +83,16 @@ static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **a
         f->evals++;
         if (!f->loaded)
             evbuffer_add_printf(out, "-NOSCRIPT No matching script. Please use EVAL.\r\n");
-        else
+        else if (f->eval_error[0])
+            evbuffer_add_printf(out, "-%s\r\n", f->eval_error);
+        else {
+            f->evals_run++;
             evbuffer_add_printf(out, "$%zu\r\n%c:%s\r\n", strlen(argv[3]) + 2, f->name, argv[3]);
+        }
+    } else if (strcmp(argv[0], "WAIT") == 0 && argc == 3) {
+        f->waits++;
+        f->evals_run_before_wait = f->evals_run;
+        evbuffer_add_printf(out, ":%d\r\n", f->wait_acks);
     } else if (strcmp(argv[0], "GET") == 0 && argc == 2) {
         f->gets++;
         if (f->get_error[0])

@@ -645,6 +645,14 @@ static void test_validate_cross_checks(void **state)
         /* Unset, the gateway's own default (5000) counts: 5000 + 1000 + 1000 > 6000. */
         { { { "http.request-timeout-ms", "6000" } }, "kafka.producer.message.timeout.ms" },
         { { { "http.request-timeout-ms", "7000" } }, NULL },
+        /* A WAIT answers within half of redis.timeout-ms, or its connection is dropped. */
+        { { { "redis.wait-replicas", "1" }, { "redis.wait-timeout-ms", "501" } }, "redis.wait-timeout-ms" },
+        { { { "redis.wait-replicas", "1" }, { "redis.wait-timeout-ms", "500" } }, NULL },
+        { { { "redis.wait-replicas", "0" }, { "redis.wait-timeout-ms", "900" } }, NULL },
+        /* and the order is produced only after it: it counts in the request's chain */
+        { { { "redis.wait-replicas", "1" }, { "kafka.producer.message.timeout.ms", "7800" } },
+          "kafka.producer.message.timeout.ms" },
+        { { { "redis.wait-replicas", "1" }, { "kafka.producer.message.timeout.ms", "7750" } }, NULL },
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct config cfg;

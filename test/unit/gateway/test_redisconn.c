@@ -1,7 +1,8 @@
 /* redisconn, the gateway's router, on a real loop against fake Redis nodes (RESP over
  * TCP on 127.0.0.1): commands reach the master of their key's slot, a MOVED is resent to
  * the new owner and remembered, an ASK is resent once behind ASKING and forgotten, a
- * master that is gone fails only its own slots, and single mode never asks for a map. */
+ * master that is gone fails only its own slots, and single mode never asks for a map. A
+ * waited script (redisconn_eval_wait) gets the WAIT of the node that finally ran it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,6 +95,8 @@ static int setup(void **state)
     cfg.redis_reconnect_min_ms = 50;
     cfg.redis_reconnect_max_ms = 100;
     cfg.redis_cluster_refresh_ms = 60000;  /* only the triggered reloads, in these tests */
+    cfg.redis_wait_replicas = 1;
+    cfg.redis_wait_timeout_ms = 100;
     for (int i = 0; i < LUASCRIPT_COUNT; i++) {
         scripts.scripts[i].name = "fake";
         scripts.scripts[i].body = "return 1";
@@ -222,6 +225,109 @@ static void test_single_mode_asks_for_no_map(void **state)
     redisconn_free(rc);
 }
 
+/* ---- WAIT after a script ---------------------------------------------------------- */
+
+struct waited {
+    bool done;
+    bool null;
+    long long replicas;
+    char text[64];
+};
+
+static void on_waited(redisReply *reply, long long replicas, void *privdata)
+{
+    struct waited *w = privdata;
+    w->done = true;
+    w->null = reply == NULL;
+    w->replicas = replicas;
+    if (reply)
+        snprintf(w->text, sizeof(w->text), "%s", reply->str ? reply->str : "");
+}
+
+static bool waited_done(void *w) { return ((struct waited *)w)->done; }
+
+static struct waited eval_waited(struct redisconn *rc, const char *key)
+{
+    struct waited w = { 0 };
+    const char *argv[] = { key };
+    assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &w), 0);
+    assert_true(run_until(waited_done, &w));
+    return w;
+}
+
+static void test_wait_counts_the_replicas_of_the_node_that_ran_the_script(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    fake->node[0].wait_acks = 5;
+    fake->node[1].wait_acks = 1;
+    struct waited w = eval_waited(rc, "foo");
+    assert_false(w.null);
+    assert_string_equal(w.text, "B:foo");
+    assert_int_equal(w.replicas, 1);
+    assert_int_equal(fake->node[1].waits, 1);
+    assert_int_equal(fake->node[1].evals_run_before_wait, 1);
+    assert_int_equal(fake->node[0].waits, 0);
+    /* a shortfall reaches the caller with the script's answer */
+    fake->node[1].wait_acks = 0;
+    w = eval_waited(rc, "foo");
+    assert_string_equal(w.text, "B:foo");
+    assert_int_equal(w.replicas, 0);
+    redisconn_free(rc);
+}
+
+static void test_wait_follows_a_moved_script_to_its_new_master(void **state)
+{
+    (void)state;
+    fake->owner[1] = 0;  /* the map says A serves every slot */
+    struct redisconn *rc = connected();
+    snprintf(fake->node[0].eval_error, sizeof(fake->node[0].eval_error), "MOVED %d 127.0.0.1:%d", SLOT_FOO,
+             fake->node[1].port);
+    fake->owner[1] = 1;
+    fake->node[0].wait_acks = 1;  /* A's replicas hold A's writes: not the script's */
+    fake->node[1].wait_acks = 0;
+    struct waited w = eval_waited(rc, "foo");
+    assert_string_equal(w.text, "B:foo");
+    assert_int_equal(w.replicas, 0);
+    assert_int_equal(fake->node[1].waits, 1);
+    assert_int_equal(fake->node[1].evals_run_before_wait, 1);
+    redisconn_free(rc);
+}
+
+static void test_wait_follows_an_asked_script_to_the_importing_node(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    /* foo's slot (B's) is migrating to A: the script runs on A, the map still names B */
+    snprintf(fake->node[1].eval_error, sizeof(fake->node[1].eval_error), "ASK %d 127.0.0.1:%d", SLOT_FOO,
+             fake->node[0].port);
+    fake->node[0].wait_acks = 1;
+    fake->node[1].wait_acks = 0;
+    struct waited w = eval_waited(rc, "foo");
+    assert_string_equal(w.text, "A:foo");
+    assert_int_equal(w.replicas, 1);
+    assert_int_equal(fake->node[0].waits, 1);
+    assert_int_equal(fake->node[0].evals_run_before_wait, 1);
+    redisconn_free(rc);
+}
+
+static void test_wait_overtaken_by_a_noscript_retry_is_sent_again(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    /* B forgot its scripts: the WAIT pipelined behind the NOSCRIPT answer comes before the
+     * script is loaded and run again, so it covers nothing of it */
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    fake->node[1].loaded = false;
+    fake->node[1].wait_acks = 1;
+    struct waited w = eval_waited(rc, "foo");
+    assert_string_equal(w.text, "B:foo");
+    assert_int_equal(w.replicas, 1);
+    assert_int_equal(fake->node[1].waits, 2);
+    assert_int_equal(fake->node[1].evals_run_before_wait, 1);
+    redisconn_free(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +337,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_master_gone_fails_only_its_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_counts_the_replicas_of_the_node_that_ran_the_script, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_follows_a_moved_script_to_its_new_master, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_follows_an_asked_script_to_the_importing_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_overtaken_by_a_noscript_retry_is_sent_again, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
