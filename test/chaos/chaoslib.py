@@ -60,6 +60,9 @@ CHAOS_CONF = {
     # Kafka outage inside the 4 s request timeout.
     "kafka.producer.message.timeout.ms": "2500",
     "consumer.retry-max-ms": "1000",
+    # No WAIT for replicas, whatever the stack's file says (conf/cluster.conf: 1): the
+    # cluster scenarios set it themselves, with the request timeout it needs.
+    "redis.wait-replicas": "0",
     "seckill.enable-rate-limit": "false",
     "seckill.enable-anti-brush": "false",
     "seckill.reaper-interval-ms": "500",
@@ -407,6 +410,7 @@ def check(ctx, tries, sampler, metrics, quiet):
         "failed": len(r_failed),
         "rolled_back": metrics.total("seckill_orders_rolled_back_total"),
         "expired": metrics.total("seckill_reservations_expired_total"),
+        "header_timeouts": metrics.total("seckill_http_header_timeouts_total"),
         "409": kinds.get("409", 0),
         "503": kinds.get("503", 0),
         "conn_errors": kinds.get("refused", 0) + kinds.get("dropped", 0),
@@ -611,6 +615,8 @@ def details(results):
         if c:
             out.append(f"- answers: {json.dumps(c['kinds'], sort_keys=True)}; Redis statuses: "
                        f"{json.dumps(c['statuses'], sort_keys=True)}; stock left {c['stock_left']}"
+                       + (f"; connections closed by the header timeout {c['header_timeouts']}"
+                          if c.get("header_timeouts") else "")
                        + (f"; retries after a 503: {json.dumps(c['retry_after_503'], sort_keys=True)}"
                           if c.get("retry_after_503") else ""))
         for n in row["notes"]:

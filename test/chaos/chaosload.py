@@ -436,7 +436,7 @@ class Sampler(threading.Thread):
 
 METRIC_NAMES = ("seckill_orders_accepted_total", "seckill_orders_rolled_back_total",
                 "seckill_reservations_expired_total", "seckill_kafka_delivery_failures_total",
-                "seckill_redis_timeouts_total")
+                "seckill_redis_timeouts_total", "seckill_http_header_timeouts_total")
 
 
 class MetricsScraper(threading.Thread):

@@ -116,6 +116,23 @@ class RedisCluster:
             time.sleep(0.02)
         raise AssertionError(f"slot {slot} not served by {addr} {timeout} s later")
 
+    def cut_replication(self, master, replica, timeout=10):
+        """The replica cut off from its master, as on a broken link: its link dropped, and
+        every reconnect refused (a masterauth the master, which has no password, answers
+        with an error), while the master goes on answering its clients. heal() lifts it.
+        Returns the seconds until the replica saw its link down."""
+        t0 = time.monotonic()
+        self.client(replica.addr)("CONFIG", "SET", "masterauth", "chaos-cut")
+        self.client(master.addr)("CLIENT", "KILL", "TYPE", "replica")
+        while time.monotonic() - t0 < timeout:
+            if "master_link_status:down" in self.client(replica.addr)("INFO", "replication"):
+                return time.monotonic() - t0
+            time.sleep(0.01)
+        raise AssertionError(f"{replica} still linked to {master} {timeout} s after the cut")
+
+    def heal(self, replica):
+        self.client(replica.addr)("CONFIG", "SET", "masterauth", "")
+
     def replica_keys(self, replica, key):
         """HKEYS of `key` read on a replica (READONLY), with the replica's role after the
         read: its data frozen since its master died, as long as it is still a replica."""

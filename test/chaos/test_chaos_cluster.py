@@ -95,6 +95,7 @@ def consumer_kill(ctx):
 REPLICA_DOWN_S = 4        # longer than cluster-node-timeout (2 s): the cluster marks it failed
 MIGRATE_PAUSE_S = 0.4     # between two keys of the slot: ASK and TRYAGAIN for a while under load
 PROMOTION_TIMEOUT = 30
+LAG_S = 1.5               # R1b: how long the replica is cut off before its master is killed
 
 
 def sale_nodes(ctx):
@@ -146,14 +147,36 @@ def master_kill(ctx):
     After the load, every order answered 200 before the kill must be in that snapshot
     (lost_answered): one missing is a reservation the failover lost after its client was
     told yes."""
+    kill_master(ctx, lag=0)
+
+
+def lagging_master_kill(ctx):
+    """As master_kill, but the replica has been cut off for LAG_S when the master dies:
+    what the master answered in that time exists nowhere else. With redis.wait-replicas
+    the gateway answers none of it 200 (WAIT counts no replica: rollback, 503); without,
+    lost_answered finds the orders told 200 that the promoted replica never had
+    (CHAOS_SET="redis.wait-replicas=0" bash test/chaos/run.sh -k R1b)."""
+    kill_master(ctx, lag=LAG_S)
+
+
+def kill_master(ctx, lag):
     rc, slot, master, replica = sale_nodes(ctx)
     ctx.fault_start()
+    if lag:
+        cut = rc.cut_replication(master, replica)
+        ctx.notes.append(f"replication {master} -> {replica} cut {cut:.1f} s after the fault started, "
+                         f"for {lag} s before the kill")
+        time.sleep(lag)
     pid = rc.kill9(master)
     t_kill = time.monotonic()
     # Replication bytes already in the replica's socket still arrive: a moment for them.
     time.sleep(0.2)
     kept, role = rc.replica_keys(replica, ctx.key("orders"))
-    promoted = rc.wait_owner(slot, replica.addr, PROMOTION_TIMEOUT, skip={master.addr})
+    try:
+        promoted = rc.wait_owner(slot, replica.addr, PROMOTION_TIMEOUT, skip={master.addr})
+    finally:
+        if lag:
+            rc.heal(replica)
     ctx.notes.append(f"slot {slot}: killed master {master} (pid {pid}); replica {replica} held "
                      f"{len(kept)} orders at the kill, promoted {promoted:.1f} s after it")
     rc.start_missing()
@@ -239,8 +262,16 @@ def replica_window(ctx):
 # The C generator (bench/openloop) keeps RATE on two cores next to three brokers; 256
 # connections (512 a gateway) hold the requests that wait out a failover. A broker's restart takes tens of
 # seconds here, so the load may run 150 s, and the stock outlasts it.
+# Every write an accepted order depends on waits for a replica (redis.wait-replicas, the
+# last line of a master failover, docs/protocol.md); WAIT's 250 ms join the chain of
+# timeouts that http.request-timeout-ms must hold (2500 + 1000 + 500 + 250).
+WAIT = {"redis.wait-replicas": "1", "redis.wait-timeout-ms": "250", "http.request-timeout-ms": "4250"}
+# The generator opens its connections up front and sends on the lowest free one: one it did
+# not need for http.header-timeout-ms (10 s) since its accept is closed by the gateway (its
+# slowloris defence), and a request sent as that happens is dropped. No client of a real
+# sale opens a connection and waits that long, so the timeout is lifted above the load's.
 CLUSTER = dict(gateways=2, consumers=2, rate=RATE, threads=1024, warm=600, generator="openloop",
-               stock=300000, max_seconds=150)
+               stock=300000, max_seconds=150, overrides=dict(WAIT, **{"http.header-timeout-ms": "180000"}))
 # The Redis scenarios sell out a few seconds after the cluster is whole again (about 1,100
 # orders a second are accepted; a killed node is back and in sync ~12 s after the kill):
 # rows = stock exactly, so a unit sold twice would show.
@@ -256,10 +287,12 @@ SCENARIOS = [
     Scenario("C4", "one of two consumers kill -9 mid-batch", consumer_kill, **CLUSTER),
     Scenario("R1", "Redis master of the sale kill -9 (replica promoted) + restart", master_kill,
              expect_503=True, post=lost_answered, **REDIS),
+    Scenario("R1b", f"Redis master of the sale kill -9 after {LAG_S} s of its replica cut off",
+             lagging_master_kill, expect_503=True, post=lost_answered, **REDIS),
     Scenario("R2", "the sale's slot migrated to another master (ASK, MOVED)", slot_migrate,
              expect_503=True, post=redirects_seen, **REDIS),
     Scenario("R3", f"Redis replica of the sale's master kill -9, back {REPLICA_DOWN_S} s later",
-             replica_kill, post=replica_window, **REDIS),
+             replica_kill, expect_503=True, post=replica_window, **REDIS),
 ]
 
 
