@@ -93,7 +93,7 @@ def consumer_kill(ctx):
 # ---- the Redis Cluster (R1-R3) ------------------------------------------------------------
 
 REPLICA_DOWN_S = 4        # longer than cluster-node-timeout (2 s): the cluster marks it failed
-MIGRATE_PAUSE_S = 0.4     # between two keys of the slot: ASK and TRYAGAIN for a while under load
+MIGRATE_S = 3.0           # the slot's keys moved one by one over this long: ASK, TRYAGAIN under load
 PROMOTION_TIMEOUT = 30
 LAG_S = 1.5               # R1b: how long the replica is cut off before its master is killed
 
@@ -114,12 +114,13 @@ def restored(ctx, rc):
 
 
 def sell_out(ctx, timeout=60):
-    """The rest of the sale after the recovery: the load runs until the stock is gone, so
-    that a stock sold twice would show as more rows than the stock."""
+    """The rest of the sale after the recovery: the load runs until the stock is gone and
+    no reservation is left that the reaper could still return (one whose answer a dropped
+    connection lost), so that a stock sold twice would show as more rows than the stock."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if int(ctx.redis("GET", ctx.key("stock")) or 0) == 0:
+            if int(ctx.redis("GET", ctx.key("stock")) or 0) == 0 and ctx.redis("ZCARD", ctx.key("resv")) == 0:
                 return
         except (OSError, ConnectionError, RedisError):
             pass
@@ -207,14 +208,16 @@ def lost_answered(ctx):
 
 def slot_migrate(ctx):
     """The sale's slot moved to another master under load, the way redis-cli --cluster
-    reshard moves it, one key every MIGRATE_PAUSE_S: while the slot migrates the source
+    reshard moves it, its keys one by one over MIGRATE_S: while the slot migrates the source
     answers ASK for the keys already moved (and the importer TRYAGAIN for a script whose
     keys are split: 503, nothing written); once it has moved, MOVED until the clients'
     maps follow."""
     rc, slot, src, _ = sale_nodes(ctx)
     dst = next(n for n in rc.nodes() if n.master and not n.failing and n.id != src.id)
     ctx.fault_start()
-    moved = rc.migrate_slot(slot, src, dst, MIGRATE_PAUSE_S)
+    # Beside the sale's own keys the slot holds other keys of its hash (users' coupons).
+    keys = rc.client(src.addr)("CLUSTER", "COUNTKEYSINSLOT", slot)
+    moved = rc.migrate_slot(slot, src, dst, MIGRATE_S / max(1, keys))
     ctx.fault_end()
     ctx.notes.append(f"slot {slot}: {moved} keys migrated from {src} to {dst} in "
                      f"{ctx.t_recovered - ctx.t_fault:.1f} s")
