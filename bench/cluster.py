@@ -15,6 +15,7 @@ stack's broker is what replication costs per order.
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -110,6 +111,42 @@ class ClusterBench(Bench):
                                    "contended", self.gateway.pid, conns, activity, ["OK"])
             self.contended_accepted += self.accepted_ok(r)
 
+    def stop_gateways(self):
+        for g in self.gateways:
+            if g.alive():
+                rc, _ = g.stop(60)
+                if rc != 0:
+                    self.error(g.name, f"exit status {rc} after SIGTERM")
+        self.gateways = []
+
+    def wait_cost(self, activity):
+        """What redis.wait-replicas costs: the contended sale at 64 and 256 connections with
+        the gateways restarted on wait-replicas = 0, then = 1 (a WAIT behind every execute
+        call and queued mark), in the same run. BENCH_WAIT_COST=0 leaves it out."""
+        rows = []
+        for wait in (0, 1):
+            self.stop_gateways()
+            self.start_gateway([f"redis.wait-replicas={wait}"])
+            time.sleep(1.2)  # the gateways' activity cache
+            r = self.http_scenario(f"wait{wait}-warmup", "", "contended", self.gateway.pid, 256, activity,
+                                   ["OK"], record=False)
+            self.contended_accepted += self.accepted_ok(r)
+            for conns in (64, 256):
+                r = self.http_scenario(f"contended-wait{wait}-{conns}",
+                                       f"contended sale on the cluster, redis.wait-replicas={wait}, {conns} connections",
+                                       "contended", self.gateway.pid, conns, activity, ["OK"])
+                accepted = self.accepted_ok(r)
+                self.contended_accepted += accepted
+                per_order = {k: round(v * 1e6 / max(accepted, 1), 1) for k, v in r["cpu_s"].items()}
+                rows.append({"wait_replicas": wait, "connections": conns, "rps": r["rps"],
+                             "p50_ms": r["latency_ms"]["p50"], "p99_ms": r["latency_ms"]["p99"],
+                             "accepted": accepted, "cpu_us_per_accepted_order": per_order,
+                             "wait_short": r["counters"].get("seckill_redis_wait_short_total", 0)})
+                log(f"wait-replicas={wait}, {conns} connections: {r['rps']:,.0f} req/s, "
+                    f"p50 {r['latency_ms']['p50']:.2f} ms, p99 {r['latency_ms']['p99']:.2f} ms, "
+                    f"gateways {per_order.get('server', 0)} us/order, Redis {per_order.get('redis', 0)} us/order")
+        self.results["wait_cost"] = rows
+
     def setup(self):
         self.start_gateway()
         self.activity("contended", 10_000_000)
@@ -122,9 +159,11 @@ class ClusterBench(Bench):
     FATAL_STEP = "gateways"
 
     def steps(self):
-        return [("gateways", self.setup),
-                ("contended", lambda: self.contended(self.activities["contended"]["id"])),
-                ("correctness", self.correctness)]
+        steps = [("gateways", self.setup),
+                 ("contended", lambda: self.contended(self.activities["contended"]["id"]))]
+        if os.environ.get("BENCH_WAIT_COST", "1") != "0":
+            steps.append(("wait-cost", lambda: self.wait_cost(self.activities["contended"]["id"])))
+        return steps + [("correctness", self.correctness)]
 
     def shutdown(self):
         stops = {}

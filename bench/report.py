@@ -155,6 +155,25 @@ def cluster_section(result):
     return L
 
 
+def wait_cost_section(result):
+    """redis.wait-replicas 0 against 1 on the cluster, from the same run (bench/cluster.py)."""
+    rows = (result.get("cluster") or {}).get("wait_cost")
+    if not rows:
+        return []
+    L = ["## What redis.wait-replicas costs (cluster)\n",
+         "The cluster's contended sale again, the gateways restarted with `redis.wait-replicas` = 0 and "
+         "then 1 (a `WAIT 1 <timeout>` behind every coalesced execute call and every queued-mark call). CPU "
+         "summed over both gateways and all six Redis nodes, per accepted order.\n",
+         "| conn | wait-replicas | req/s | p50 ms | p99 ms | gateways µs/order | Redis µs/order | WAIT short |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        c = r["cpu_us_per_accepted_order"]
+        L.append(f"| {r['connections']} | {r['wait_replicas']} | {fmt_int(r['rps'])} | {r['p50_ms']:.2f} | "
+                 f"{r['p99_ms']:.2f} | {fmt(c.get('server'), 1)} | {fmt(c.get('redis'), 1)} | {r['wait_short']} |")
+    L.append("")
+    return L
+
+
 def spike_value(sp, name):
     if "accepted" in name:
         return f"{sp['accepted']:,}"
@@ -321,6 +340,7 @@ def markdown(result, evaluation, stamp, command, png_name):
         L.append("")
 
     L += cluster_section(result)
+    L += wait_cost_section(result)
     L += forks_section(result)
 
     stops = result.get("stops", {})

@@ -123,14 +123,22 @@ case $host in '' | 0.0.0.0) host=127.0.0.1 ;; esac
 port_open "$host" "$port" && die "$host:$port (http.port) is taken by another process"
 
 log "run $STAMP, configuration $CONF"
-[ ${#started_services[@]} -eq 0 ] || log "starting ${started_services[*]}"
-bash "$S/stack.sh" up --services-only || die "starting the services failed"
+if [ "${BENCH_ONLY:-}" = cluster ]; then
+  started_services=()  # the single stack's services are not needed
+else
+  [ ${#started_services[@]} -eq 0 ] || log "starting ${started_services[*]}"
+  bash "$S/stack.sh" up --services-only || die "starting the services failed"
+fi
 
 t0=$(date +%s)
-python3 bench/bench.py --conf "$CONF" --out "$RUNDIR/result.json" --logs "$RUNDIR" \
-  --baseline "$ROOT/$BUILD/bench/baseline"
-bench_rc=$?
-[ -s "$RUNDIR/result.json" ] || die "bench.py wrote no results (logs in $RUNDIR)"
+bench_rc=0
+# BENCH_ONLY=cluster: the cluster part alone (its JSON, no report): for a number of its own.
+if [ "${BENCH_ONLY:-}" != cluster ]; then
+  python3 bench/bench.py --conf "$CONF" --out "$RUNDIR/result.json" --logs "$RUNDIR" \
+    --baseline "$ROOT/$BUILD/bench/baseline"
+  bench_rc=$?
+  [ -s "$RUNDIR/result.json" ] || die "bench.py wrote no results (logs in $RUNDIR)"
+fi
 
 cluster_args=()
 if [ "${BENCH_CLUSTER:-1}" != 0 ]; then
@@ -161,6 +169,10 @@ if [ "${BENCH_CLUSTER:-1}" != 0 ]; then
   [ -s "$RUNDIR/cluster.json" ] && cluster_args=(--cluster "$RUNDIR/cluster.json")
 fi
 
+if [ "${BENCH_ONLY:-}" = cluster ]; then
+  log "done in $(( $(date +%s) - t0 ))s: ${RUNDIR#"$ROOT"/}/cluster.json (BENCH_ONLY=cluster: no report)"
+  exit "$bench_rc"
+fi
 python3 bench/report.py "$RUNDIR/result.json" "${cluster_args[@]}" --stamp "$STAMP" --results bench/results \
   --command "make bench" || die "report failed"
 log "done in $(( $(date +%s) - t0 ))s: bench/results/$STAMP.md (latest.md, latest.json, latest.png); logs in ${RUNDIR#"$ROOT"/}"

@@ -83,6 +83,11 @@ struct batch_origin {
     int64_t offset;
 };
 
+/* How MySQL refused an accepted order (batch.refused). */
+#define BATCH_REFUSED 1           /* for good: abandon.lua returns its unit */
+#define BATCH_REFUSED_SOLD_OUT 2  /* by activity_sold_within_stock: MySQL sold every unit
+                                   * already, so its unit is not returned (supersede.h) */
+
 /* An accepted order MySQL refused with a deterministic error (split). */
 struct batch_refusal {
     size_t index;                  /* into accepted */
@@ -106,7 +111,8 @@ struct batch {
     struct orderevent *accepted;     /* copies of the ACCEPTED orders, still sorted */
     unsigned char *in_db;            /* parallel to accepted: the row is in MySQL */
     struct batch_coupon *coupons;    /* parallel to accepted: the user coupon it issued */
-    unsigned char *refused;          /* parallel to accepted: MySQL refused it for good */
+    unsigned char *refused;          /* parallel to accepted: MySQL refused it for good,
+                                      * BATCH_REFUSED or BATCH_REFUSED_SOLD_OUT; 0 if not */
     size_t accepted_count;
     struct batch_refusal *refusals;  /* the refused ones, with their reasons */
     size_t refusal_count;

@@ -1,7 +1,10 @@
 #ifndef SK_CLAIM_H
 #define SK_CLAIM_H
 
+#include <hiredis/hiredis.h>
 #include <stddef.h>
+
+#include "common/luascript.h"
 
 struct consumer;
 
@@ -17,10 +20,16 @@ int claim_orders(struct consumer *c, char *err, size_t errlen);
 /* A step, only after the COMMIT (I6: SUCCESS is never visible before the row is): every
  * accepted order with its row in MySQL becomes SUCCESS. Returns 0, or -1 with err set. */
 int claim_finalize(struct consumer *c, char *err, size_t errlen);
+/* One script call routed by keys[0], followed by a WAIT when redis.wait-replicas > 0:
+ * the reply (caller frees), or NULL with err on an error reply, a lost connection (then
+ * dropped) or fewer replicas than asked. */
+redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, const char *const *keys,
+                       int nargs, const char *const *args, char *err, size_t errlen);
 /* A step, only after the refused orders' dead letters are acknowledged (so that a crash
  * in between replays them rather than losing them): every accepted order MySQL refused
  * (b->refused) becomes FAILED, its stock back and its user free, as a released
- * reservation. Returns 0, or -1 with err set. */
+ * reservation; those refused by activity_sold_within_stock are supersede.h's. Returns 0, or
+ * -1 with err set. */
 int claim_abandon(struct consumer *c, char *err, size_t errlen);
 
 #endif

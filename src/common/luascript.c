@@ -16,6 +16,7 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_UNUSE] = "unuse",       [LUASCRIPT_CANCEL] = "cancel",
     [LUASCRIPT_ABANDON] = "abandon",
     [LUASCRIPT_NODELEASE] = "nodelease", [LUASCRIPT_SALESTATS] = "salestats",
+    [LUASCRIPT_SUPERSEDE] = "supersede",
 };
 
 static char *read_file(const char *path, size_t *len)

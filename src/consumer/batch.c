@@ -223,7 +223,7 @@ int batch_refuse_order(struct batch *b, size_t i, const char *reason)
     struct batch_refusal *r = &b->refusals[b->refusal_count++];
     r->index = i;
     snprintf(r->reason, sizeof(r->reason), "%s", reason);
-    b->refused[i] = 1;
+    b->refused[i] = BATCH_REFUSED;
     return 0;
 }
 

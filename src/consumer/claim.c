@@ -55,21 +55,21 @@ static void pair_args_add(struct pair_args *a, const struct orderevent *ev)
     a->count++;
 }
 
-/* One script call. A NULL reply means the connection is unusable: it is dropped. With
+/* One script call (claim.h). A NULL reply means the connection is unusable: it is dropped. With
  * redis.wait-replicas > 0 the call counts only once WAIT found that many replicas holding
  * it: a claim or a SUCCESS a failover forgets would let the reaper release an order whose
  * row is in MySQL, or leave it PROCESSING. Fewer is a transient error: the step retries
  * (every script here is idempotent). */
-static redisReply *eval(struct consumer *c, enum luascript_id id, const struct script_keys *k,
-                        const struct pair_args *a, char *err, size_t errlen)
+redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, const char *const *keys,
+                       int nargs, const char *const *args, char *err, size_t errlen)
 {
     const struct luascript *s = &c->scripts.scripts[id];
     char why[256];
     long long replicas = 0;
     int64_t wanted = c->cfg.redis_wait_replicas;
     redisReply *reply = wanted > 0
-        ? redisroute_script_wait(c->redis, s, k->count, k->argv, a->count * 2, a->argv, &replicas, why, sizeof(why))
-        : redisroute_script(c->redis, s, k->count, k->argv, a->count * 2, a->argv, why, sizeof(why));
+        ? redisroute_script_wait(c->redis, s, nkeys, keys, nargs, args, &replicas, why, sizeof(why))
+        : redisroute_script(c->redis, s, nkeys, keys, nargs, args, why, sizeof(why));
     if (!reply) {
         snprintf(err, errlen, "%s.lua: %s", s->name, why);
         backend_redis_drop(c);
@@ -87,6 +87,12 @@ static redisReply *eval(struct consumer *c, enum luascript_id id, const struct s
         return NULL;
     }
     return reply;
+}
+
+static redisReply *eval(struct consumer *c, enum luascript_id id, const struct script_keys *k,
+                        const struct pair_args *a, char *err, size_t errlen)
+{
+    return claim_eval(c, id, k->count, k->argv, a->count * 2, a->argv, err, errlen);
 }
 
 static int claim_chunk(struct consumer *c, const struct script_keys *k, size_t first,
@@ -128,9 +134,9 @@ typedef int (*chunk_fn)(struct consumer *c, const struct script_keys *k, size_t 
                         const struct pair_args *a, char *err, size_t errlen);
 
 /* Calls fn for each activity run of orders (sorted by activity), CLAIM_CHUNK orders at a
- * time, leaving out the orders whose keep[i] is 0 (keep NULL: none is left out). */
+ * time, leaving out the orders whose keep[i] is not want (keep NULL: none is left out). */
 static int each_chunk(struct consumer *c, const struct orderevent *orders, size_t count,
-                      const unsigned char *keep, const enum keys_kind *kinds, int nkeys,
+                      const unsigned char *keep, unsigned char want, const enum keys_kind *kinds, int nkeys,
                       chunk_fn fn, char *err, size_t errlen)
 {
     if (count == 0)
@@ -151,7 +157,7 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
         a->count = 0;
         size_t first = start;
         for (size_t i = start; i < end && rc == 0; i++) {
-            if (keep && !keep[i])
+            if (keep && keep[i] != want)
                 continue;
             if (a->count == 0)
                 first = i;
@@ -172,7 +178,7 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
 int claim_orders(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    return each_chunk(c, b->orders, b->count, NULL, confirm_kinds, CONFIRM_KEYS, claim_chunk,
+    return each_chunk(c, b->orders, b->count, NULL, 0, confirm_kinds, CONFIRM_KEYS, claim_chunk,
                       err, errlen);
 }
 
@@ -195,7 +201,7 @@ static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_
 int claim_finalize(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    return each_chunk(c, b->accepted, b->accepted_count, b->in_db, finalize_kinds, 2,
+    return each_chunk(c, b->accepted, b->accepted_count, b->in_db, 1, finalize_kinds, 2,
                       finalize_chunk, err, errlen);
 }
 
@@ -223,6 +229,6 @@ int claim_abandon(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     if (b->refusal_count == 0)
         return 0;
-    return each_chunk(c, b->accepted, b->accepted_count, b->refused, abandon_kinds,
+    return each_chunk(c, b->accepted, b->accepted_count, b->refused, BATCH_REFUSED, abandon_kinds,
                       ABANDON_KEYS, abandon_chunk, err, errlen);
 }

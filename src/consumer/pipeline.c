@@ -15,6 +15,7 @@
 #include "consumer/persist.h"
 #include "consumer/publish.h"
 #include "consumer/retry.h"
+#include "consumer/supersede.h"
 
 static int step_persist(struct consumer *c, char *err, size_t errlen)
 {
@@ -164,7 +165,8 @@ int pipeline_run(struct consumer *c)
         retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
                    &t->dead) != 0)
         return -1;
-    if (retry_step(c, "abandon", claim_abandon, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0)
+    if (retry_step(c, "abandon", claim_abandon, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0 ||
+        retry_step(c, "supersede", supersede_orders, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0)
         return -1;
     kafkacons_set_paused(c, 0);
     int64_t t0 = clock_mono_ms();

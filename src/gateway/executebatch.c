@@ -93,8 +93,9 @@ static void on_called_replicated(redisReply *reply, long long replicas, void *pr
 {
     struct executebatch_call *call = privdata;
     const struct config *cfg = call->cfg;
-    bool short_of = replicas < cfg->redis_wait_replicas;
-    if (reply && short_of) {
+    /* A failed call is failed as without WAIT: only verdicts can be short of replicas. */
+    bool short_of = reply && reply->type == REDIS_REPLY_ARRAY && replicas < cfg->redis_wait_replicas;
+    if (short_of) {
         metrics_inc(METRIC_REDIS_WAIT_SHORT);
         LOG_WARN("execute: %lld of %lld replicas acknowledged a call of %zu request(s) within %lld ms; "
                  "its reservations are rolled back", replicas, (long long)cfg->redis_wait_replicas, call->count,

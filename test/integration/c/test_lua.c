@@ -1010,6 +1010,72 @@ static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *us
     return v;
 }
 
+/* supersede.lua: losers then winners, each "orderNo|user" given as two arguments. Returns
+ * {ended, adopted} as ended * 1000 + adopted. */
+static int64_t supersede(size_t nl, const char *const *losers, const int64_t *loser_users, size_t nw,
+                         const char *const *winners, const int64_t *winner_users)
+{
+    enum keys_kind kinds[5] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED };
+    char k[5][KEYS_LEN];
+    const char *keys[5];
+    for (int i = 0; i < 5; i++) {
+        key(k[i], kinds[i]);
+        keys[i] = k[i];
+    }
+    const char *args[1 + 8];
+    char uids[4][24], n[8];
+    assert_true(nl + nw <= 4);
+    snprintf(n, sizeof(n), "%zu", nl);
+    args[0] = n;
+    for (size_t i = 0; i < nl + nw; i++) {
+        snprintf(uids[i], sizeof(uids[i]), "%" PRId64, i < nl ? loser_users[i] : winner_users[i - nl]);
+        args[1 + 2 * i] = i < nl ? losers[i] : winners[i - nl];
+        args[2 + 2 * i] = uids[i];
+    }
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_SUPERSEDE], 5, keys,
+                                        (int)(1 + 2 * (nl + nw)), args);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 2);
+    int64_t v = r->element[0]->integer * 1000 + r->element[1]->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* supersede.lua (the consumer, for claimed orders MySQL refused because an order Redis
+ * forgot in a failover holds their place): the loser FAILED with its unit NOT back, the
+ * winner MySQL holds recorded SUCCESS with its user; a live order is left to its consumer;
+ * a repeat changes nothing. */
+static void test_supersede_keeps_the_unit_for_the_forgotten_winner(void **state)
+{
+    (void)state;
+    warm_open(5);
+    struct xres loser = execute_ok(1), live = execute_ok(2);
+    assert_confirm(loser.order_no, 1, "CLAIMED");
+    assert_int_equal(stock_left(), 3);
+    /* "999-1": user 1's order MySQL holds, which this Redis never saw (its DECR lost too,
+     * so the stock counts the loser's unit for it). */
+    const char *losers[1] = { loser.order_no };
+    const int64_t loser_users[1] = { 1 };
+    const char *winners[2] = { "999-1", live.order_no };
+    const int64_t winner_users[2] = { 1, 2 };
+    assert_int_equal(supersede(1, losers, loser_users, 2, winners, winner_users), 1001);
+    assert_order_status(loser.order_no, "FAILED");
+    assert_order_status("999-1", "SUCCESS");
+    assert_order_status(live.order_no, "PROCESSING");
+    char held[64];
+    assert_true(user_order(1, held, sizeof(held)));
+    assert_str(held, "999-1");
+    assert_int_equal(stock_left(), 3);  /* not returned */
+    assert_int_equal(count("SCARD", KEYS_CLAIMED), 0);
+    assert_conserved(5);
+    /* A replayed batch: nothing more, and the loser's confirm is REJECTED. */
+    assert_int_equal(supersede(1, losers, loser_users, 1, winners, winner_users), 0);
+    assert_confirm(loser.order_no, 1, "REJECTED");
+    assert_int_equal(stock_left(), 3);
+    assert_conserved(5);
+}
+
 /* abandon.lua (the consumer, for claimed orders MySQL refused for good): FAILED, stock
  * back, user free, once; a SUCCESS order or one never claimed is left alone. */
 static void test_abandon_claimed(void **state)
@@ -1565,6 +1631,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_conservation_random_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_unknown_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandon_claimed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_supersede_keeps_the_unit_for_the_forgotten_winner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_result_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activity_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purchase_token_spent_once, setup, teardown),
