@@ -57,6 +57,7 @@ struct activity {
      * only then is a bucketed sale answered "sold out" (the cached sums alone may be older
      * than a transfer another gateway just made). Cleared when stock is seen again. */
     bool view_all_out;
+    int all_out_views;   /* consecutive complete rebalance views that found every bucket out */
 };
 
 struct activity_cache;

@@ -186,8 +186,10 @@ void activity_sum_buckets(struct activity *a)
     a->stock_left = left;
     a->holders = holders;
     a->sold_out = left + transit == 0;
-    if (!a->sold_out)
+    if (!a->sold_out) {
         a->view_all_out = false;
+        a->all_out_views = 0;
+    }
     if (a->winners.count != (size_t)holders)
         a->winners_complete = false;
 }

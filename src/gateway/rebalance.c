@@ -241,7 +241,12 @@ static void on_view(redisReply *reply, void *privdata)
         return;
     if (a && !sale->failed && a->nbuckets == sale->nbuckets) {
         activity_sum_buckets(a);
-        a->view_all_out = a->sold_out;
+        /* One view reads the buckets one after another, so a transfer that does its 'in'
+         * and 'done' between the reads of its destination and of its source is missed:
+         * its units sit in the destination by the next view (views never overlap), so
+         * two all-out views in a row are needed to call the sale sold out. */
+        a->all_out_views = a->sold_out ? a->all_out_views + 1 : 0;
+        a->view_all_out = a->all_out_views >= 2;
     }
     plan_sale(sale);
     free(sale);
