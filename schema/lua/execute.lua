@@ -11,7 +11,7 @@
 -- Returns one verdict per request, in order, each {status, ...}:
 --   {'OK', orderNo, couponId} | {'DUPLICATE', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
---   | {'OUT_OF_STOCK'} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
+--   | {'OUT_OF_STOCK', buckets} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
 --   | {'TOKEN_USED'} | {'WRONG_BUCKET'}
 -- A bucketed activity (bucket.h) has this script's keys once per bucket; its activity hash
 -- names the bucket ('bucket', 'buckets'), and a user whose bucket is another one is refused
@@ -115,7 +115,9 @@ local function one(i)
 
   local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
   if stock <= 0 then
-    return {'OUT_OF_STOCK'}
+    -- The bucket count: a gateway that does not know the sale's buckets yet must not
+    -- take this bucket's empty stock for the whole sale's.
+    return {'OUT_OF_STOCK', buckets}
   end
 
   redis.call('DECR', KEYS[2])

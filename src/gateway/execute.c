@@ -400,8 +400,14 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_DUPLICATE, "you already hold an order for this activity", 0, existing);
     } else if (strcmp(status, "OUT_OF_STOCK") == 0) {
         /* A bucketed sale is sold out only when every bucket is: until then the stock left
-         * elsewhere is moved here (rebalance.h) and the client retries. */
-        if (!a || activity_bucket_empty(r->gw->activities, a, r->bucket)) {
+         * elsewhere is moved here (rebalance.h) and the client retries. A sale this
+         * gateway's cache does not know yet, or knows with fewer buckets than the script
+         * says, cannot be judged: the client retries once the cache has it. */
+        int64_t buckets = element_int(reply, 1, 1);
+        if (buckets > 1 && (!a || a->nbuckets != buckets)) {
+            activity_cache_refresh(r->gw->activities);
+            reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL, NULL);
+        } else if (!a || activity_bucket_empty(r->gw->activities, a, r->bucket)) {
             refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
         } else {
             metrics_inc(METRIC_BUCKET_EMPTY_RETRIES);
