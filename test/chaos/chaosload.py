@@ -323,6 +323,10 @@ class OpenLoad:
         return self
 
     def terminate(self):
+        # Once: openloop restores SIGTERM's default action as it exits, so a second signal
+        # landing then would kill it before its summary.
+        if self.stopping:
+            return
         self.stopping = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -432,7 +436,7 @@ class Sampler(threading.Thread):
 
 METRIC_NAMES = ("seckill_orders_accepted_total", "seckill_orders_rolled_back_total",
                 "seckill_reservations_expired_total", "seckill_kafka_delivery_failures_total",
-                "seckill_redis_timeouts_total")
+                "seckill_redis_timeouts_total", "seckill_http_header_timeouts_total")
 
 
 class MetricsScraper(threading.Thread):
