@@ -149,7 +149,7 @@ def test_cancel_stops_the_sale_on_the_gateway(admin, api, ids):
     assert admin.post(f"/admin/coupons/{coupon}/warmup").code == 200
 
 
-def test_deactivate_pauses_the_sale_and_activate_resumes_it(admin, api, mysql, ids):
+def test_deactivate_pauses_the_sale_and_activate_resumes_it(admin, api, mysql, redis, conf, consumer, ids):
     coupon = admin.create_coupon(10)
     activity = admin.create_activity(coupon, 4)
     assert api.execute(ids(), activity).code == 200
@@ -163,6 +163,8 @@ def test_deactivate_pauses_the_sale_and_activate_resumes_it(admin, api, mysql, i
     assert r.code == 200 and r["status"] == "ACTIVE", repr(r)
     assert api.execute(ids(), activity).code == 200
     assert admin.post("/admin/coupons/999999999999/deactivate").code == 404
+    # Both orders persisted (with their user coupons) before the next test counts rows.
+    wait_for_consumer(mysql, redis, conf, activity, expected_rows=2)
 
 
 def test_missing_rows_wrong_methods_and_unknown_paths(admin):
@@ -259,4 +261,4 @@ def test_every_documented_route_is_served(admin):
             assert r.code != 405, (method, path, r)
             assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
             seen += 1
-    assert seen == 11
+    assert seen == 13
