@@ -358,6 +358,10 @@ static void execute_batch(const struct xreq *reqs, size_t n, const struct exec_o
             assert_int_equal(v->elements, 2);
             assert_int_equal(v->element[1]->type, REDIS_REPLY_INTEGER);
             x->retry_after = v->element[1]->integer;
+        } else if (strcmp(x->status, "OUT_OF_STOCK") == 0) {
+            /* With the sale's bucket count: 1 here. */
+            assert_int_equal(v->elements, 2);
+            assert_int_equal(v->element[1]->integer, 1);
         } else {
             assert_int_equal(v->elements, 1);
         }
