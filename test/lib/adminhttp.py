@@ -2,35 +2,9 @@
 suites: every answer must be JSON with a boolean `success`, and a failure carries `status`
 and `message`."""
 
-import json
-
 import requests
 
-
-class AdminReply:
-    def __init__(self, r, what):
-        self.code = r.status_code
-        self.headers = r.headers
-        self.text = r.text
-        assert r.headers.get("Content-Type", "").split(";")[0] == "application/json", (
-            f"{what}: {self.code} not JSON: {r.text[:300]!r}")
-        self.json = json.loads(r.text) if r.text else {}
-        assert isinstance(self.json.get("success"), bool), f"{what}: no success: {r.text[:300]!r}"
-        if not self.json["success"]:
-            assert "status" in self.json and "message" in self.json, f"{what}: {r.text[:300]!r}"
-
-    def __getitem__(self, key):
-        return self.json[key]
-
-    def get(self, key, default=None):
-        return self.json.get(key, default)
-
-    @property
-    def status(self):
-        return self.json.get("status")
-
-    def __repr__(self):
-        return f"{self.code} {self.text}"
+from gatewayhttp import Reply
 
 
 class Admin:
@@ -46,7 +20,7 @@ class Admin:
         if tok:
             h["Authorization"] = f"Bearer {tok}"
         r = self.session.request(method, self.base_url + path, headers=h, **kw)
-        return AdminReply(r, f"{method} {path}")
+        return Reply(r.status_code, r.headers, r.text, f"{method} {path}")
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
