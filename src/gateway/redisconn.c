@@ -228,23 +228,18 @@ bool redisconn_ready(const struct redisconn *rc)
     return false;
 }
 
-unsigned long redisconn_pending(const struct redisconn *rc)
+static unsigned long sum_nodes(const struct redisconn *rc, unsigned long (*count)(const struct redisnode *))
 {
     unsigned long n = 0;
     for (size_t i = 0; i < rc->map.count; i++)
         if (rc->nodes[i])
-            n += redisnode_pending(rc->nodes[i]);
+            n += count(rc->nodes[i]);
     return n;
 }
 
-unsigned long redisconn_reconnects(const struct redisconn *rc)
-{
-    unsigned long n = 0;
-    for (size_t i = 0; i < rc->map.count; i++)
-        if (rc->nodes[i])
-            n += redisnode_reconnects(rc->nodes[i]);
-    return n;
-}
+unsigned long redisconn_pending(const struct redisconn *rc) { return sum_nodes(rc, redisnode_pending); }
+
+unsigned long redisconn_reconnects(const struct redisconn *rc) { return sum_nodes(rc, redisnode_reconnects); }
 
 static void cmd_unref(struct redisconn_cmd *cmd)
 {
