@@ -46,12 +46,14 @@ bool redisconn_ready(const struct redisconn *rc);
  * master of the first key's slot is not connected (cb will not run). */
 int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                    const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata);
-/* Like redisconn_eval, followed on the same connection by WAIT redis.wait-replicas
- * redis.wait-timeout-ms, pipelined: the WAIT covers every write that connection made before
- * it, the script's included. After a MOVED or ASK the pair goes again to the node named,
- * so the WAIT always follows the script to the node that finally ran it. cb runs once,
- * after that node's WAIT has answered, with the script's reply (NULL on failure) and the
- * replicas WAIT counted (-1 when the WAIT failed or could not be sent). */
+/* Like redisconn_eval, then WAIT redis.wait-replicas redis.wait-timeout-ms on the same
+ * connection, which counts the replicas holding every write that connection made before
+ * it. A connection has at most one WAIT outstanding (a WAIT blocks it in Redis): the
+ * first call goes out with one pipelined behind it, the calls sent while it is out share
+ * the next. After a MOVED or ASK the call waits for a WAIT of the node named, so the WAIT
+ * always follows the script to the node that finally ran it. cb runs once, after a WAIT
+ * sent after the script's reply has answered, with the script's reply (NULL on failure)
+ * and the replicas that WAIT counted (-1 when it failed or could not be sent). */
 typedef void (*redisconn_wait_cb)(redisReply *reply, long long replicas, void *privdata);
 int redisconn_eval_wait(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                         const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,

@@ -14,11 +14,11 @@
  * are at most this often; the MOVED itself has already fixed its slot. */
 #define REDISCONN_REFRESH_MIN_US 100000
 
-struct redisconn_wait;
+struct redisconn_waitq;
 
 /* One command from send until its caller's callback has run: the formatted bytes stay
  * here so a MOVED or ASK can resend them elsewhere. Freed once nothing refers to it any
- * more: its own reply chain and every WAIT sent after it (refs). */
+ * more: its own reply chain and, while it waits, its node's wait queue (refs). */
 struct redisconn_cmd {
     struct redisconn *rc;
     redisconn_cb cb;
@@ -30,16 +30,23 @@ struct redisconn_cmd {
     /* redisconn_eval_wait only: */
     redisconn_wait_cb wait_cb;
     unsigned refs;
-    struct redisnode *node;          /* where the bytes went last */
-    struct redisconn_wait *waiting;  /* the WAIT sent after them there, until it answers */
+    struct redisconn_waitq *queue;   /* the node it was sent to last, until delivered */
+    struct redisconn_cmd **wprev, *wnext;
     redisReply *held;                /* the final reply, copied, until a WAIT after it answers */
     bool replied;
     bool delivered;
 };
 
-/* A WAIT in flight; only cmd->waiting's answer counts (see on_wait). */
-struct redisconn_wait {
-    struct redisconn_cmd *cmd;
+/* The WAITs of one node's connection. A WAIT blocks its connection in Redis until it
+ * answers, so one per call would make a late replica cost a wait timeout per call, back
+ * to back. At most one is outstanding; it counts the replication offset of everything
+ * the connection wrote before it, so it covers every waited call sent before it. */
+struct redisconn_waitq {
+    struct redisconn *rc;
+    int node;
+    struct redisconn_cmd *covered;   /* sent before the WAIT in flight */
+    struct redisconn_cmd *next;      /* sent after it: the next WAIT's */
+    bool in_flight;
 };
 
 /* A CLUSTER SLOTS in flight, to node. */
@@ -64,6 +71,7 @@ struct redisconn {
     struct event *refresh_timer;
     char *wait_buf;         /* WAIT redis.wait-replicas redis.wait-timeout-ms, formatted */
     int wait_len;
+    struct redisconn_waitq waitq[SLOTMAP_MAX_NODES];
     redisconn_connect_cb on_connect;
     void *on_connect_arg;
 };
@@ -167,6 +175,8 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
     rc->cfg = cfg;
     rc->scripts = scripts;
     rc->cluster = cfg->redis_nodes[0] != '\0';
+    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
+        rc->waitq[i] = (struct redisconn_waitq){ .rc = rc, .node = i };
     rc->wait_len = redisFormatCommand(&rc->wait_buf, "WAIT %lld %lld", (long long)cfg->redis_wait_replicas,
                                       (long long)cfg->redis_wait_timeout_ms);
     if (rc->wait_len < 0) {
@@ -291,76 +301,122 @@ static void wait_deliver(struct redisconn_cmd *cmd, long long replicas)
     cmd->wait_cb(cmd->held, replicas, cmd->privdata);
 }
 
-static void on_wait(redisReply *reply, void *privdata);
-static void on_reply(redisReply *reply, void *privdata);
-
-/* WAIT behind what cmd last sent to cmd->node. */
-static int wait_send(struct redisconn_cmd *cmd)
+static void list_push(struct redisconn_cmd **head, struct redisconn_cmd *cmd)
 {
-    struct redisconn *rc = cmd->rc;
-    struct redisconn_wait *w = malloc(sizeof(*w));
-    if (!w)
-        return -1;
-    w->cmd = cmd;
-    if (redisnode_send(cmd->node, rc->wait_buf, (size_t)rc->wait_len, LUASCRIPT_COUNT, false, on_wait, w) != 0) {
-        free(w);
-        return -1;
-    }
-    cmd->waiting = w;
-    cmd->refs++;
-    return 0;
+    cmd->wnext = *head;
+    if (*head)
+        (*head)->wprev = &cmd->wnext;
+    cmd->wprev = head;
+    *head = cmd;
 }
 
-/* A WAIT counts only when it answers after the script's final reply on that node: an
- * older one followed bytes that were redirected away, and one that answers first was
- * overtaken by redisnode's NOSCRIPT retry (SCRIPT LOAD and the script again, queued
- * behind it), so it covered nothing of the script: on_reply sends another. */
-static void on_wait(redisReply *reply, void *privdata)
+static void list_unlink(struct redisconn_cmd *cmd)
 {
-    struct redisconn_wait *w = privdata;
-    struct redisconn_cmd *cmd = w->cmd;
-    if (cmd->waiting == w) {
-        cmd->waiting = NULL;
-        if (cmd->replied) {
-            long long replicas = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
-            if (reply && reply->type == REDIS_REPLY_ERROR)
-                LOG_WARN("redis: WAIT failed: %s", reply->str);
-            wait_deliver(cmd, replicas);
-        }
-    }
-    free(w);
+    *cmd->wprev = cmd->wnext;
+    if (cmd->wnext)
+        cmd->wnext->wprev = cmd->wprev;
+    cmd->wprev = NULL;
+    cmd->wnext = NULL;
+}
+
+/* Out of its queue (may free cmd). */
+static void queue_leave(struct redisconn_cmd *cmd)
+{
+    if (!cmd->queue)
+        return;
+    list_unlink(cmd);
+    cmd->queue = NULL;
     cmd_unref(cmd);
 }
 
-/* The bytes (and, for a waited command, a WAIT after them) to node n. */
-static int send_to(struct redisconn_cmd *cmd, struct redisnode *n, bool asking)
+static void on_wait(redisReply *reply, void *privdata);
+static void on_reply(redisReply *reply, void *privdata);
+
+/* A WAIT for the calls sent since the last one, unless one is in flight (its answer
+ * sends the next). Calls that have their reply and can get no WAIT fail. */
+static void queue_kick(struct redisconn_waitq *q)
 {
-    if (redisnode_send(n, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
+    struct redisconn *rc = q->rc;
+    if (q->in_flight || !q->next)
+        return;
+    struct redisnode *n = rc->nodes[q->node];
+    if (!rc->closing && n && redisnode_send(n, rc->wait_buf, (size_t)rc->wait_len, LUASCRIPT_COUNT, false, on_wait, q) == 0) {
+        q->in_flight = true;
+        q->covered = q->next;
+        q->covered->wprev = &q->covered;
+        q->next = NULL;
+        return;
+    }
+    /* Not connected (or closing): the calls still without a reply get their NULL from
+     * redisnode. */
+    struct redisconn_cmd *cmd = q->next;
+    while (cmd) {
+        struct redisconn_cmd *following = cmd->wnext;
+        if (cmd->replied) {
+            wait_deliver(cmd, -1);
+            queue_leave(cmd);
+        }
+        cmd = following;
+    }
+}
+
+/* A WAIT answers for the calls sent before it whose reply has come. One without its
+ * reply yet was overtaken: redisnode's NOSCRIPT retry queued SCRIPT LOAD and the script
+ * again behind this WAIT, so it covered nothing of it and the next WAIT must. */
+static void on_wait(redisReply *reply, void *privdata)
+{
+    struct redisconn_waitq *q = privdata;
+    q->in_flight = false;
+    long long replicas = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    if (reply && reply->type == REDIS_REPLY_ERROR)
+        LOG_WARN("redis: WAIT failed: %s", reply->str);
+    struct redisconn_cmd *cmd = q->covered;
+    while (cmd) {
+        struct redisconn_cmd *following = cmd->wnext;
+        if (cmd->replied) {
+            wait_deliver(cmd, replicas);
+            queue_leave(cmd);
+        } else {
+            list_unlink(cmd);
+            list_push(&q->next, cmd);
+        }
+        cmd = following;
+    }
+    queue_kick(q);
+}
+
+/* The bytes to node i; a waited command joins that node's wait queue (leaving the one of
+ * the node that redirected it, whose WAIT covers nothing of it). */
+static int send_to(struct redisconn_cmd *cmd, int i, bool asking)
+{
+    struct redisnode *n = node_at(cmd->rc, i);
+    if (!n || redisnode_send(n, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
         return -1;
-    cmd->node = n;
-    cmd->waiting = NULL;
-    /* Without its WAIT the pair is still whole: on_reply sends one after the reply. */
-    if (cmd->wait_cb)
-        wait_send(cmd);
+    if (cmd->wait_cb) {
+        queue_leave(cmd);
+        struct redisconn_waitq *q = &cmd->rc->waitq[i];
+        cmd->refs++;
+        cmd->queue = q;
+        list_push(&q->next, cmd);
+        queue_kick(q);
+    }
     return 0;
 }
 
-/* The final reply of a waited command: held until a WAIT behind it answers. */
+/* The final reply of a waited command: held until a WAIT sent after it answers. */
 static void wait_replied(struct redisconn_cmd *cmd, redisReply *reply)
 {
     cmd->replied = true;
-    if (!reply || cmd->rc->closing) {
-        wait_deliver(cmd, -1);
-        return;
-    }
-    cmd->held = reply_copy(reply);
-    if (!cmd->held) {
+    if (reply && !cmd->rc->closing && cmd->queue) {
+        cmd->held = reply_copy(reply);
+        if (cmd->held) {
+            queue_kick(cmd->queue);  /* no WAIT went out for it yet when the last failed */
+            return;
+        }
         LOG_WARN("redis: out of memory keeping a reply until its WAIT");
-        wait_deliver(cmd, -1);
-        return;
     }
-    if (!cmd->waiting && wait_send(cmd) != 0)
-        wait_deliver(cmd, -1);
+    wait_deliver(cmd, -1);
+    queue_leave(cmd);
 }
 
 /* A redirect is followed on the loop: the bytes go to the node it names (a MOVED also
@@ -376,8 +432,7 @@ static void on_reply(redisReply *reply, void *privdata)
         int node = slotmap_follow(&rc->map, &rd);
         if (rd.verdict == SLOTMAP_MOVED)
             refresh(rc, true);
-        struct redisnode *n = node_at(rc, node);
-        if (n && send_to(cmd, n, rd.verdict == SLOTMAP_ASK) == 0)
+        if (send_to(cmd, node, rd.verdict == SLOTMAP_ASK) == 0)
             return;
         reply = NULL;
     }
@@ -409,7 +464,7 @@ static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf
     }
     *cmd = (struct redisconn_cmd){ .rc = rc, .cb = cb, .privdata = privdata, .buf = buf, .len = len,
                                    .script = script, .wait_cb = wait_cb, .refs = 1 };
-    if (send_to(cmd, n, false) != 0) {
+    if (send_to(cmd, node, false) != 0) {
         cmd_unref(cmd);
         return -1;
     }

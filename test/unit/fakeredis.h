@@ -6,7 +6,9 @@
  * A GET answers "<name>:<key>", or get_error, or (needs_asking, without ASKING just
  * before) a MOVED to the other node. An EVALSHA answers NOSCRIPT until a SCRIPT LOAD
  * reached that node, then "<name>:<KEYS[1]>" (or eval_error). A WAIT answers wait_acks and
- * notes how many EVALSHAs had been answered on that node before it. CLUSTER SLOTS answers owner[0] for slots
+ * notes how many EVALSHAs had been answered on that node before it; with wait_delay_ms it
+ * answers that much later and, as Redis does, reads nothing more of that connection
+ * meanwhile. CLUSTER SLOTS answers owner[0] for slots
  * 0-8191 and owner[1] for 8192-16383. The counters say what reached each node. The state
  * may live in shared memory, for a client in another process. */
 #ifndef SK_TEST_FAKEREDIS_H
@@ -45,6 +47,8 @@ struct fakeredis_node {
     int wait_acks;              /* what a WAIT answers */
     int evals_run_before_wait;  /* EVALSHAs answered with a result before the last WAIT */
     int evals_run;
+    int wait_delay_ms;          /* a WAIT blocks its connection this long */
+    struct bufferevent *blocked; /* the connection a WAIT is blocking */
     bool needs_asking;
 };
 
@@ -107,26 +111,55 @@ static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **a
     }
 }
 
+static inline void fakeredis_on_read(struct bufferevent *bev, void *arg);
+
+/* The decimal number at p, before end (the input buffer has no terminating NUL). */
+static inline int fakeredis_int(const char *p, const char *end, int *out)
+{
+    int n = 0;
+    const char *start = p;
+    for (; p < end && *p >= '0' && *p <= '9'; p++)
+        n = n * 10 + (*p - '0');
+    *out = n;
+    return p > start && p < end && *p == '\r' ? 1 : 0;
+}
+
+static inline void fakeredis_on_wait_done(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct fakeredis_node *f = arg;
+    struct bufferevent *bev = f->blocked;
+    f->blocked = NULL;
+    if (!bev || bev != f->conn)
+        return;  /* the client went away meanwhile */
+    evbuffer_add_printf(bufferevent_get_output(bev), ":%d\r\n", f->wait_acks);
+    bufferevent_enable(bev, EV_READ);
+    fakeredis_on_read(bev, f);
+}
+
 /* Parses whole RESP arrays of bulk strings off the input; leaves a partial one there. */
 static inline void fakeredis_on_read(struct bufferevent *bev, void *arg)
 {
     struct fakeredis_node *f = arg;
     struct evbuffer *in = bufferevent_get_input(bev);
     for (;;) {
+        if (f->blocked)
+            return;
         size_t len = evbuffer_get_length(in);
         if (len == 0)
             return;
         char *p = (char *)evbuffer_pullup(in, -1), *end = p + len, *q = p;
-        char *argv[64];
+        char *argv[64] = { 0 };
         int argc = 0, want;
-        if (*q != '*' || sscanf(q + 1, "%d", &want) != 1 || want > 64)
+        if (*q != '*' || fakeredis_int(q + 1, end, &want) != 1 || want < 1 || want > 64)
             return;
         q = memchr(q, '\n', (size_t)(end - q));
         bool whole = q != NULL;
         for (q = q ? q + 1 : q; whole && argc < want; argc++) {
             int n;
             char *nl = q < end ? memchr(q, '\n', (size_t)(end - q)) : NULL;
-            if (!nl || *q != '$' || sscanf(q + 1, "%d", &n) != 1 || nl + 1 + n + 2 > end) {
+            if (!nl || *q != '$' || fakeredis_int(q + 1, end, &n) != 1 || nl + 1 + n + 2 > end) {
                 whole = false;
                 break;
             }
@@ -137,6 +170,16 @@ static inline void fakeredis_on_read(struct bufferevent *bev, void *arg)
             return;
         for (int i = 0; i < argc; i++)
             *strchr(argv[i], '\r') = '\0';  /* no '\r' inside the tests' arguments */
+        if (f->wait_delay_ms > 0 && strcmp(argv[0], "WAIT") == 0) {
+            f->waits++;
+            f->evals_run_before_wait = f->evals_run;
+            evbuffer_drain(in, (size_t)(q - p));
+            f->blocked = bev;
+            bufferevent_disable(bev, EV_READ);
+            struct timeval tv = { f->wait_delay_ms / 1000, (f->wait_delay_ms % 1000) * 1000 };
+            event_base_once(bufferevent_get_base(bev), -1, EV_TIMEOUT, fakeredis_on_wait_done, f, &tv);
+            continue;
+        }
         fakeredis_answer(f, argc, argv, bufferevent_get_output(bev));
         evbuffer_drain(in, (size_t)(q - p));
     }

@@ -2,7 +2,8 @@
  * TCP on 127.0.0.1): commands reach the master of their key's slot, a MOVED is resent to
  * the new owner and remembered, an ASK is resent once behind ASKING and forgotten, a
  * master that is gone fails only its own slots, and single mode never asks for a map. A
- * waited script (redisconn_eval_wait) gets the WAIT of the node that finally ran it. */
+ * waited script (redisconn_eval_wait) gets the WAIT of the node that finally ran it, and
+ * a connection has one WAIT outstanding at a time, shared by the calls sent meanwhile. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -328,6 +329,70 @@ static void test_wait_overtaken_by_a_noscript_retry_is_sent_again(void **state)
     redisconn_free(rc);
 }
 
+#define MANY_CALLS 20
+
+struct many {
+    struct waited w[MANY_CALLS];
+};
+
+static bool many_done(void *arg)
+{
+    struct many *m = arg;
+    for (int i = 0; i < MANY_CALLS; i++)
+        if (!m->w[i].done)
+            return false;
+    return true;
+}
+
+/* MANY_CALLS waited scripts sent at once, on the loop until every one is answered. */
+static void eval_many(struct redisconn *rc, struct many *m)
+{
+    memset(m, 0, sizeof(*m));
+    const char *argv[] = { "foo" };
+    for (int i = 0; i < MANY_CALLS; i++)
+        assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &m->w[i]), 0);
+    assert_true(run_until(many_done, m));
+}
+
+static void test_calls_sent_while_a_wait_is_out_share_the_next_one(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    fake->node[1].wait_acks = 1;
+    fake->node[1].wait_delay_ms = 50;
+    struct many m;
+    eval_many(rc, &m);
+    for (int i = 0; i < MANY_CALLS; i++) {
+        assert_string_equal(m.w[i].text, "B:foo");
+        assert_int_equal(m.w[i].replicas, 1);
+    }
+    /* the first call's WAIT went out with it; the other calls were sent while it blocked
+     * the connection, and one WAIT after their scripts covered them all */
+    assert_int_equal(fake->node[1].waits, 2);
+    assert_int_equal(fake->node[1].evals_run_before_wait, MANY_CALLS);
+    redisconn_free(rc);
+}
+
+static void test_a_late_replica_costs_one_wait_timeout_not_one_per_call(void **state)
+{
+    (void)state;
+    cfg.redis_timeout_ms = 300;
+    struct redisconn *rc = connected();
+    /* every WAIT times out on a replica that does not acknowledge: one per call, back to
+     * back, would hold the last script far past redis.timeout-ms and lose the connection */
+    fake->node[1].wait_acks = 0;
+    fake->node[1].wait_delay_ms = 100;
+    struct many m;
+    eval_many(rc, &m);
+    for (int i = 0; i < MANY_CALLS; i++) {
+        assert_false(m.w[i].null);
+        assert_string_equal(m.w[i].text, "B:foo");
+        assert_int_equal(m.w[i].replicas, 0);
+    }
+    assert_int_equal(redisconn_reconnects(rc), 0);
+    redisconn_free(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +406,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_follows_a_moved_script_to_its_new_master, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_follows_an_asked_script_to_the_importing_node, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_overtaken_by_a_noscript_retry_is_sent_again, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_calls_sent_while_a_wait_is_out_share_the_next_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_late_replica_costs_one_wait_timeout_not_one_per_call, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
