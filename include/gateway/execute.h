@@ -11,6 +11,9 @@
  * delivery.h, and the reply follows the delivery report (seckill.order.reply-after-ack)
  * or the rollback of a failed one. */
 void execute_request(struct gateway *gw, struct evhttp_request *req);
+/* Shutdown, before Redis goes: the orders whose release waits to be sent again are
+ * finished (their clients were answered by the drain), and none is retried from here. */
+void execute_stop(struct gateway *gw);
 /* Frees the finished orders kept for reuse (at shutdown). */
 void execute_free_spares(struct gateway *gw);
 

@@ -45,6 +45,8 @@ struct gateway {
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
     struct order *spare_orders;  /* finished execute requests kept for reuse (execute.c) */
     unsigned spare_count;
+    struct order *release_retries;  /* orders whose release waits to be sent again (execute.c) */
+    bool orders_stopped;            /* shutdown: a release without a verdict is not sent again */
 };
 
 #endif

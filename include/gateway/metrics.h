@@ -14,6 +14,7 @@ struct salestats;
 #define METRICS_COUNTERS(X)                                                                      \
     X(ORDERS_ACCEPTED, "seckill_orders_accepted_total", "Orders reserved in Redis and durably in Kafka") \
     X(ORDERS_ROLLED_BACK, "seckill_orders_rolled_back_total", "Reservations undone after Kafka refused or failed the order") \
+    X(RELEASE_RETRIES, "seckill_release_retries_total", "Rollbacks of orders already given to Kafka sent again because Redis gave no verdict (their answer waits for one)") \
     X(RESERVATIONS_EXPIRED, "seckill_reservations_expired_total", "Reservations the reaper expired (never reached Kafka)") \
     X(KAFKA_DELIVERY_FAILURES, "seckill_kafka_delivery_failures_total", "Kafka produce or delivery failures") \
     X(REDIS_TIMEOUTS, "seckill_redis_timeouts_total", "Times the Redis connection was dropped for missing its deadline") \

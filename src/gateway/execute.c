@@ -57,6 +57,11 @@ struct order {
     uint64_t order_id;
     char user[24];
     char order_no[ORDERNO_LEN];
+    bool produced;        /* handed to Kafka: a consumer may have it */
+    bool no_retry;        /* its release can no longer be sent (see release_later) */
+    struct event *retry;  /* sends the release again while Redis gives no verdict */
+    redisconn_cb retry_cb;
+    struct order *retry_prev, *retry_next;  /* in gateway.release_retries while armed */
     struct order *spare_next;  /* in gateway.spare_orders once finished */
 };
 
@@ -71,6 +76,9 @@ static void req_finish(struct order *r)
     struct gateway *gw = r->gw;
     pending_end(&r->p);
     pending_end(&r->cut);
+    if (r->retry)
+        event_free(r->retry);
+    r->retry = NULL;
     gw->in_flight--;
     if (gw->spare_count < EXECUTE_SPARE_MAX) {
         r->spare_next = gw->spare_orders;
@@ -148,6 +156,83 @@ static void forget_winner(struct order *r)
         intmap_remove(&a->winners, r->user_id);
 }
 
+/* release.lua for r in order mode (confirm.lua then refuses a late delivery): 0 sent,
+ * -1 not now (its master is not connected), 1 never (rollback off, or the sale left the
+ * cache): the reaper returns the stock. */
+static int release_send(struct order *r, redisconn_cb cb)
+{
+    struct keys_set scratch;
+    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket, &scratch);
+    if (!r->gw->cfg->enable_stock_rollback || !keys)
+        return 1;
+    const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
+                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
+    return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
+}
+
+static void retry_unlink(struct order *r)
+{
+    struct gateway *gw = r->gw;
+    if (r->retry_prev)
+        r->retry_prev->retry_next = r->retry_next;
+    else if (gw->release_retries == r)
+        gw->release_retries = r->retry_next;
+    if (r->retry_next)
+        r->retry_next->retry_prev = r->retry_prev;
+    r->retry_prev = r->retry_next = NULL;
+}
+
+static void on_release_retry(evutil_socket_t fd, short what, void *arg);
+
+/* The release of an order already given to Kafka got no verdict (Redis away, or slower
+ * than redis.timeout-ms). Only Redis knows whether a consumer has the order, so a 503 now
+ * could turn out a lie: the answer waits, past the request timeout if need be, and the
+ * release goes again every redis.reconnect-min-ms until a verdict comes (docs/protocol.md,
+ * "Request timeout"). False when it cannot wait: then the caller answers 503 as before. */
+static bool release_later(struct order *r, redisconn_cb cb)
+{
+    struct gateway *gw = r->gw;
+    if (!r->produced || r->no_retry || gw->orders_stopped)
+        return false;
+    if (!r->retry && !(r->retry = evtimer_new(gw->base, on_release_retry, r)))
+        return false;
+    if (!r->retry_cb)
+        LOG_ORDER_WARN(r->order_no, "rollback got no verdict from Redis; the answer waits for one");
+    r->retry_cb = cb;
+    r->retry_next = gw->release_retries;
+    if (r->retry_next)
+        r->retry_next->retry_prev = r;
+    gw->release_retries = r;
+    metrics_inc(METRIC_RELEASE_RETRIES);
+    struct timeval tv = clock_timeval_ms(gw->cfg->redis_reconnect_min_ms);
+    evtimer_add(r->retry, &tv);
+    return true;
+}
+
+static void on_release_retry(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct order *r = arg;
+    retry_unlink(r);
+    int sent = release_send(r, r->retry_cb);
+    if (sent == 0 || (sent < 0 && release_later(r, r->retry_cb)))
+        return;
+    r->no_retry = true;
+    r->retry_cb(NULL, r);
+}
+
+void execute_stop(struct gateway *gw)
+{
+    gw->orders_stopped = true;
+    while (gw->release_retries) {
+        struct order *r = gw->release_retries;
+        retry_unlink(r);
+        evtimer_del(r->retry);
+        r->retry_cb(NULL, r);
+    }
+}
+
 /* The rollback's verdict decides the answer of a request still waiting: a delivery
  * report that says "failed" (a timeout, the broker gone before its ack) can be wrong, and
  * only Redis knows whether a consumer already has the order. */
@@ -155,6 +240,8 @@ static void on_rolled_back(redisReply *reply, void *privdata)
 {
     struct order *r = privdata;
     long long verdict = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    if (verdict < 0 && release_later(r, on_rolled_back))
+        return;
     if (verdict == 2) {
         LOG_ORDER_INFO(r->order_no, "delivery reported failed but a consumer has it; answering accepted");
         remember_winner(r, r->order_no);
@@ -180,15 +267,11 @@ static void rollback_and_answer(struct order *r)
 {
     forget_winner(r);
     r->stage = ORDER_ROLLING_BACK;
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket, &scratch);
-    if (r->gw->cfg->enable_stock_rollback && keys) {
-        const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-                               keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
-        if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, on_rolled_back, r) == 0)
-            return;
+    int sent = release_send(r, on_rolled_back);
+    if (sent == 0 || (sent < 0 && release_later(r, on_rolled_back)))
+        return;
+    if (sent < 0)
         LOG_ORDER_WARN(r->order_no, "rollback could not be sent; the reaper will return the stock");
-    }
     answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
     req_finish(r);
 }
@@ -209,6 +292,8 @@ static void on_deadline_rolled_back(redisReply *reply, void *privdata)
 {
     struct order *r = privdata;
     long long verdict = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
+    if (verdict < 0 && release_later(r, on_deadline_rolled_back))
+        return;  /* still held: an ack meanwhile must not answer 200 */
     r->d.held = false;
     if (verdict == 2) {
         LOG_ORDER_INFO(r->order_no, "past the request timeout but in Kafka; answering accepted");
@@ -230,13 +315,7 @@ static void on_deadline_rolled_back(redisReply *reply, void *privdata)
  * Without Redis (or with rollback off) the delivery report answers, however late. */
 static void rollback_at_deadline(struct order *r)
 {
-    struct keys_set scratch;
-    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket, &scratch);
-    if (!r->gw->cfg->enable_stock_rollback || !keys)
-        return;
-    const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
-    if (redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, on_deadline_rolled_back, r) != 0)
+    if (release_send(r, on_deadline_rolled_back) != 0)
         return;
     r->d.held = true;  /* an ack arriving now must not answer 200 for what may be released */
     r->holds++;
@@ -295,6 +374,14 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         LOG_ORDER_WARN(r->order_no, "kafka produce refused: %s", rd_kafka_err2str(err));
     else
         LOG_ORDER_WARN(r->order_no, "kafka delivery failed: %s", rd_kafka_err2str(err));
+    if (r->stage == ORDER_ROLLING_BACK && r->d.held) {
+        /* The release sent at the deadline is out: its verdict answers. A second one
+         * would only race it. */
+        req_finish(r);
+        return;
+    }
+    if (at_produce)
+        r->produced = false;  /* refused: no consumer can ever have it */
     rollback_and_answer(r);
 }
 
@@ -328,6 +415,7 @@ static void produce(struct order *r)
     int len = orderevent_encode(&ev, payload, sizeof(payload));
     /* No key: keyless orders go sticky into one partition per linger window, so a produce
      * request carries many orders (docs/protocol.md, "Orders on the topic"). */
+    r->produced = true;
     delivery_send(&r->d, r->gw->kafka, r->gw->cfg->reply_after_ack, NULL, payload, len);
 }
 

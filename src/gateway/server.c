@@ -244,6 +244,7 @@ int main(int argc, char **argv)
 out:
     executebatch_free(gw.batch);
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
+    execute_stop(&gw);
     redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
     reaper_free(reaper);
     salestats_free(gw.sales);

@@ -12,7 +12,7 @@ import threading
 import time
 
 from conftest import kafka_script, poll_until, success_count
-from gatewayhttp import Reply
+from gatewayhttp import Reply, gateway_metrics
 from stallproxy import StallProxy
 
 CONF_OVERRIDES = {}
@@ -102,4 +102,85 @@ def test_every_execute_answered_within_request_timeout(gateway_with, consumer, c
         proxy.delay = 0  # else the drain waits on the gateway's own slow housekeeping
         assert g.stop() == 0
     finally:
+        proxy.close()
+
+
+HOLD = {
+    "http.request-timeout-ms": "3000",
+    "kafka.producer.message.timeout.ms": "1000",
+    "redis.timeout-ms": "1000",
+    "redis.reconnect-min-ms": "50",
+    "redis.reconnect-max-ms": "100",
+}
+
+
+def seen_within(predicate, timeout):
+    """Whether predicate comes true within timeout seconds (either outcome is fine)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def order_settled(redis, conf, a, order_no):
+    return (redis("HGET", conf.key("orders", a), order_no) in ("SUCCESS", "FAILED")
+            and redis("ZCARD", conf.key("resv", a)) + redis("SCARD", conf.key("queued", a))
+            + redis("SCARD", conf.key("claimed", a)) == 0)
+
+
+def test_a_rollback_without_verdict_holds_the_answer_until_redis_decides(gateway_with, consumer, ctl, conf,
+                                                                          redis, ids):
+    """The order reached the frozen broker's socket, its delivery timed out, and the
+    rollback went into a Redis that answers nothing: whether a consumer will get the order
+    only Redis can tell. The answer waits, past the request timeout, until Redis decides,
+    and then says what happened (chaos finding 8: it used to be a 503 at once, and the
+    order could end SUCCESS)."""
+    sale = ctl.create_sale(10)
+    a = sale.activity_id
+    proxy = StallProxy(conf.get("redis.host"), conf.get("redis.port"))
+    frozen = False
+    try:
+        g = gateway_with(dict(HOLD, **{"redis.port": proxy.port}))
+        user = ids()
+        out = []
+        kafka("freeze")
+        frozen = True
+        t0 = time.monotonic()
+        client = threading.Thread(target=timed_execute, args=(g.conf.http_port, user, a, out))
+        client.start()
+        poll_until(lambda: redis("HEXISTS", conf.key("users", a), str(user)) == 1, 10, "the reservation",
+                   interval=0.01)
+        proxy.stall()
+        # The delivery times out within 1-2 s and its rollback meets the silence; a second
+        # past the request timeout, nothing is known yet, so nothing may have been answered.
+        client.join(max(0.0, 3.0 + 1.0 - (time.monotonic() - t0)))
+        assert client.is_alive(), f"answered before Redis decided: {out}"
+        assert "rollback got no verdict from Redis" in g.log_text(since_start=True)
+        # The broker now writes what it had; a consumer may take the order over.
+        kafka("thaw")
+        frozen = False
+        order_no = redis("HGET", conf.key("users", a), str(user))
+        assert order_no, "the reservation is gone while Redis was unreachable from the gateway"
+        taken = seen_within(lambda: redis("HGET", conf.key("orders", a), order_no) == "SUCCESS", 10)
+        proxy.resume()
+        client.join(30)
+        assert not client.is_alive(), "no answer after Redis came back"
+        _, latency, reply = out[0]
+        assert isinstance(reply, Reply), repr(reply)
+        poll_until(lambda: order_settled(redis, conf, a, order_no), 60, "the order final")
+        final = redis("HGET", conf.key("orders", a), order_no)
+        print(f"\nanswered {reply.code} after {latency:.2f} s; order {final}; consumer took it: {bool(taken)}")
+        if reply.code == 200:
+            assert final == "SUCCESS" and reply["orderNo"] == order_no
+        else:
+            assert reply.code == 503, repr(reply)
+            assert final == "FAILED", f"told 503, the order ended {final}"
+        stock_left = int(redis("GET", conf.key("stock", a)))
+        assert stock_left + success_count(redis, conf, a) == 10, "I3: stock lost or counted twice"
+        assert gateway_metrics(g.conf.http_port).get("seckill_release_retries_total", 0) >= 1
+    finally:
+        if frozen:
+            kafka("thaw")
         proxy.close()

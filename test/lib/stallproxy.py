@@ -29,6 +29,10 @@ class StallProxy:
     def stall(self):
         self.stalled.set()
 
+    def resume(self):
+        """Passes data again; what came while stalled is gone."""
+        self.stalled.clear()
+
     def _accept(self):
         while not self.closed.is_set():
             try:
