@@ -63,6 +63,13 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     } else {
         if (err != RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS)
             LOG_WARN("rebalance error: %s", rd_kafka_err2str(err));
+        /* librdkafka keeps a partition's pause through unassign and a later assign of
+         * the same partition: revoked paused during a retry and given back after it,
+         * it would never be fetched again (kafkacons_set_paused resumes only what is
+         * assigned then). A partition given back while still retrying is paused again
+         * above. */
+        if (c->paused)
+            rd_kafka_resume_partitions(rk, parts);
         if (cooperative)
             error = rd_kafka_incremental_unassign(rk, parts);
         else
