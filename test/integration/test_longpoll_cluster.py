@@ -1,0 +1,39 @@
+"""Long polling on the tests' Redis Cluster (TOPOLOGY=cluster, the stack of
+test_cluster_topology.py; issue 15 item 4): a held request subscribes on the master that
+owns its sale's slot, and only there (sharded pub/sub), and is answered as soon as the
+script that ends its order (here the gateway's rollback) publishes on that shard."""
+
+import time
+
+from conftest import poll_until
+from test_cluster_topology import cluster, sales_on_different_masters  # noqa: F401 - the module's cluster fixture
+from test_longpoll import WAKE_SLACK_S, Held, release, stuck_order
+
+
+def subscribers(node, activity):
+    reply = node("PUBSUB", "SHARDNUMSUB", f"seckill:final:{{{activity}}}")
+    return int(reply[1])
+
+
+def test_held_requests_are_woken_on_the_shard_of_their_sale(cluster, ids):
+    sales = sales_on_different_masters(cluster, 3, stock=10)
+    masters = cluster.masters()
+    for sale in sales:
+        a = sale.activity_id
+        owner = masters[cluster.owner(a)]
+
+        def redis(*args, owner=owner):
+            return owner(*args)
+        order = stuck_order(redis, cluster.conf, a, ids())
+        h = Held(cluster.port, f"/seckill/orders/{order}?wait=20")
+        h.start()
+        poll_until(lambda: subscribers(owner, a) == 1, 20, f"a gateway subscribed to sale {a} on its master")
+        others = [subscribers(m, a) for node_id, m in masters.items() if node_id != cluster.owner(a)]
+        assert others == [0, 0], f"sale {a}: subscribed on masters that do not own its slot: {others}"
+        assert h.is_alive(), f"sale {a}: answered before its order was final: {h.body}"
+        final_at = time.monotonic()
+        release(redis, cluster.conf, a, order)  # the gateway's rollback: FAILED, published on the shard
+        code, body = h.result(30)
+        assert code == 200 and body["status"] == "FAILED" and body["orderNo"] == order, body
+        late = h.answered_at - final_at
+        assert late < WAKE_SLACK_S, f"sale {a}: answered {late:.2f} s after release.lua published"
