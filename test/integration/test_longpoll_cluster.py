@@ -37,3 +37,27 @@ def test_held_requests_are_woken_on_the_shard_of_their_sale(cluster, ids):
         assert code == 200 and body["status"] == "FAILED" and body["orderNo"] == order, body
         late = h.answered_at - final_at
         assert late < WAKE_SLACK_S, f"sale {a}: answered {late:.2f} s after release.lua published"
+
+
+def test_a_held_request_follows_its_slot_to_another_master(cluster, ids):
+    """The slot of a sale with a held request moves to another master: the old master drops
+    the subscription (Redis sends sunsubscribe), the gateway subscribes on the new owner and
+    reads the status again, and the rollback published there wakes the request."""
+    sale = sales_on_different_masters(cluster, 1, stock=10)[0]
+    a = sale.activity_id
+    masters = cluster.masters()
+    source = cluster.owner(a)
+    order = stuck_order(masters[source], cluster.conf, a, ids())
+    h = Held(cluster.port, f"/seckill/orders/{order}?wait=25")
+    h.start()
+    poll_until(lambda: subscribers(masters[source], a) == 1, 20, f"the subscription of sale {a} on its master")
+    target = next(node_id for node_id in masters if node_id != source)
+    cluster.migrate_slot(a, target)
+    poll_until(lambda: subscribers(masters[target], a) == 1, 20, f"the subscription of sale {a} on its new master")
+    assert subscribers(masters[source], a) == 0
+    assert h.is_alive(), f"answered before its order was final: {h.body}"
+    final_at = time.monotonic()
+    release(masters[target], cluster.conf, a, order)
+    code, body = h.result(30)
+    assert code == 200 and body["status"] == "FAILED" and body["orderNo"] == order, body
+    assert h.answered_at - final_at < WAKE_SLACK_S, f"answered {h.answered_at - final_at:.2f} s after release.lua"
