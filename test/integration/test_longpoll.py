@@ -163,6 +163,26 @@ def test_a_held_request_on_an_expired_order_is_answered_failed(gateway, conf, ap
     assert h.answered_at - h.sent_at < 6, f"answered after {h.answered_at - h.sent_at:.1f} s of 25"
 
 
+def test_news_lost_while_the_subscriber_reconnects_is_read_again(gateway, conf, redis, sale, ids):
+    """The gateway's subscriber connection is killed and the order rolled back before the
+    gateway has subscribed again: the message is lost, and the status read after the
+    resubscribe answers the held request, long before its deadline."""
+    a = sale.activity_id
+    port = conf.http_port
+    order = stuck_order(redis, conf, a, ids())
+    h = Held(port, f"/seckill/orders/{order}?wait=20")
+    h.start()
+    channel = f"seckill:final:{{{a}}}"
+    poll_until(lambda: redis("PUBSUB", "SHARDNUMSUB", channel)[1] >= 1, 20, "the gateway's subscription")
+    waiting(port, 1)
+    assert redis("CLIENT", "KILL", "TYPE", "pubsub") >= 1
+    killed_at = time.monotonic()
+    release(redis, conf, a, order)
+    code, body = h.result(30)
+    assert code == 200 and body["status"] == "FAILED", body
+    assert h.answered_at - killed_at < 5, f"answered {h.answered_at - killed_at:.1f} s after the loss, wait was 20 s"
+
+
 def test_at_the_deadline_the_current_status_is_answered(gateway, conf, redis, sale, ids):
     a = sale.activity_id
     port = conf.http_port
