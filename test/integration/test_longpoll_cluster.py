@@ -8,6 +8,7 @@ import time
 from conftest import poll_until
 from test_cluster_topology import cluster, sales_on_different_masters  # noqa: F401 - the module's cluster fixture
 from test_longpoll import WAKE_SLACK_S, Held, release, stuck_order
+from test_redis_failover import Shard, fail_back, fail_over
 
 
 def subscribers(node, activity):
@@ -61,3 +62,30 @@ def test_a_held_request_follows_its_slot_to_another_master(cluster, ids):
     code, body = h.result(30)
     assert code == 200 and body["status"] == "FAILED" and body["orderNo"] == order, body
     assert h.answered_at - final_at < WAKE_SLACK_S, f"answered {h.answered_at - final_at:.2f} s after release.lua"
+
+
+def test_a_held_request_survives_the_failover_of_its_master(cluster, ids):
+    """kill -9 of the master serving a sale with a held request; its replica takes over. The
+    gateway loses its subscriber connection, learns the new map and subscribes on the
+    promoted master, where the rollback's message then wakes the request."""
+    sale = cluster.ctl.create_sale(stock=10)
+    a = sale.activity_id
+    shard = Shard(cluster, a)
+    master = shard.client(shard.master_id)
+    order = stuck_order(master, cluster.conf, a, ids())
+    assert master("WAIT", 1, 5000) == 1, "the replica does not have the order"
+    h = Held(cluster.port, f"/seckill/orders/{order}?wait=30")
+    h.start()
+    poll_until(lambda: subscribers(master, a) == 1, 20, f"the subscription of sale {a} on its master")
+    old, new = fail_over(shard)
+    try:
+        promoted = shard.client(new)
+        poll_until(lambda: subscribers(promoted, a) == 1, 20, "the subscription on the promoted master")
+        assert h.is_alive(), f"answered before its order was final: {h.body}"
+        final_at = time.monotonic()
+        release(promoted, cluster.conf, a, order)
+        code, body = h.result(30)
+        assert code == 200 and body["status"] == "FAILED" and body["orderNo"] == order, body
+        assert h.answered_at - final_at < WAKE_SLACK_S, f"answered {h.answered_at - final_at:.2f} s after release.lua"
+    finally:
+        fail_back(shard, old)
