@@ -16,6 +16,7 @@
 #include "gateway/tokenbucket.h"
 
 struct iplimit;
+struct longpoll;
 struct order;
 struct pending_set;
 struct rebalance;
@@ -40,6 +41,7 @@ struct gateway {
     struct nodelease *lease;  /* the order-number node id, leased in Redis */
     struct salestats *sales;  /* per-sale gauges of /metrics */
     struct rebalance *rebalance;  /* stock moves between the buckets of bucketed sales */
+    struct longpoll *longpoll;    /* GET ...?wait=N requests held until their order is final */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */

@@ -26,7 +26,11 @@ struct salestats;
     X(RATE_LIMITED_LOCAL_IP, "seckill_rate_limited_local_ip_total", "execute requests refused by the local per-IP limit (the global bucket not charged)") \
     X(RATE_LIMITED_GLOBAL, "seckill_rate_limited_global_total", "execute requests refused by the global token bucket") \
     X(BUCKET_EMPTY_RETRIES, "seckill_bucket_empty_retries_total", "execute requests answered 503 because their bucket was empty while others had stock") \
-    X(REBALANCE_UNITS, "seckill_rebalance_units_total", "Units of stock this gateway moved between the buckets of bucketed sales")
+    X(REBALANCE_UNITS, "seckill_rebalance_units_total", "Units of stock this gateway moved between the buckets of bucketed sales") \
+    X(LONGPOLL_WAKEUPS, "seckill_longpoll_wakeups_total", "Held GET ...?wait=N requests answered because their order became final") \
+    X(LONGPOLL_EXPIRED, "seckill_longpoll_expired_total", "Held requests whose wait ended before their order was final (answered with its status then)") \
+    X(LONGPOLL_GONE, "seckill_longpoll_gone_total", "Held requests whose client hung up before the answer") \
+    X(LONGPOLL_REFUSED, "seckill_longpoll_refused_total", "wait=N requests refused with 503 at http.max-waiting")
 
 #define METRICS_HISTOGRAMS(X)                                                                    \
     X(EXECUTE_LATENCY, "seckill_execute_duration_seconds", "POST /seckill/execute from parse to reply, when it reached Redis") \
@@ -59,6 +63,7 @@ struct metrics_gauges {
     uint64_t kafka_queue;
     uint64_t redis_up;
     uint64_t kafka_up;
+    uint64_t longpoll_waiting;
     const struct salestats *sales;  /* its per-sale families are appended */
 };
 

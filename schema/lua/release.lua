@@ -58,7 +58,17 @@ local reason = ARGV[1] == 'order' and 'ROLLED_BACK' or 'EXPIRED'
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 
+-- Clients holding a GET ...?wait=N for these orders are woken by one SPUBLISH to
+-- seckill:final:{tag} (the orders key's tag: the same slot, so in a Redis Cluster the
+-- message stays on this shard): "<STATUS> <orderNo> <orderNo> ...".
+local function publish_final(orders_key, status, order_nos)
+  if #order_nos > 0 then
+    redis.call('SPUBLISH', 'seckill:final:' .. string.match(orders_key, '{[^}]+}'),
+      status .. ' ' .. table.concat(order_nos, ' '))
+  end
+end
 local released = 0
+local failed = {}
 for _, member in ipairs(members) do
   local bar = string.find(member, '|', 1, true)
   local order_no = string.sub(member, 1, bar - 1)
@@ -71,8 +81,10 @@ for _, member in ipairs(members) do
     redis.call('HSET', KEYS[3], order_no, 'FAILED')
     redis.call('XADD', KEYS[5], '*', 'o', order_no, 'u', user, 'r', reason, 't', now_ms)
     released = released + 1
+    failed[#failed + 1] = order_no
   end
 end
+publish_final(KEYS[3], 'FAILED', failed)
 if ARGV[1] == 'order' and released == 0 then
   local status = redis.call('HGET', KEYS[3], ARGV[2])
   if status and status ~= 'FAILED' then

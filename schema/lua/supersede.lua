@@ -16,7 +16,17 @@ local nlosers = tonumber(ARGV[1])
 if not nlosers or #ARGV < 1 + 2 * nlosers or (#ARGV - 1) % 2 ~= 0 then
   return redis.error_reply('supersede.lua: arguments do not describe losers and winners')
 end
+-- Clients holding a GET ...?wait=N for these orders are woken by one SPUBLISH to
+-- seckill:final:{tag} (the orders key's tag: the same slot, so in a Redis Cluster the
+-- message stays on this shard): "<STATUS> <orderNo> <orderNo> ...".
+local function publish_final(orders_key, status, order_nos)
+  if #order_nos > 0 then
+    redis.call('SPUBLISH', 'seckill:final:' .. string.match(orders_key, '{[^}]+}'),
+      status .. ' ' .. table.concat(order_nos, ' '))
+  end
+end
 local ended, adopted = 0, 0
+local failed, succeeded = {}, {}
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 for i = 0, nlosers - 1 do
@@ -28,6 +38,7 @@ for i = 0, nlosers - 1 do
     redis.call('HSET', KEYS[2], order_no, 'FAILED')
     redis.call('XADD', KEYS[6], '*', 'o', order_no, 'u', user, 'r', 'SUPERSEDED', 't', now_ms)
     ended = ended + 1
+    failed[#failed + 1] = order_no
   end
 end
 for i = 2 + 2 * nlosers, #ARGV, 2 do
@@ -41,9 +52,12 @@ for i = 2 + 2 * nlosers, #ARGV, 2 do
     redis.call('HSET', KEYS[2], order_no, 'SUCCESS')
     adopted = adopted + 1
     status = 'SUCCESS'
+    succeeded[#succeeded + 1] = order_no
   end
   if status == 'SUCCESS' then
     redis.call('HSET', KEYS[1], user, order_no)
   end
 end
+publish_final(KEYS[2], 'FAILED', failed)
+publish_final(KEYS[2], 'SUCCESS', succeeded)
 return {ended, adopted}

@@ -17,6 +17,7 @@
 #include "gateway/couponapi.h"
 #include "gateway/execute.h"
 #include "gateway/intmap.h"
+#include "gateway/longpoll.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
 #include "gateway/openapi.h"
@@ -305,6 +306,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         .kafka_queue = (uint64_t)kafkaprod_in_flight(gw->kafka),
         .redis_up = redisconn_ready(gw->redis),
         .kafka_up = kafkaprod_healthy(gw->kafka),
+        .longpoll_waiting = longpoll_waiting(gw->longpoll),
         .sales = gw->sales,
     };
     char *text = metrics_render(&g);

@@ -121,6 +121,7 @@ char *metrics_render(const struct metrics_gauges *g)
           g->kafka_queue);
     gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
     gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
+    gauge(&t, "seckill_longpoll_waiting", "GET ...?wait=N requests held until their order is final", g->longpoll_waiting);
     if (g->sales)
         salestats_render(g->sales, &t, clock_wall_ms());
     return textbuf_take(&t);

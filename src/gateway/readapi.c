@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "gateway/auth.h"
 #include "gateway/httpparams.h"
+#include "gateway/longpoll.h"
 #include "gateway/pending.h"
 #include "common/json.h"
 #include "common/keys.h"
@@ -30,6 +31,7 @@ struct query {
     struct keys_set scratch;
     int64_t user_id;
     int bucket;                   /* QUERY_ORDER of a bucketed sale: the bucket asked */
+    int wait_s;                   /* wait=N: held until final (longpoll.h) */
     char order_no[ORDERNO_LEN];
 };
 
@@ -57,13 +59,10 @@ static void answer_result(struct query *q, const redisReply *reply)
         reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL);
         return;
     }
-    cJSON *json = cJSON_CreateObject();
-    cJSON_AddBoolToObject(json, "success", 1);
-    json_add_int(json, "userId", (int64_t)q->user_id);
-    json_add_int(json, "activityId", (int64_t)q->activity_id);
-    cJSON_AddStringToObject(json, "orderNo", reply->element[0]->str);
-    cJSON_AddStringToObject(json, "status", reply->element[1]->str);
-    reply_json(q->http, 200, json);
+    struct longpoll_order o = { LONGPOLL_RESULT, q->user_id, q->activity_id, reply->element[0]->str,
+                                reply->element[1]->str, q->keys->name[KEYS_ORDERS], q->keys->tag };
+    longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
+    q->http = NULL;
 }
 
 static void answer_order(struct query *q, const redisReply *reply)
@@ -72,12 +71,10 @@ static void answer_order(struct query *q, const redisReply *reply)
         reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
         return;
     }
-    cJSON *json = cJSON_CreateObject();
-    cJSON_AddBoolToObject(json, "success", 1);
-    cJSON_AddStringToObject(json, "orderNo", q->order_no);
-    json_add_int(json, "activityId", (int64_t)q->activity_id);
-    cJSON_AddStringToObject(json, "status", reply->str);
-    reply_json(q->http, 200, json);
+    struct longpoll_order o = { LONGPOLL_ORDER, 0, q->activity_id, q->order_no, reply->str,
+                                q->keys->name[KEYS_ORDERS], q->keys->tag };
+    longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
+    q->http = NULL;
 }
 
 /* result.lua's {orderNo, status} of the asking user: the order is theirs when it is the
@@ -242,6 +239,9 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
         bad = 1;
     }
     httpparams_free(&params);
+    int wait_s = 0;
+    if (!bad && longpoll_wait_param(req, &wait_s, err, sizeof(err)) != 0)
+        bad = 1;
     if (bad) {
         reply_error(req, status, err, 0, NULL, NULL);
         return;
@@ -250,6 +250,7 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
     if (!q)
         return;
     q->user_id = user_id;
+    q->wait_s = wait_s;
     int bucket;
     q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);
     char uid[24];
@@ -284,9 +285,16 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
     }
     if (order_owner(gw, req, &user_id) != 0)
         return;
+    int wait_s;
+    char err[160];
+    if (longpoll_wait_param(req, &wait_s, err, sizeof(err)) != 0) {
+        reply_error(req, REPLY_INVALID, err, 0, NULL, NULL);
+        return;
+    }
     struct query *q = query_new(gw, req, user_id ? QUERY_OWN_ORDER : QUERY_ORDER, activity_id);
     if (!q)
         return;
+    q->wait_s = wait_s;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
     if (user_id) {
         int bucket;
@@ -309,6 +317,7 @@ static void send_order_lookup(struct query *q)
         query_free(q);
         return;
     }
+    q->keys = k;  /* where a held request reads the status again */
     const char *argv[] = { "HGET", k->name[KEYS_ORDERS], q->order_no };
     query_send(q, LUASCRIPT_COUNT, 3, 0, argv);
 }

@@ -19,6 +19,7 @@
 #include "gateway/http.h"
 #include "gateway/iplimit.h"
 #include "gateway/kafkaprod.h"
+#include "gateway/longpoll.h"
 #include "common/log.h"
 #include "common/orderno.h"
 #include "gateway/nodelease.h"
@@ -78,6 +79,9 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     /* No order number is made from here on (execute answers 503 while draining). */
     nodelease_release(d->gw->lease);
     http_stop_accepting(d->http);
+    size_t held = longpoll_close(d->gw->longpoll);  /* their waits may be longer than the drain */
+    if (held)
+        LOG_INFO("answered %zu held requests with their current status", held);
     const struct config *cfg = d->gw->cfg;
     int64_t margin_ms = cfg->redis_timeout_ms + 1000 > 2000 ? cfg->redis_timeout_ms + 1000 : 2000;
     d->deadline_us = clock_mono_us() + (cfg->http_request_timeout_ms + margin_ms) * 1000;
@@ -126,7 +130,7 @@ static bool redis_settled(const struct gateway *gw)
  * main frees Redis next (its callbacks still see marks and cache), then marks and cache. */
 static void server_stop(struct gateway *gw, struct http *http)
 {
-    size_t cut = pending_close(gw->pending) + pending_close(gw->delivery_cut);
+    size_t cut = pending_close(gw->pending) + pending_close(gw->delivery_cut) + longpoll_close(gw->longpoll);
     if (cut) {
         LOG_WARN("drain deadline: %zu requests still waiting answered 503", cut);
         run_loop_until(gw, NULL, 200);  /* lets the 503s reach their sockets */
@@ -202,6 +206,11 @@ int main(int argc, char **argv)
         LOG_ERROR("out of memory");
         goto out;
     }
+    gw.longpoll = longpoll_new(gw.base, &cfg, gw.redis);
+    if (!gw.longpoll) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
     gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
     gw.batch = executebatch_new(gw.base, &cfg, gw.redis, gw.activities);
@@ -246,6 +255,7 @@ out:
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
     execute_stop(&gw);
     redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
+    longpoll_free(gw.longpoll);  /* after Redis: its last reads have run */
     reaper_free(reaper);
     salestats_free(gw.sales);
     rebalance_free(gw.rebalance);
