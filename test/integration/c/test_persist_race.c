@@ -72,13 +72,13 @@ static int64_t scalar(MYSQL *db, const char *fmt, ...)
     return v;
 }
 
-/* True when another transaction holds the user coupon of order_no (NOWAIT: ER_LOCK_WAIT_TIMEOUT
- * at once); false while it is not there yet. */
-static int locked(MYSQL *db, const char *order_no)
+/* True when another transaction holds the row of table whose key column is value (NOWAIT:
+ * ER_LOCK_WAIT_TIMEOUT at once); false while it is not there yet. */
+static int locked(MYSQL *db, const char *table, const char *column, const char *value)
 {
     char q[256];
-    snprintf(q, sizeof(q), "SELECT id FROM user_coupon WHERE source_ref = '%s' LOCK IN SHARE MODE "
-             "NOWAIT", order_no);
+    snprintf(q, sizeof(q), "SELECT id FROM %s WHERE %s = '%s' LOCK IN SHARE MODE NOWAIT", table,
+             column, value);
     if (mysql_query(db, q) != 0) {
         if (mysql_errno(db) != ER_LOCK_WAIT_TIMEOUT)
             fail_msg("%s: %s", q, mysql_error(db));
@@ -143,18 +143,24 @@ static void persist_in_child(const struct orderevent *ev)
     enum persist_result r = persist_batch(db, &b, &stats, err, sizeof(err));
     if (r != PERSIST_OK)
         fprintf(stderr, "persist_batch: %s\n", err);
-    _exit(r == PERSIST_OK ? 0 : 1);
+    else if (stats.conflicts > 0)
+        fprintf(stderr, "persist_batch: %zu orders taken for orders of users holding another\n",
+                stats.conflicts);
+    _exit(r != PERSIST_OK ? 1 : stats.conflicts > 0 ? 3 : 0);
 }
 
-/* The batch's user_coupon upsert stops at the order whose user coupon a third session
- * holds uncommitted; meanwhile another session takes the next auto-increment ids; the third
- * session rolls back. The next row of the array is a replay (a duplicate): MariaDB gives
- * the statement back ids the other session holds, and every later user coupon of the array
+/* Which upsert of the batch the race hits. */
+enum table { ORDERS_TABLE, COUPONS_TABLE };
+
+/* The batch's upsert into table stops at the order whose row a third session holds
+ * uncommitted; meanwhile another session takes the next auto-increment ids of the table; the
+ * third session rolls back. The next row of the array is a replay (a duplicate): MariaDB
+ * gives the statement back ids the other session holds, and the later rows of the array
  * collided with them, silently, under ON DUPLICATE KEY UPDATE id=id. Every order must still
- * end with its user coupon. */
-static void test_every_order_keeps_its_user_coupon_when_ids_are_taken_mid_insert(void **state)
+ * end with its row and its user coupon, none counted as held by another order of its user,
+ * each counted once. */
+static void race(enum table t)
 {
-    (void)state;
     MYSQL *db = connect_db(), *holder = connect_db();
     int64_t base = (int64_t)time(NULL) % 100000000 * 1000 + getpid() % 1000;
     sql(db, "INSERT INTO coupon (name, type, amount, total_count, start_time, end_time) VALUES "
@@ -175,53 +181,88 @@ static void test_every_order_keeps_its_user_coupon_when_ids_are_taken_mid_insert
     sql(db, "INSERT INTO user_coupon (user_id, coupon_id, source_ref) VALUES (%" PRId64 ", %"
             PRId64 ", '%s')", ev[REPLAYED].user_id, coupon, ev[REPLAYED].order_no);
     sql(holder, "START TRANSACTION");
-    sql(holder, "INSERT INTO user_coupon (user_id, coupon_id, source_ref) VALUES (%" PRId64 ", %"
-                PRId64 ", '%s')", ev[HELD].user_id, coupon, ev[HELD].order_no);
+    if (t == COUPONS_TABLE)
+        sql(holder, "INSERT INTO user_coupon (user_id, coupon_id, source_ref) VALUES (%" PRId64
+                    ", %" PRId64 ", '%s')", ev[HELD].user_id, coupon, ev[HELD].order_no);
+    else
+        sql(holder, "INSERT INTO seckill_order (order_no, user_id, activity_id, coupon_id, "
+                    "accepted_at) VALUES ('%s', %" PRId64 ", %" PRId64 ", %" PRId64
+                    ", UTC_TIMESTAMP(3))", ev[HELD].order_no, ev[HELD].user_id, activity, coupon);
 
     pid_t child = fork();
     assert_true(child >= 0);
     if (child == 0)
         persist_in_child(ev);
 
-    /* The child's upsert has passed the order before the held one (whose user coupon it
-     * locks, uncommitted) and waits on the held one. */
+    /* The child's upsert has passed the order before the held one (whose row it locks,
+     * uncommitted) and waits on the held one. */
     int passed = 0;
     for (int i = 0; i < 1000 && !passed; i++) {
-        passed = locked(db, ev[HELD - 1].order_no);
+        passed = t == COUPONS_TABLE ? locked(db, "user_coupon", "source_ref", ev[HELD - 1].order_no)
+                                    : locked(db, "seckill_order", "order_no", ev[HELD - 1].order_no);
         if (!passed)
             nanosleep(&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL);
     }
     assert_true(passed);
-    char rows[2048];
+    char rows[4096];
     size_t used = 0;
-    for (int i = 0; i < TAKEN; i++)
-        used += (size_t)snprintf(rows + used, sizeof(rows) - used, "%s(0, %" PRId64 ", 'race-%" PRId64
-                                 "-%d')", i ? "," : "", coupon, base, i);
-    sql(db, "INSERT INTO user_coupon (user_id, coupon_id, source_ref) VALUES %s", rows);
+    for (int i = 0; i < TAKEN; i++) {
+        const char *sep = i ? "," : "";
+        if (t == COUPONS_TABLE)
+            used += (size_t)snprintf(rows + used, sizeof(rows) - used, "%s(0, %" PRId64 ", 'race-%"
+                                     PRId64 "-%d')", sep, coupon, base, i);
+        else
+            used += (size_t)snprintf(rows + used, sizeof(rows) - used, "%s('race-%" PRId64 "-%d', %"
+                                     PRId64 ", 0, %" PRId64 ", UTC_TIMESTAMP(3))", sep, base, i,
+                                     base * 100 + 50 + i, coupon);
+    }
+    if (t == COUPONS_TABLE)
+        sql(db, "INSERT INTO user_coupon (user_id, coupon_id, source_ref) VALUES %s", rows);
+    else
+        sql(db, "INSERT INTO seckill_order (order_no, user_id, activity_id, coupon_id, accepted_at) "
+                "VALUES %s", rows);
     sql(holder, "ROLLBACK");
 
     int status = 0;
     assert_int_equal(waitpid(child, &status, 0), child);
-    assert_true(WIFEXITED(status));
-    assert_int_equal(WEXITSTATUS(status), 0);
-    assert_int_equal(scalar(db, "SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64,
-                            activity), ORDERS);
+    sql(db, "DELETE FROM %s WHERE %s LIKE 'race-%" PRId64 "-%%'",
+        t == COUPONS_TABLE ? "user_coupon" : "seckill_order",
+        t == COUPONS_TABLE ? "source_ref" : "order_no", base);
+    int64_t rows_now = scalar(db, "SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64,
+                              activity);
     int64_t missing = scalar(db, "SELECT COUNT(*) FROM seckill_order o LEFT JOIN user_coupon u "
                                  "ON u.source_ref = o.order_no WHERE o.activity_id = %" PRId64
                                  " AND u.id IS NULL", activity);
     int64_t issued = scalar(db, "SELECT issued_count FROM coupon WHERE id = %" PRId64, coupon);
-    sql(db, "DELETE FROM user_coupon WHERE source_ref LIKE 'race-%" PRId64 "-%%'", base);
+    int64_t sold = scalar(db, "SELECT sold_count FROM seckill_activity WHERE id = %" PRId64, activity);
     mysql_close(holder);
     mysql_close(db);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(rows_now, ORDERS);
     assert_int_equal(missing, 0);
-    /* Counted once each: the replayed one was issued before. */
+    /* The replayed one was sold and issued before. */
+    assert_int_equal(sold, ORDERS - 1);
     assert_int_equal(issued, ORDERS - 1);
+}
+
+static void test_every_order_keeps_its_user_coupon_when_ids_are_taken_mid_insert(void **state)
+{
+    (void)state;
+    race(COUPONS_TABLE);
+}
+
+static void test_every_order_keeps_its_row_when_ids_are_taken_mid_insert(void **state)
+{
+    (void)state;
+    race(ORDERS_TABLE);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_order_keeps_its_user_coupon_when_ids_are_taken_mid_insert),
+        cmocka_unit_test(test_every_order_keeps_its_row_when_ids_are_taken_mid_insert),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
