@@ -84,7 +84,7 @@ static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
 }
 
 size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
-                                   size_t *next)
+                                   size_t *next, int locking)
 {
     sqltext_reset(s);
     sqltext_printf(s, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN (");
@@ -96,16 +96,17 @@ size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct or
             sqltext_printf(s, ",");
         sqltext_quoted(s, db, r->orders[i].order_no);
     }
-    sqltext_printf(s, ") LOCK IN SHARE MODE");
+    sqltext_printf(s, locking ? ") LOCK IN SHARE MODE" : ")");
     *next = i;
     return rows;
 }
 
-/* The ids of the user coupons of this run, new or replayed, for the Redis record. */
-static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r)
+/* The ids of the user coupons of this run, new or replayed, for the Redis record; locking
+ * to see what other transactions committed since this one's first read. */
+static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r, int locking)
 {
     size_t next = 0;
-    while (orderrows_coupon_select_sql(&tx->sql, tx->db, r, &next) > 0) {
+    while (orderrows_coupon_select_sql(&tx->sql, tx->db, r, &next, locking) > 0) {
         MYSQL_RES *res = sqltx_select(tx, "select user_coupon");
         if (!res)
             return -1;
@@ -169,13 +170,22 @@ static int insert_absent_orders(struct sqltx *tx, const struct orderrows_run *r,
     return rc;
 }
 
-/* One user coupon for each order that has its row: upserted, then looked up; the ones the
- * lookup does not find are inserted again. An order can hold no other user coupon
+/* One user coupon for each order that has its row: upserted, then looked up. When the
+ * upsert added fewer rows than it sent (replays, or rows lost), the lookup is a locking read
+ * and the ones it does not find are inserted again. An order can hold no other user coupon
  * (UNIQUE(source_ref) is its order number), so one that stays missing is an error (the
  * transaction is retried). */
 static int issue_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
 {
-    if (orderbulk_insert_coupons(tx, r, added) != 0 || find_user_coupons(tx, r) != 0)
+    uint64_t sent = 0;
+    for (size_t i = 0; i < r->count; i++)
+        sent += r->in_db[i];
+    if (orderbulk_insert_coupons(tx, r, added) != 0)
+        return -1;
+    /* Every row added: its own rows, which even a snapshot read sees. */
+    if (*added == sent)
+        return find_user_coupons(tx, r, 0);
+    if (find_user_coupons(tx, r, 1) != 0)
         return -1;
     unsigned char *missing = NULL;
     int rc = 0;
@@ -205,7 +215,7 @@ static int issue_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64
         }
         note_lost(r, "user_coupon", more);
         *added += more;
-        if ((rc = find_user_coupons(tx, r)) != 0)
+        if ((rc = find_user_coupons(tx, r, 1)) != 0)
             break;
     }
     free(missing);

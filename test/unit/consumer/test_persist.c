@@ -225,10 +225,14 @@ static void test_order_statements(void **state)
     assert_int_equal(orderbulk_coupon_rows(&r, &next, ucs), 0);
 
     next = 0;
-    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 2);
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next, 1), 2);
     assert_string_equal(s.data, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN "
                                 "('100-5','300-5') LOCK IN SHARE MODE");
-    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 0);
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next, 1), 0);
+    next = 0;
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next, 0), 2);
+    assert_string_equal(s.data, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN "
+                                "('100-5','300-5')");
 
     /* An order accepted beyond DATETIME cannot be written. */
     orders[1].created_ms = PERSIST_MAX_ACCEPTED_MS + 1;
