@@ -125,10 +125,10 @@ static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r, in
 
 /* Why existence is asked again after an upsert that added fewer rows than it sent, and what
  * is missing sent again: MariaDB's array-bound INSERT ... ON DUPLICATE KEY UPDATE id=id can
- * lose rows without an error. A duplicate row that opens a new auto-increment interval gives the statement back the end
- * of the previous one; when another transaction took those ids meanwhile, every later row
- * of the array gets an id that exists, and "id=id" turns its PRIMARY KEY collision into a
- * no-op (docs/chaos.md, finding 9). A second statement of only the missing rows holds no
+ * lose rows without an error. A duplicate row that opens a new auto-increment interval
+ * gives the statement back the end of the previous one; when another transaction took those
+ * ids meanwhile, every later row of the array gets an id that exists, and "id=id" turns its
+ * PRIMARY KEY collision into a no-op (docs/chaos.md, finding 9). A second statement of only the missing rows holds no
  * duplicate of theirs; it repeats while it adds rows. */
 static void note_lost(const struct orderrows_run *r, const char *table, uint64_t rows)
 {
