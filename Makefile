@@ -181,9 +181,11 @@ uninstall:
 
 # ---- C integration tests (cmocka against the real services): test/integration/c/ ------
 ITEST_C := $(patsubst test/integration/c/%.c,%,$(wildcard test/integration/c/test_*.c))
-$(BUILD)/itest/%: test/integration/c/%.c $(call lib,common)
+# The consumer's and the store's libraries too (test_persist_race drives persist_batch);
+# a test links only the objects it uses.
+$(BUILD)/itest/%: test/integration/c/%.c $(LIBS_CONSUMER)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(call lib,common) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka -o $@
+	$(CC) $(CFLAGS) $< $(LIBS_CONSUMER) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka -o $@
 
 integration-c-tests: $(addprefix $(BUILD)/itest/,$(ITEST_C))
 

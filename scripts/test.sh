@@ -54,6 +54,8 @@ failed=0
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)}
+# test_persist_race.c finds the MariaDB in the same file.
+export SECKILL_CONF=${SECKILL_CONF:-$CONF}
 
 # cmocka_run BINARY: runs one cmocka program and adds its counts to passed/failed.
 cmocka_run() {

@@ -35,14 +35,14 @@ int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *cou
 int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct persist_stats *stats);
 
 /* The SELECTs, built without I/O (db only quotes); the INSERTs are orderbulk's. */
-/* SELECT order_no of orders[start, end) that have their row. */
+/* SELECT order_no of orders[start, end) that have their row (a locking read). */
 void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
                            size_t start, size_t end);
 /* SELECT of the ids of the user coupons of the orders from *next on that have their row,
- * at most PERSIST_ROWS_PER_STATEMENT; *next moves past them. Returns the rows (0: nothing
- * left). */
+ * at most PERSIST_ROWS_PER_STATEMENT, LOCK IN SHARE MODE when locking; *next moves past
+ * them. Returns the rows (0: nothing left). */
 size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
-                                   size_t *next);
+                                   size_t *next, int locking);
 /* Binary search of order_no in the run. Returns 0 with its index in *pos, or -1. */
 int orderrows_find(const struct orderrows_run *r, const char *order_no, size_t *pos);
 

@@ -206,8 +206,8 @@ static void test_order_statements(void **state)
     assert_int_equal(rows[0].user_id, 3);
 
     orderrows_present_sql(&s, quoter, &r, 1, 3);
-    assert_string_equal(s.data,
-                        "SELECT order_no FROM seckill_order WHERE order_no IN ('200-5','300-5')");
+    assert_string_equal(s.data, "SELECT order_no FROM seckill_order WHERE order_no IN "
+                                "('200-5','300-5') LOCK IN SHARE MODE");
 
     /* Only the orders that have their row get a user coupon. */
     size_t next = 0;
@@ -225,10 +225,14 @@ static void test_order_statements(void **state)
     assert_int_equal(orderbulk_coupon_rows(&r, &next, ucs), 0);
 
     next = 0;
-    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 2);
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next, 1), 2);
+    assert_string_equal(s.data, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN "
+                                "('100-5','300-5') LOCK IN SHARE MODE");
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next, 1), 0);
+    next = 0;
+    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next, 0), 2);
     assert_string_equal(s.data, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN "
                                 "('100-5','300-5')");
-    assert_int_equal(orderrows_coupon_select_sql(&s, quoter, &r, &next), 0);
 
     /* An order accepted beyond DATETIME cannot be written. */
     orders[1].created_ms = PERSIST_MAX_ACCEPTED_MS + 1;
