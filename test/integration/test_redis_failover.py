@@ -70,6 +70,14 @@ class Shard:
         except (OSError, ConnectionError, RedisError):
             return None
 
+    def loaded(self, node_id):
+        """Up and done loading its AOF: ROLE answers while loading, most commands do not."""
+        try:
+            info = self.client(node_id)("INFO", "persistence")
+            return "loading:0" in info.split()  # a line of its own: async_loading:0 is another
+        except (OSError, ConnectionError, RedisError):
+            return False
+
 
 def node_healthy(cluster):
     """Every node answers cluster_state:ok with every slot served, every replica's link up."""
@@ -102,7 +110,7 @@ def fail_over(shard, replica_behind=False):
         poll_until(lambda: shard.role(new) is None, 10, "the stopped replica gone")
         conf = shard.cluster.data / "redis-cluster" / str(shard.nodes[new][1]) / "redis.conf"
         subprocess.run(["redis-server", str(conf)], check=True, capture_output=True, timeout=30)
-        poll_until(lambda: shard.role(new) is not None, 30, "the replica restarted")
+        poll_until(lambda: shard.loaded(new), 30, "the replica restarted and its AOF loaded")
     shard.client(new)("CLUSTER", "FAILOVER", "TAKEOVER")
     poll_until(lambda: shard.role(new) == "master", FAILOVER_S, "the replica promoted")
     p = shard.cluster.sh("redis-cluster.sh", "start", timeout=120)
