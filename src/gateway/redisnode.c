@@ -36,6 +36,8 @@ struct redisnode {
     bool connected;
     struct event *reconnect_timer;
     struct event *deadline_timer;
+    int64_t tick_us;               /* the deadline timer's period */
+    int64_t last_check_us;         /* when it last ran */
     int64_t backoff_ms;
     struct redisnode_cmd head;     /* sentinel of the in-flight list */
     unsigned long pending;
@@ -175,6 +177,20 @@ static void redisnode_connect(struct redisnode *n)
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
 }
 
+/* A check that runs a tick or more late means this process did not run meanwhile (the
+ * kernel gave the cores to others, or one loop iteration took that long). That time is
+ * not Redis's: the commands may not even have been written, and replies that came are
+ * still unread. Every pending deadline moves by it. */
+static void forgive_own_stall(struct redisnode *n, int64_t now)
+{
+    int64_t late = now - n->last_check_us - n->tick_us;
+    n->last_check_us = now;
+    if (late < n->tick_us)
+        return;
+    for (struct redisnode_cmd *c = n->head.next; c != &n->head; c = c->next)
+        c->deadline_us += late;
+}
+
 /* The oldest command is the first to miss its deadline; dropping the connection fails
  * it and everything queued behind it, which would only wait longer. */
 static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
@@ -182,13 +198,16 @@ static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct redisnode *n = arg;
+    int64_t now = clock_mono_us();
+    forgive_own_stall(n, now);
     if (!n->ac || n->head.next == &n->head)
         return;
-    if (n->head.next->deadline_us > clock_mono_us())
+    if (n->head.next->deadline_us > now)
         return;
     metrics_inc(METRIC_REDIS_TIMEOUTS);
-    LOG_WARN("redis did not answer within %lld ms (%lu commands pending), dropping the connection to %s:%d",
-             (long long)n->cfg->redis_timeout_ms, n->pending, n->host, n->port);
+    LOG_WARN("redis did not answer within %lld ms (%lu commands pending, the oldest sent %lld ms ago), "
+             "dropping the connection to %s:%d", (long long)n->cfg->redis_timeout_ms, n->pending,
+             (long long)((now - n->head.next->sent_us) / 1000), n->host, n->port);
     redisAsyncContext *ac = n->ac;
     n->connected = false;
     /* Calls every pending callback with NULL and then on_disconnect, which schedules
@@ -231,6 +250,8 @@ struct redisnode *redisnode_new(struct event_base *base, const struct config *cf
     if (tick_ms < 5)
         tick_ms = 5;
     struct timeval tick = clock_timeval_ms(tick_ms);
+    n->tick_us = tick_ms * 1000;
+    n->last_check_us = clock_mono_us();
     evtimer_add(n->deadline_timer, &tick);
     redisnode_connect(n);
     return n;

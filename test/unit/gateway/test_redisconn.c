@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/slotmap.h"
 #include "gateway/redisconn.h"
@@ -393,6 +394,24 @@ static void test_a_late_replica_costs_one_wait_timeout_not_one_per_call(void **s
     redisconn_free(rc);
 }
 
+static void test_a_gateway_that_did_not_run_does_not_blame_redis(void **state)
+{
+    (void)state;
+    cfg.redis_timeout_ms = 200;
+    struct redisconn *rc = connected();
+    struct answer a = { 0 };
+    const char *argv[] = { "GET", "foo" };
+    assert_int_equal(redisconn_command_argv(rc, 2, argv, NULL, on_answer, &a), 0);
+    /* The process does not get to its loop for longer than redis.timeout-ms (the kernel
+     * runs others): the command is still unwritten when the deadline check runs. */
+    nanosleep(&(struct timespec){ .tv_nsec = 500 * 1000 * 1000 }, NULL);
+    assert_true(run_until(answered, &a));
+    assert_false(a.null);
+    assert_string_equal(a.text, "B:foo");
+    assert_int_equal(redisconn_reconnects(rc), 0);
+    redisconn_free(rc);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -408,6 +427,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_overtaken_by_a_noscript_retry_is_sent_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_sent_while_a_wait_is_out_share_the_next_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_late_replica_costs_one_wait_timeout_not_one_per_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_gateway_that_did_not_run_does_not_blame_redis, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
