@@ -197,7 +197,7 @@ static bool release_later(struct order *r, redisconn_cb cb)
     if (!r->retry && !(r->retry = evtimer_new(gw->base, on_release_retry, r)))
         return false;
     if (!r->retry_cb)
-        LOG_ORDER_WARN(r->order_no, "rollback got no verdict from Redis; the answer waits for one");
+        LOG_ORDER_WARN(r->order_no, "rollback got no verdict from Redis; the answer to user %s waits for one", r->user);
     r->retry_cb = cb;
     r->retry_next = gw->release_retries;
     if (r->retry_next)

@@ -65,12 +65,30 @@ class Redis:
             return [self._read() for _ in range(n)]
         raise RedisError(f"unexpected reply {line!r}")
 
-    def __call__(self, *args):
+    @staticmethod
+    def _encode(args):
         parts = [f"*{len(args)}\r\n".encode()]
         for a in args:
             b = str(a).encode()
             parts.append(b"$%d\r\n%s\r\n" % (len(b), b))
-        payload = b"".join(parts)
+        return b"".join(parts)
+
+    def unlink(self, keys, batch=1000):
+        """UNLINK of each key, pipelined `batch` at a time; the number that existed. One
+        command per key, so that keys of many slots may go to one cluster node."""
+        keys = list(keys)
+        gone = 0
+        with self.lock:
+            if self.sock is None:
+                self._connect()
+            for i in range(0, len(keys), batch):
+                chunk = keys[i:i + batch]
+                self.sock.sendall(b"".join(self._encode(("UNLINK", k)) for k in chunk))
+                gone += sum(self._read() for _ in chunk)
+        return gone
+
+    def __call__(self, *args):
+        payload = self._encode(args)
         with self.lock:
             for attempt in (0, 1):
                 try:
@@ -184,6 +202,22 @@ class ClusterRedis:
                     self._load_map()
                     addr = self._masters()[0] if keyless else self._master(key_slot(args[1]))
             raise RedisError(f"too many redirects for {args[0]}")
+
+    def unlink(self, keys, batch=1000):
+        """UNLINK of each key on the master of its slot, pipelined per master; the number
+        that existed. A key whose slot moved meanwhile is left (MOVED is not followed)."""
+        by_master = {}
+        with self.lock:
+            for k in keys:
+                by_master.setdefault(self._master(key_slot(k)), []).append(k)
+        gone = 0
+        for addr, ks in by_master.items():
+            conn = self._conn(addr)
+            try:
+                gone += conn.unlink(ks, batch)
+            except RedisError:
+                conn.close()  # the replies after the error are still unread
+        return gone
 
     def _masters(self):
         if not self.slots:
