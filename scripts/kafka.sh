@@ -127,6 +127,14 @@ broker.session.timeout.ms=4000
 broker.heartbeat.interval.ms=1000
 # Tests start consumers and expect them to get partitions at once.
 group.initial.rebalance.delay.ms=0
+# After a kill -9 a node re-reads each partition's log from the segment holding its
+# recovery point on. In one default segment (1 GiB) that is every order ever written:
+# the chaos suite's killed broker re-read 100 MB a partition, 20 s on two busy cores.
+log.segment.bytes=16777216
+# A start replays the metadata log from its latest snapshot, and the default takes one
+# an hour, which no test cluster lives to see: every start replayed all of it (21,000
+# records, 26 s of a restart on two busy cores).
+metadata.log.max.snapshot.interval.ms=60000
 EOF
   cat >"$dir/log4j2.properties" <<'EOF'
 status = error
