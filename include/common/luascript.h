@@ -39,6 +39,9 @@ struct luascript_set {
     struct luascript scripts[LUASCRIPT_COUNT];
 };
 
+/* The file of what several scripts share, put before each script's text in its body. */
+#define LUASCRIPT_PRELUDE "prelude.lua"
+
 int luascript_load_all(struct luascript_set *set, const char *dir, char *err, size_t errlen);
 void luascript_free_all(struct luascript_set *set);
 

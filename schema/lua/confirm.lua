@@ -8,15 +8,7 @@
 --   'CLAIMED'   reservation taken over, write the row
 --   'CONFIRMED' already claimed or SUCCESS (redelivery), write the row again idempotently
 --   'REJECTED'  the order was released (FAILED) or cannot be honoured, skip it
--- Clients holding a GET ...?wait=N for these orders are woken by one SPUBLISH to
--- seckill:final:{tag} (the orders key's tag: the same slot, so in a Redis Cluster the
--- message stays on this shard): "<STATUS> <orderNo> <orderNo> ...".
-local function publish_final(orders_key, status, order_nos)
-  if #order_nos > 0 then
-    redis.call('SPUBLISH', 'seckill:final:' .. string.match(orders_key, '{[^}]+}'),
-      status .. ' ' .. table.concat(order_nos, ' '))
-  end
-end
+-- record_failed, publish_final: prelude.lua.
 local verdicts = {}
 local failed = {}
 for i = 1, #ARGV, 2 do
@@ -49,8 +41,7 @@ for i = 1, #ARGV, 2 do
       redis.call('SADD', KEYS[6], member)
       verdict = 'CLAIMED'
     else
-      redis.call('HSET', KEYS[3], order_no, 'FAILED')
-      redis.call('XADD', KEYS[8], '*', 'o', order_no, 'u', user, 'r', 'REJECTED', 't', tostring(now_ms))
+      record_failed(KEYS[3], KEYS[8], order_no, user, 'REJECTED', tostring(now_ms))
       verdict = 'REJECTED'
       failed[#failed + 1] = order_no
     end

@@ -15,6 +15,7 @@
 -- Returns, for 'older', the number of reservations released; for 'order', 1 when this call
 -- released it, 0 when it was already FAILED (or is unknown), 2 when it lives on (queued in
 -- Kafka, claimed by a consumer or SUCCESS: a delivery report that said "failed" was wrong).
+-- fail_order, publish_final: prelude.lua.
 
 -- Bits 12..21 of the decimal order number (41 bits of time, 10 of node, 12 of sequence),
 -- from the digits alone: a Lua number cannot hold 63 bits exactly, their remainder by 2^22
@@ -58,15 +59,6 @@ local reason = ARGV[1] == 'order' and 'ROLLED_BACK' or 'EXPIRED'
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 
--- Clients holding a GET ...?wait=N for these orders are woken by one SPUBLISH to
--- seckill:final:{tag} (the orders key's tag: the same slot, so in a Redis Cluster the
--- message stays on this shard): "<STATUS> <orderNo> <orderNo> ...".
-local function publish_final(orders_key, status, order_nos)
-  if #order_nos > 0 then
-    redis.call('SPUBLISH', 'seckill:final:' .. string.match(orders_key, '{[^}]+}'),
-      status .. ' ' .. table.concat(order_nos, ' '))
-  end
-end
 local released = 0
 local failed = {}
 for _, member in ipairs(members) do
@@ -75,11 +67,7 @@ for _, member in ipairs(members) do
   if released < limit and ours(order_no) and redis.call('ZREM', KEYS[4], member) == 1 then
     local user = string.sub(member, bar + 1)
     redis.call('INCR', KEYS[1])
-    if redis.call('HGET', KEYS[2], user) == order_no then
-      redis.call('HDEL', KEYS[2], user)
-    end
-    redis.call('HSET', KEYS[3], order_no, 'FAILED')
-    redis.call('XADD', KEYS[5], '*', 'o', order_no, 'u', user, 'r', reason, 't', now_ms)
+    fail_order(KEYS[2], KEYS[3], KEYS[5], order_no, user, reason, now_ms)
     released = released + 1
     failed[#failed + 1] = order_no
   end

@@ -12,18 +12,10 @@
 --       of orders MySQL holds for the same sale (the winners)
 -- Returns {losers ended by this call, winners newly recorded SUCCESS}. A repeat (a
 -- replayed batch) changes nothing: only members still claimed are ended.
+-- fail_order, publish_final: prelude.lua.
 local nlosers = tonumber(ARGV[1])
 if not nlosers or #ARGV < 1 + 2 * nlosers or (#ARGV - 1) % 2 ~= 0 then
   return redis.error_reply('supersede.lua: arguments do not describe losers and winners')
-end
--- Clients holding a GET ...?wait=N for these orders are woken by one SPUBLISH to
--- seckill:final:{tag} (the orders key's tag: the same slot, so in a Redis Cluster the
--- message stays on this shard): "<STATUS> <orderNo> <orderNo> ...".
-local function publish_final(orders_key, status, order_nos)
-  if #order_nos > 0 then
-    redis.call('SPUBLISH', 'seckill:final:' .. string.match(orders_key, '{[^}]+}'),
-      status .. ' ' .. table.concat(order_nos, ' '))
-  end
 end
 local ended, adopted = 0, 0
 local failed, succeeded = {}, {}
@@ -32,11 +24,7 @@ local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000
 for i = 0, nlosers - 1 do
   local order_no, user = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
   if redis.call('SREM', KEYS[5], order_no .. '|' .. user) == 1 then
-    if redis.call('HGET', KEYS[1], user) == order_no then
-      redis.call('HDEL', KEYS[1], user)
-    end
-    redis.call('HSET', KEYS[2], order_no, 'FAILED')
-    redis.call('XADD', KEYS[6], '*', 'o', order_no, 'u', user, 'r', 'SUPERSEDED', 't', now_ms)
+    fail_order(KEYS[1], KEYS[2], KEYS[6], order_no, user, 'SUPERSEDED', now_ms)
     ended = ended + 1
     failed[#failed + 1] = order_no
   end

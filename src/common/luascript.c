@@ -55,22 +55,54 @@ static char *read_file(const char *path, size_t *len)
     return buf;
 }
 
+/* prelude, a newline, then the file's text: the one body Redis runs and names. */
+static char *with_prelude(const char *prelude, size_t prelude_len, const char *text, size_t text_len, size_t *len)
+{
+    char *body = malloc(prelude_len + 1 + text_len + 1);
+    if (!body)
+        return NULL;
+    memcpy(body, prelude, prelude_len);
+    body[prelude_len] = '\n';
+    memcpy(body + prelude_len + 1, text, text_len + 1);
+    *len = prelude_len + 1 + text_len;
+    return body;
+}
+
+static int read_failed(const char *path, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s (seckill.lua-dir)", path, strerror(errno ? errno : EIO));
+    return -1;
+}
+
 int luascript_load_all(struct luascript_set *set, const char *dir, char *err, size_t errlen)
 {
     memset(set, 0, sizeof(*set));
+    char path[4096];
+    /* What several scripts share (schema/lua/prelude.lua) goes before each of them. */
+    snprintf(path, sizeof(path), "%s/%s", dir, LUASCRIPT_PRELUDE);
+    size_t prelude_len;
+    char *prelude = read_file(path, &prelude_len);
+    if (!prelude)
+        return read_failed(path, err, errlen);
     for (int i = 0; i < LUASCRIPT_COUNT; i++) {
         struct luascript *s = &set->scripts[i];
-        char path[4096];
         snprintf(path, sizeof(path), "%s/%s.lua", dir, script_names[i]);
         s->name = script_names[i];
-        s->body = read_file(path, &s->body_len);
+        size_t text_len;
+        char *text = read_file(path, &text_len);
+        if (text) {
+            s->body = with_prelude(prelude, prelude_len, text, text_len, &s->body_len);
+            free(text);
+        }
         if (!s->body) {
-            snprintf(err, errlen, "%s: %s (seckill.lua-dir)", path, strerror(errno ? errno : EIO));
+            read_failed(path, err, errlen);
+            free(prelude);
             luascript_free_all(set);
             return -1;
         }
         sha1_hex(s->body, s->body_len, s->sha);
     }
+    free(prelude);
     return 0;
 }
 

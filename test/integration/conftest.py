@@ -35,6 +35,7 @@ from pathlib import Path
 import pytest
 
 from ctlconf import Conf
+from luabody import lua_body
 from gatewayhttp import Api
 from resp import RedisError, redis_client
 from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
@@ -400,8 +401,7 @@ def execute_script(redis, conf, activity_id, user, order_no, accepted_ms):
     keys = [conf.key(k, activity_id) for k in ("activity", "stock", "users", "orders", "resv")]
     keys += [f"seckill:{k}:{{{activity_id}}}:{user}" for k in ("rl:user", "rl:ip", "brush", "ban", "token")]
     args = ["0", "1000", "1000", "0", "1000", "60", "0", str(user), order_no, str(accepted_ms)]
-    body = Path(ROOT, "schema/lua/execute.lua").read_text(encoding="utf-8")
-    verdicts = redis("EVAL", body, len(keys), *keys, *args)
+    verdicts = redis("EVAL", lua_body("execute"), len(keys), *keys, *args)
     assert verdicts[0][0] == "OK", verdicts
 
 

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from conftest import ROOT, Consumer, execute_script, poll_until
+from conftest import Consumer, execute_script, poll_until
 from gatewayhttp import gateway_metrics
+from luabody import lua_body
 
 WAITING = "seckill_longpoll_waiting"
 WAKEUPS = "seckill_longpoll_wakeups_total"
@@ -89,8 +90,7 @@ def release(redis, conf, activity, order_no):
     """The gateway's rollback of an order (release.lua): FAILED, its stock back."""
     keys = [conf.key(k, activity) for k in ("stock", "users", "orders", "resv")] + [f"seckill:failed:{{{activity}}}"]
     user = next(u for u, o in pairs(redis("HGETALL", conf.key("users", activity))) if o == order_no)
-    body = (ROOT / "schema/lua/release.lua").read_text(encoding="utf-8")
-    assert redis("EVAL", body, len(keys), *keys, "order", order_no, user) == 1
+    assert redis("EVAL", lua_body("release"), len(keys), *keys, "order", order_no, user) == 1
 
 
 def pairs(flat):

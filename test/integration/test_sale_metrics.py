@@ -5,12 +5,12 @@ its real, growing age, and goes when it is released; conservation broken by hand
 turns the imbalance gauge at once, in both directions, and mending it turns it back."""
 
 import time
-from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, execute_script, poll_until, wait_for_consumer
+from conftest import execute_script, poll_until, wait_for_consumer
 from gatewayhttp import gateway_metrics
+from luabody import lua_body
 
 CONF_OVERRIDES = {"seckill.sale-stats-interval-ms": "100"}
 STATES = ("left", "reserved", "queued", "claimed", "sold", "returned")
@@ -50,8 +50,7 @@ def wait_view(port, activity_id, what, predicate, timeout=20):
 
 def release_order(redis, conf, activity_id, user, order_no):
     keys = [conf.key(k, activity_id) for k in ("stock", "users", "orders", "resv", "failed")]
-    body = Path(ROOT, "schema/lua/release.lua").read_text(encoding="utf-8")
-    assert redis("EVAL", body, 5, *keys, "order", order_no, str(user)) == 1
+    assert redis("EVAL", lua_body("release"), 5, *keys, "order", order_no, str(user)) == 1
 
 
 def test_a_sale_shows_its_true_accounting(ctl, gateway, consumer, api, redis, mysql, conf, ids):

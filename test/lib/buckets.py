@@ -4,10 +4,8 @@ is refilled, and the Redis keys of one bucket."""
 
 import json
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-REBALANCE_LUA = ROOT / "schema" / "lua" / "rebalance.lua"
+from luabody import lua_body
 
 
 def bucket_of(user, count):
@@ -56,7 +54,7 @@ def run_script(redis, keys, *args):
     gateway would run it): EVAL's first argument is the script, so a ClusterRedis is told
     where to send it."""
     from resp import ClusterRedis, key_slot
-    argv = ("EVAL", REBALANCE_LUA.read_text(), len(keys), *keys, *args)
+    argv = ("EVAL", lua_body("rebalance"), len(keys), *keys, *args)
     if isinstance(redis, ClusterRedis):
         with redis.lock:
             node = redis._conn(redis._master(key_slot(keys[0])))

@@ -1,0 +1,29 @@
+-- What several scripts share. Not a script of its own: the binaries put it before every
+-- script of this directory when they load them (src/common/luascript.c), and so do the
+-- tests that EVAL one (test/lib/luabody.py).
+
+-- Clients holding a GET ...?wait=N for these orders are woken by one SPUBLISH to
+-- seckill:final:{tag} (the orders key's tag: the same slot, so in a Redis Cluster the
+-- message stays on this shard): "<STATUS> <orderNo> <orderNo> ...".
+local function publish_final(orders_key, status, order_nos)
+  if #order_nos > 0 then
+    redis.call('SPUBLISH', 'seckill:final:' .. string.match(orders_key, '{[^}]+}'),
+      status .. ' ' .. table.concat(order_nos, ' '))
+  end
+end
+
+-- The order is FAILED, and the failed stream says why in the same atomic step, so that
+-- MySQL learns of it (the consumer's outcomes pass) exactly when Redis decided it.
+local function record_failed(orders_key, failed_key, order_no, user, reason, now_ms)
+  redis.call('HSET', orders_key, order_no, 'FAILED')
+  redis.call('XADD', failed_key, '*', 'o', order_no, 'u', user, 'r', reason, 't', now_ms)
+end
+
+-- As record_failed, and the user is free to buy again unless their record already names
+-- another order.
+local function fail_order(users_key, orders_key, failed_key, order_no, user, reason, now_ms)
+  if redis.call('HGET', users_key, user) == order_no then
+    redis.call('HDEL', users_key, user)
+  end
+  record_failed(orders_key, failed_key, order_no, user, reason, now_ms)
+end
