@@ -246,7 +246,9 @@ start() {
     echo "$(node_name "$n"): started (pid $pid, $(node_listener "$n"))"
   done
   [ "$failed" = 0 ] || die "kafka did not come up"
-  wait_until 30 "Kafka on $BOOTSTRAP to answer metadata" answers || die "kafka does not answer metadata"
+  # Each try is a JVM (TopicCommand) with a 10 s API timeout; next to a sale on two cores
+  # a try alone took that long, and a 30 s wait failed a restart that was fine.
+  wait_until "$START_TIMEOUT" "Kafka on $BOOTSTRAP to answer metadata" answers || die "kafka does not answer metadata"
 }
 
 # Creates the order topic and its dead-letter topic. Listing first costs one JVM and,
