@@ -39,17 +39,24 @@ static MYSQL *connect_db(void)
     return db;
 }
 
+/* The statement's result set (NULL for one without); a failed statement fails the test. */
+static MYSQL_RES *run_query(MYSQL *db, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+static MYSQL_RES *run_query(MYSQL *db, const char *fmt, va_list ap)
+{
+    char q[4096];
+    vsnprintf(q, sizeof(q), fmt, ap);
+    if (mysql_query(db, q) != 0)
+        fail_msg("%s: %s", q, mysql_error(db));
+    return mysql_store_result(db);
+}
+
 static void sql(MYSQL *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sql(MYSQL *db, const char *fmt, ...)
 {
-    char q[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(q, sizeof(q), fmt, ap);
+    MYSQL_RES *res = run_query(db, fmt, ap);
     va_end(ap);
-    if (mysql_query(db, q) != 0)
-        fail_msg("%s: %s", q, mysql_error(db));
-    MYSQL_RES *res = mysql_store_result(db);
     if (res)
         mysql_free_result(res);
 }
@@ -57,14 +64,10 @@ static void sql(MYSQL *db, const char *fmt, ...)
 static int64_t scalar(MYSQL *db, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int64_t scalar(MYSQL *db, const char *fmt, ...)
 {
-    char q[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(q, sizeof(q), fmt, ap);
+    MYSQL_RES *res = run_query(db, fmt, ap);
     va_end(ap);
-    if (mysql_query(db, q) != 0)
-        fail_msg("%s: %s", q, mysql_error(db));
-    MYSQL_RES *res = mysql_store_result(db);
     MYSQL_ROW row = res ? mysql_fetch_row(res) : NULL;
     int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : -1;
     if (res)
