@@ -79,12 +79,17 @@ class Redis:
         keys = list(keys)
         gone = 0
         with self.lock:
-            if self.sock is None:
-                self._connect()
-            for i in range(0, len(keys), batch):
-                chunk = keys[i:i + batch]
-                self.sock.sendall(b"".join(self._encode(("UNLINK", k)) for k in chunk))
-                gone += sum(self._read() for _ in chunk)
+            try:
+                if self.sock is None:
+                    self._connect()
+                for i in range(0, len(keys), batch):
+                    chunk = keys[i:i + batch]
+                    self.sock.sendall(b"".join(self._encode(("UNLINK", k)) for k in chunk))
+                    gone += sum(self._read() for _ in chunk)
+            except (OSError, ConnectionError, RedisError):
+                # Replies of the batch may still be unread: the next command would read one.
+                self.close()
+                raise
         return gone
 
     def __call__(self, *args):
@@ -212,11 +217,10 @@ class ClusterRedis:
                 by_master.setdefault(self._master(key_slot(k)), []).append(k)
         gone = 0
         for addr, ks in by_master.items():
-            conn = self._conn(addr)
             try:
-                gone += conn.unlink(ks, batch)
+                gone += self._conn(addr).unlink(ks, batch)
             except RedisError:
-                conn.close()  # the replies after the error are still unread
+                pass  # that master's keys moved; the others still go
         return gone
 
     def _masters(self):
