@@ -32,8 +32,20 @@ CHAOS_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(if $(fi
 PKGS     := libevent libevent_pthreads hiredis rdkafka libcjson libmariadb libcrypto
 SANITIZE ?= 0
 
-CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
-               -D_POSIX_C_SOURCE=200809L -Iinclude $(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+# pkg_flags ARGS: `pkg-config ARGS`, asked when a recipe first needs it and then kept.
+# Never while the Makefile is read: `make run` on a machine without the -dev packages
+# installs them (the deps target) in the same invocation, after the Makefile was read,
+# and its compiles and links must see them. A package pkg-config cannot find stops the
+# build with its name instead of a link that fails on hundreds of undefined references.
+empty    :=
+space    := $(empty) $(empty)
+pkg_key   = PKG_FLAGS_$(subst $(space),_,$(strip $(1)))
+pkg_query = $(shell pkg-config $(1) 2>/dev/null || echo PKG_CONFIG_FAILED)
+pkg_check = $(if $(filter PKG_CONFIG_FAILED,$(1)),$(error pkg-config $(2) failed: install the build packages with 'make deps' (scripts/install-deps.sh)),$(1))
+pkg_flags = $(if $(filter undefined,$(origin $(call pkg_key,$(1)))),$(eval $(call pkg_key,$(1)) := $(call pkg_check,$(call pkg_query,$(1)),$(1))))$($(call pkg_key,$(1)))
+
+CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
+               -D_POSIX_C_SOURCE=200809L -Iinclude $(call pkg_flags,--cflags $(PKGS)) \
                -DSK_LUA_DIR='"$(CURDIR)/schema/lua"'
 ifeq ($(SANITIZE),1)
 CFLAGS_OPT  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
@@ -43,7 +55,7 @@ CFLAGS_OPT  := -O2 -g
 LDFLAGS_OPT :=
 endif
 CFLAGS  += $(CFLAGS_BASE) $(CFLAGS_OPT)
-LDLIBS_ALL := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+LDLIBS_ALL = $(call pkg_flags,--libs $(PKGS)) -lm
 LDFLAGS += $(LDFLAGS_OPT)
 
 # One folder per part, each a static library; a binary links only the parts it needs:
@@ -70,10 +82,10 @@ LIBS_SERVER   := $(call lib,gateway) $(call lib,common)
 LIBS_CONSUMER := $(call lib,consumer) $(call lib,store) $(call lib,common)
 LIBS_CTL      := $(call lib,ctl) $(call lib,store) $(call lib,common)
 LIBS_ADMIN    := $(call lib,admin) $(LIBS_CTL)
-LDLIBS_SERVER   := $(shell pkg-config --libs libevent hiredis rdkafka libcjson libcrypto 2>/dev/null) -lm
-LDLIBS_CONSUMER := $(shell pkg-config --libs libevent libevent_pthreads hiredis rdkafka libcjson libmariadb 2>/dev/null) -lpthread -lm
-LDLIBS_CTL      := $(shell pkg-config --libs hiredis libcjson libmariadb 2>/dev/null) -lm
-LDLIBS_ADMIN    := $(shell pkg-config --libs libevent hiredis libcjson libmariadb 2>/dev/null) -lm
+LDLIBS_SERVER   = $(call pkg_flags,--libs libevent hiredis rdkafka libcjson libcrypto) -lm
+LDLIBS_CONSUMER = $(call pkg_flags,--libs libevent libevent_pthreads hiredis rdkafka libcjson libmariadb) -lpthread -lm
+LDLIBS_CTL      = $(call pkg_flags,--libs hiredis libcjson libmariadb) -lm
+LDLIBS_ADMIN    = $(call pkg_flags,--libs libevent hiredis libcjson libmariadb) -lm
 
 BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl $(BUILD)/seckill-admin
 
@@ -122,18 +134,18 @@ UNIT_LIBS_consumer := $(LIBS_CONSUMER)
 UNIT_LIBS_store    := $(call lib,store) $(call lib,common)
 UNIT_LIBS_ctl      := $(LIBS_CTL)
 UNIT_LIBS_admin    := $(LIBS_ADMIN)
-UNIT_LDLIBS_common   := $(LDLIBS_ALL)
-UNIT_LDLIBS_gateway  := $(LDLIBS_SERVER)
-UNIT_LDLIBS_consumer := $(LDLIBS_CONSUMER)
-UNIT_LDLIBS_store    := $(LDLIBS_CTL)
-UNIT_LDLIBS_ctl      := $(LDLIBS_CTL)
-UNIT_LDLIBS_admin    := $(LDLIBS_ADMIN)
+UNIT_LDLIBS_common   = $(LDLIBS_ALL)
+UNIT_LDLIBS_gateway  = $(LDLIBS_SERVER)
+UNIT_LDLIBS_consumer = $(LDLIBS_CONSUMER)
+UNIT_LDLIBS_store    = $(LDLIBS_CTL)
+UNIT_LDLIBS_ctl      = $(LDLIBS_CTL)
+UNIT_LDLIBS_admin    = $(LDLIBS_ADMIN)
 test_part = $(word 1,$(subst /, ,$(1)))
 
 define UNIT_TEST
 $(BUILD)/test/$(1): test/unit/$(1).c $(UNIT_LIBS_$(call test_part,$(1)))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
+	$$(CC) $$(CFLAGS) $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $$(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_TEST,$(t))))
 
@@ -174,7 +186,7 @@ install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/consumer.o $(B
 	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/ctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
 	$(CC) $(LDFLAGS) $(BUILD)/obj/admin/admin.o $(INSTALL_BUILD)/config.o $(LIBS_ADMIN) $(LDLIBS_ADMIN) -o $(INSTALL_BUILD)/seckill-admin
 
-install: install-bins
+install: deps install-bins
 	$(INSTALL_ENV) bash scripts/install.sh install
 uninstall:
 	$(INSTALL_ENV) bash scripts/install.sh uninstall
@@ -202,8 +214,8 @@ FUZZ_SMOKE_SECONDS ?= 10
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
                 common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
-FUZZ_CFLAGS  := $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
-FUZZ_LDLIBS  := $(shell pkg-config --libs libevent libcjson libcrypto 2>/dev/null) -lm
+FUZZ_CFLAGS  = $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_LDLIBS  = $(call pkg_flags,--libs libevent libcjson libcrypto) -lm
 fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-coverage
@@ -228,7 +240,7 @@ fuzz-smoke: fuzz-build
 # make fuzz-coverage: the lines of src/ each harness's corpus reaches (the last make fuzz
 # run's corpus, else the seeds), from a build with clang's source coverage instead of the
 # sanitizers. Needs llvm-cov-14 and llvm-profdata-14 (Debian llvm-14).
-FUZZ_COV_FLAGS := $(CFLAGS_BASE) -g -O0 -fprofile-instr-generate -fcoverage-mapping
+FUZZ_COV_FLAGS = $(CFLAGS_BASE) -g -O0 -fprofile-instr-generate -fcoverage-mapping
 $(BUILD)/fuzz/cov/obj/%.o: src/%.c $(wildcard include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_FLAGS) -c $< -o $@
@@ -246,12 +258,12 @@ BENCH_BASELINE := $(BUILD)/bench/baseline
 
 $(BENCH_BASELINE): bench/baseline.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LDFLAGS) $(shell pkg-config --libs libevent 2>/dev/null) -o $@
+	$(CC) $(CFLAGS) $< $(LDFLAGS) $(call pkg_flags,--libs libevent) -o $@
 
 BENCH_OPENLOOP := $(BUILD)/bench/openloop
 $(BENCH_OPENLOOP): bench/openloop.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LDFLAGS) $(shell pkg-config --libs libevent 2>/dev/null) -o $@
+	$(CC) $(CFLAGS) $< $(LDFLAGS) $(call pkg_flags,--libs libevent) -o $@
 
 .PHONY: bench
 bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
@@ -278,8 +290,11 @@ $(TEST_CLUSTER_CONF): conf/cluster.conf test/conf/cluster-namespace.conf
 clean:
 	rm -rf build
 
+# INSTALL_DEPS: what `make deps` runs; the Makefile's own test replaces it
+# (test/integration/test_makefile.py).
+INSTALL_DEPS ?= bash scripts/install-deps.sh
 deps:
-	bash scripts/install-deps.sh
+	$(INSTALL_DEPS)
 
 up: deps all
 	CONF=$(CONF) bash scripts/stack.sh up
