@@ -89,7 +89,7 @@ LDLIBS_ADMIN    = $(call pkg_flags,--libs libevent hiredis libcjson libmariadb) 
 
 BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl $(BUILD)/seckill-admin
 
-.PHONY: all clean unit-tests integration-c-tests up down status run test deps
+.PHONY: all clean unit-tests integration-c-tests up down status run check test deps
 all: $(BINS)
 
 # -MMD: each object depends on exactly the headers it includes.
@@ -287,6 +287,33 @@ $(TEST_CLUSTER_CONF): conf/cluster.conf test/conf/cluster-namespace.conf
 	@mkdir -p $(dir $@)
 	cat $^ > $@
 
+# ---- make help: every target, one line each (test_makefile.py checks none is missing) --
+define HELP
+make [all]          build seckill-server, order-consumer, seckillctl, seckill-admin into build/
+make run            install what is missing, start the stack, create a demo sale, print curl lines
+make up|down|status the stack alone [TOPOLOGY=single|cluster] [CONF=FILE]
+make check          unit tests (cmocka, ASan+UBSan) and the tests that need no service: seconds
+make test           the whole suite on its own stack: unit, C integration, fuzz smoke, pytest, chaos
+make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster]
+make bench          the benchmark and its report in bench/results/
+make fuzz           libFuzzer harnesses for FUZZ_SECONDS each (clang)
+make fuzz-smoke     the same harnesses for FUZZ_SMOKE_SECONDS each (part of make test)
+make fuzz-build     build the harnesses only
+make fuzz-coverage  the source lines each harness's corpus reaches (llvm-14)
+make install        binaries, Lua scripts, schema, config, systemd units [PREFIX=/usr/local] [DESTDIR=]
+make uninstall      exactly what make install put there
+make install-bins   link the binaries for the install layout only (part of make install)
+make unit-tests     build the cmocka unit tests only (into BUILD/test)
+make integration-c-tests  build the C integration tests only (into BUILD/itest)
+make deps           install the Debian packages the build, the services and the tests need
+make clean          remove build/ (var/, the stacks' data, stays)
+make help           this list
+endef
+export HELP
+.PHONY: help
+help:
+	@printf '%s\n' "$$HELP"
+
 clean:
 	rm -rf build
 
@@ -305,6 +332,9 @@ status:
 
 run: deps all
 	CONF=$(CONF) bash scripts/demo.sh
+
+check: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
+	CONF=$(TEST_STACK_CONF) bash scripts/check.sh
 
 test: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
 	CONF=$(TEST_STACK_CONF) bash scripts/test.sh

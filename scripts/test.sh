@@ -21,33 +21,8 @@ was_up=false
 bash scripts/stack.sh running --services-only && was_up=true
 bash scripts/stack.sh up --services-only || die "starting the services failed"
 
-# "passed failed" of a pytest JUnit report, one count per test case; a missing or
-# unreadable report counts as one failure (pytest crashed or ran nothing). A case that
-# was skipped or expected to fail (xfail: <skipped type="pytest.xfail">, in pytest 7 and 9)
-# is a failure too: it proves nothing, and a known bug marked so would keep the run green.
-# An xfail that passes is a failure already (test/pytest.ini, test/lib/strictoutcomes.py).
-# Each such case is named on stderr.
-junit_counts() {
-  "$PY" - "$1" <<'PY'
-import sys, xml.etree.ElementTree as ET
-try:
-    root = ET.parse(sys.argv[1]).getroot()
-except Exception:
-    print("0 1"); sys.exit()
-passed = failed = 0
-for case in root.iter("testcase"):
-    name = f"{case.get('classname')}::{case.get('name')}"
-    if case.find("failure") is not None or case.find("error") is not None:
-        failed += 1
-    elif (skip := case.find("skipped")) is not None:
-        failed += 1
-        kind = "xfail" if skip.get("type") == "pytest.xfail" else "skipped"
-        print(f"{kind} counts as a failure: {name}: {skip.get('message', '')}", file=sys.stderr)
-    else:
-        passed += 1
-print(passed, failed if passed + failed else 1)
-PY
-}
+# shellcheck source-path=SCRIPTDIR source=testlib.sh
+. "$ROOT/scripts/testlib.sh"
 
 passed=0
 failed=0
@@ -57,32 +32,8 @@ export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)
 # test_persist_race.c finds the MariaDB in the same file.
 export SECKILL_CONF=${SECKILL_CONF:-$CONF}
 
-# cmocka_run BINARY: runs one cmocka program and adds its counts to passed/failed.
-cmocka_run() {
-  local t=$1 out rc ok bad
-  out=$("$t" 2>&1)
-  rc=$?
-  ok=$(printf '%s\n' "$out" | sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
-  bad=$(printf '%s\n' "$out" | sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' | tail -n 1)
-  ok=${ok:-0}
-  bad=${bad:-0}
-  if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
-    bad=1  # crashed or a sanitizer stopped it before cmocka could count
-  fi
-  passed=$((passed + ok))
-  failed=$((failed + bad))
-  printf '%-28s %3d passed, %d failed\n' "${t#build/asan/}" "$ok" "$bad"
-  [ "$bad" -eq 0 ] || printf '%s\n' "$out" | tail -n 40
-}
-
 echo "== unit tests (cmocka, ASan+UBSan, no I/O)"
-# One binary per test source: a binary left in build/ by a test that was renamed or
-# removed must not count.
-for src in test/unit/*/test_*.c; do
-  t=${src#test/unit/}
-  t=build/asan/test/${t%.c}
-  if [ -x "$t" ]; then cmocka_run "$t"; else warn "$t was not built from $src"; failed=$((failed + 1)); fi
-done
+unit_tests_run build/asan
 
 echo "== C integration tests (cmocka against the real Redis, ASan+UBSan)"
 for src in test/integration/c/test_*.c; do
