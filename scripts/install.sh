@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make install / make uninstall (README: Operating it). Run by the Makefile, which passes
+# make install / make uninstall (docs/operations.md, "Install"). Run by the Makefile, which passes
 # the layout in the environment: DESTDIR, BINDIR, DATADIR, SYSCONFDIR, UNITDIR and
 # INSTALL_BUILD (where it linked the binaries for that layout).
 #

@@ -10,7 +10,7 @@
  * bearer check, the routes of adminroutes, and the JSON answers. Each request runs its
  * seckillctl command to the end before the next is read: the commands block on MySQL
  * and Redis, which is why they run in a process of their own and never in the gateway
- * (docs/admin-openapi.yaml, README "Admin HTTP API"). */
+ * (docs/admin-openapi.yaml, docs/administration.md). */
 
 struct adminhttp;
 

@@ -7,7 +7,7 @@
 /* Coupon terms and the one function that turns them into money. Money is integer cents
  * throughout (DECIMAL(15,2) yuan in MySQL); rates are basis points of the price paid.
  *
- * Rounding rule (documented in README): for DISCOUNT the payable amount is
+ * Rounding rule (documented in docs/coupons.md): for DISCOUNT the payable amount is
  * order x rate rounded half up to the cent, the discount is what remains, then capped by
  * max-discount. CASH takes its amount off but never more than the order. GIFT takes
  * nothing off. An order below the minimum is refused; exactly the minimum is accepted. */

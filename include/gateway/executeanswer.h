@@ -8,11 +8,12 @@
 #include "gateway/reply.h"
 
 /* The answers of POST /seckill/execute but its 503s (UNAVAILABLE, reply_error's). Besides
- * `success`, `status`, `message` and `orderNo` every one carries what the seed's
- * SeckillResult did: `userId`, `activityId` and `seckillTime` (the order's accept time;
- * for a refusal, when it was decided), null where the request named no valid id. http.refusal-status = 200 sends every refusal with
- * HTTP 200, as the seed's controller did; UNAVAILABLE (Redis or Kafka away, a timeout,
- * shutting down) is no refusal of the request and keeps 503. */
+ * `success`, `status`, `message` and `orderNo` every one carries what the SeckillResult of
+ * the Spring service Seckill replaces (docs/design.md) did: `userId`, `activityId` and
+ * `seckillTime` (the order's accept time; for a refusal, when it was decided), null where
+ * the request named no valid id. http.refusal-status = 200 sends every refusal with HTTP
+ * 200, as the Spring service's controller did; UNAVAILABLE (Redis or Kafka away, a
+ * timeout, shutting down) is no refusal of the request and keeps 503. */
 
 struct executeanswer_about {
     int64_t user_id;        /* 0: not known */

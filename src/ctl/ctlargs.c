@@ -109,7 +109,7 @@ int ctlargs_window(struct ctlrun *ctl, const char *start, const char *end, int64
     if (rc != CTLRUN_OK)
         return rc;
     /* "+1h" after a date means an hour of sale: counted from now it would end before a
-     * start later than an hour from now (the README's example failed that way). */
+     * start later than an hour from now (the example of docs/administration.md failed that way). */
     rc = ctlargs_time(ctl, "--end", end, timeparse_is_absolute(start) ? s_ms : now_ms, end_ms);
     if (rc != CTLRUN_OK)
         return rc;

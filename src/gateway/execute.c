@@ -125,7 +125,7 @@ static void answer_accepted(struct delivery *d)
     executeanswer_accepted(d->http, &about, r->order_no);
 }
 
-/* Every refusal of this endpoint (executeanswer.h: the seed's fields, and
+/* Every refusal of this endpoint (executeanswer.h: the Spring service's fields, and
  * http.refusal-status). UNAVAILABLE is no refusal: those answers stay reply_error's. */
 static void refuse(struct gateway *gw, struct evhttp_request *req, int64_t user_id, int64_t activity_id,
                    enum reply_status status, const char *message, int64_t retry_after, const char *order_no)

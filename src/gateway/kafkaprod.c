@@ -24,7 +24,7 @@ struct kafkaprod {
     bool healthy;
 };
 
-/* Defaults for a user waiting on the answer: the seed's 300 s message timeout would hold
+/* Defaults for a user waiting on the answer: librdkafka's default 300 s message timeout would hold
  * a request for minutes. Every one of them can be overridden by kafka.producer.*. */
 static const char *const producer_defaults[][2] = {
     { "enable.idempotence", "true" },

@@ -16,8 +16,8 @@ Every scenario:
   3. injects its fault once enough orders are accepted, recovers, waits for the first
      order accepted after recovery, keeps the load on for a few seconds, stops it;
   4. waits for quiescence (no live reservation, MySQL rows = Redis SUCCESS, stable);
-  5. checks I1..I6 and `seckillctl verify` each on its own, plus what DESIGN.md expects
-     of that fault ("fault" column), and records one row of the results table.
+  5. checks I1..I6 and `seckillctl verify` each on its own, plus what docs/design.md
+     expects of that fault ("fault" column), and records one row of the results table.
 """
 
 import importlib.util
@@ -47,7 +47,7 @@ BIN = it.BIN
 BASE_CONF = it.BASE_CONF
 OUT = Path(os.environ.get("SECKILL_CHAOS_OUT") or ROOT / "build" / "chaos")
 
-# Short timeouts so that every fault plays out in seconds (DESIGN.md "Failure behaviour"),
+# Short timeouts so that every fault plays out in seconds (docs/design.md, "Failure behaviour"),
 # limits off (one client IP, many users), and a topic and consumer group of the chaos
 # suite's own: a consumer of the stack (make up) never takes our partitions, and ours
 # never replays anybody else's orders.
@@ -179,7 +179,7 @@ def check_services():
 
 class Scenario:
     """One row of the table. `fault(ctx)` injects the fault and recovers from it; it may
-    append ("name", ok, detail) to ctx.expect for what DESIGN.md promises of that fault.
+    append ("name", ok, detail) to ctx.expect for what docs/design.md promises of that fault.
     `allow` names findings that the protocol's stated limits admit for this fault:
       'unanswered_persisted'  a request cut off without an answer whose order was persisted
                               (the gateway died after the order reached Kafka)."""

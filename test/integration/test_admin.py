@@ -1,5 +1,5 @@
-"""What a new administrator types: the README's Administration example (as written, but
-for the ids it prints and the date of the sale, which must stay in the future),
+"""What a new administrator types: the seckillctl example of docs/administration.md (as
+written, but for the ids it prints and the date of the sale, which must stay in the future),
 seckillctl run outside the repository, and `make status` with the stack down."""
 
 import datetime
@@ -14,11 +14,12 @@ from conftest import BIN, ROOT, child_env
 ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d([+-]\d\d:\d\d)$")
 
 
-def readme_admin_commands():
-    """The seckillctl command lines of the README's Administration block, as argv lists
-    without the program (continuation lines joined, comments dropped)."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Administration\n", 1)[1]
+def documented_admin_commands():
+    """The seckillctl command lines of the first block of docs/administration.md's
+    "seckillctl" section, as argv lists without the program (continuation lines joined,
+    comments dropped)."""
+    text = (ROOT / "docs" / "administration.md").read_text()
+    section = text.split("\n## seckillctl\n", 1)[1]
     block = section.split("```sh\n", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     commands = []
     for line in block.splitlines():
@@ -38,9 +39,9 @@ def tomorrow_same_form(iso):
     return day.replace(hour=20, minute=0, second=0, microsecond=0).isoformat()
 
 
-def test_readme_administration_example(ctl, mysql):
+def test_documented_administration_example(ctl, mysql):
     """Runs every command of the example; `--start <ISO> --end +1h` is a one-hour sale."""
-    commands = readme_admin_commands()
+    commands = documented_admin_commands()
     assert [c[:2] for c in commands[:2]] == [["coupon", "create"], ["activity", "create"]], commands
     coupon_id = activity_id = None
     sale_start = None

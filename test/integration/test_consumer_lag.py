@@ -1,5 +1,5 @@
-"""An order durably in Kafka must not expire because the consumer lags (DESIGN.md,
-"Reservations: confirm or expire"): with no consumer running for longer than
+"""An order durably in Kafka must not expire because the consumer lags (docs/design.md,
+"Reservations: confirm or expire, never both"): with no consumer running for longer than
 seckill.pre-reduce-timeout, the reaper leaves every accepted order alone, and the
 consumer that comes up later persists all of them."""
 

@@ -1,5 +1,5 @@
 """The coupon system (issue 3) end to end: templates that seckillctl refuses when they make
-no sense, the README lifecycle (coupon -> activity -> sale -> user coupon -> redeemed at
+no sense, the lifecycle of docs/coupons.md (coupon -> activity -> sale -> user coupon -> redeemed at
 checkout -> USED in MySQL), DISCOUNT arithmetic, a redemption race, a sale cancelled while
 it sells, grants racing a sale for the last units, and activity statuses that follow the
 clock."""
@@ -142,7 +142,7 @@ def test_activity_create_refuses_what_the_coupon_cannot_cover(ctl, mysql):
 
 
 def test_cash_coupon_lifecycle(ctl, api, mysql, consumer, ids):
-    """README: create the coupon and the sale, win it, see it, use it at checkout."""
+    """docs/coupons.md: create the coupon and the sale, win it, see it, use it at checkout."""
     coupon = ctl.create_id("coupon", "create", "--name", "10 off 100", "--type", "CASH",
                            "--amount", "10.00", "--min-order", "100.00", "--total", "10",
                            "--start", "now", "--end", "+7d")

@@ -36,7 +36,7 @@ SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 # 90 s of the suite.
 MAIN_RUN_SECONDS = 45
 STATEFUL_RUN_SECONDS = 20
-# What a JSON answer of the API holds at least (DESIGN: every response is JSON).
+# What a JSON answer of the API holds at least (docs/design.md, docs/api.md: every response is JSON).
 JSON_TYPE = "application/json"
 
 

@@ -1,7 +1,8 @@
-"""http.refusal-status (issue 15 item 5): the seed's clients read every answer of
+"""http.refusal-status (issue 15 item 5): the clients of the Spring service Seckill
+replaces (docs/design.md, "The Spring service it replaces") read every answer of
 POST /seckill/execute as HTTP 200 and look at `success`. With `200` every refusal comes so,
 `{"success": false, "status", "message", "orderNo": null}`; with the default `4xx` the codes
-stay what they are. Either way accepted and refused answers carry the seed's
+stay what they are. Either way accepted and refused answers carry that service's
 `userId`, `activityId` and `seckillTime`."""
 
 import datetime
@@ -11,7 +12,7 @@ import requests
 from conftest import order_rows, wait_for_consumer
 from gatewayhttp import Api
 
-SEED_FIELDS = ("userId", "activityId", "seckillTime")
+SPRING_FIELDS = ("userId", "activityId", "seckillTime")
 
 
 def seckill_time(reply):
@@ -22,7 +23,7 @@ def seckill_time(reply):
 
 
 def assert_about(reply, user, activity, before, after):
-    for f in SEED_FIELDS:
+    for f in SPRING_FIELDS:
         assert f in reply.json, f"{f} missing: {reply!r}"
     assert reply["userId"] == user, repr(reply)
     assert reply["activityId"] == activity, repr(reply)
@@ -35,7 +36,7 @@ def now():
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def test_default_keeps_the_4xx_codes_and_adds_the_seed_fields(ctl, api, gateway, consumer, ids):
+def test_default_keeps_the_4xx_codes_and_adds_the_spring_fields(ctl, api, gateway, consumer, ids):
     sale = ctl.create_sale(1)
     winner, loser = ids(), ids()
     t0 = now()

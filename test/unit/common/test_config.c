@@ -154,7 +154,8 @@ static void test_shipped_file_equals_defaults(void **state)
 static void test_documented_defaults(void **state)
 {
     (void)state;
-    /* The seed's names and defaults (README, Configuration; conf/seckill.conf). */
+    /* The Spring service's names and defaults (docs/configuration.md, "Keys kept from the
+     * Spring service"; conf/seckill.conf). */
     static const struct { const char *key, *value; } documented[] = {
         { "seckill.rate-limit.permits-per-second", "100" },
         { "seckill.rate-limit.burst-capacity", "200" },

@@ -173,7 +173,7 @@ static void test_window_end_counts_from_an_absolute_start(void **state)
     (void)state;
     const int64_t now = 1796126400000LL;     /* 2026-12-01T12:00:00Z */
     static const struct { const char *start, *end; int64_t start_ms, end_ms; } cases[] = {
-        /* The README's example: one hour from 20:00 Beijing time (12:00Z tomorrow). */
+        /* The example of docs/administration.md: one hour from 20:00 Beijing time (12:00Z tomorrow). */
         { "2026-12-02T20:00:00+08:00", "+1h", 1796212800000LL, 1796212800000LL + 3600000 },
         { "2026-12-02T12:00:00Z", "+30m", 1796212800000LL, 1796212800000LL + 1800000 },
         { "2026-12-02T12:00:00Z", "2026-12-02T13:00:00Z", 1796212800000LL, 1796216400000LL },

@@ -1,4 +1,4 @@
-/* The answers of POST /seckill/execute: the seed's fields on every one, the HTTP code a
+/* The answers of POST /seckill/execute: the Spring service's result fields (docs/design.md) on every one, the HTTP code a
  * refusal gets under http.refusal-status, and JSON that stays JSON whatever the message. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +27,7 @@ static cJSON *parse_refusal(const struct executeanswer_about *a, enum reply_stat
     return j;
 }
 
-static void test_refusal_carries_the_seed_fields(void **state)
+static void test_refusal_carries_the_spring_fields(void **state)
 {
     (void)state;
     cJSON *j = parse_refusal(&about, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
@@ -110,7 +110,7 @@ static void test_codes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_refusal_carries_the_seed_fields),
+        cmocka_unit_test(test_refusal_carries_the_spring_fields),
         cmocka_unit_test(test_unknown_ids_are_null_and_messages_escaped),
         cmocka_unit_test(test_duplicate_names_its_order_and_limits_their_wait),
         cmocka_unit_test(test_accepted),

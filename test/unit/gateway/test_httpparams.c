@@ -72,7 +72,7 @@ static void test_id_malformed(void **state)
     }
 }
 
-/* What README ("In a JSON body an id is ...") promises: a number by its value, a string by
+/* What docs/api.md ("In a JSON body an id is ...") promises: a number by its value, a string by
  * the strict digits rule of the query string. */
 static void test_json_id_spellings(void **state)
 {
