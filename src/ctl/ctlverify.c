@@ -283,6 +283,10 @@ static int ctlverify_read_redis(struct ctlrun *ctl, const struct ctlactivity_row
              now_ms - ctl->cfg.pre_reduce_timeout * 1000 - CTLVERIFY_STUCK_MARGIN_MS);
     rd->nbuckets = list.count;
     rd->has_stock = true;
+    /* Never NULL, even for a sale without orders: qsort and bsearch take no NULL array. */
+    if (ctlverify_grow((void **)&rd->users, &rd->users_cap, 1, sizeof(*rd->users)) ||
+        ctlverify_grow((void **)&rd->orders, &rd->orders_cap, 1, sizeof(*rd->orders)))
+        return ctlout_fail(ctl, "out of memory");
     for (int b = 0; b < list.count; b++) {
         struct keys_set k;
         if (ctlbuckets_keys(ctl, row->id, &list, b, &k) != CTLRUN_OK ||
