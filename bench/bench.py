@@ -23,6 +23,7 @@ Environment (all optional):
   BENCH_SPIKE_USERS  users of the 20:00 spike (200000), BENCH_SPIKE_STOCK its stock (10000),
                      BENCH_SPIKE_RATE their arrival rate per second (100000),
                      BENCH_SPIKE_CONNS the generator's connections (4096)
+  BENCH_BIG_ORDERS   SUCCESS orders the big-sale scenario's activity holds (2000000; 0: no big sale)
   BENCH_KEEP_DATA    1: leave the run's sales in Redis and MariaDB
 """
 
@@ -44,6 +45,7 @@ from benchlib import (BUILD, CLK_TCK, CTL, NCPU, ROOT, MySQL, Proc, ctl, ctl_id,
                       environment, http_ok, proc_status_kb, proc_ticks, read_pidfile,
                       redis_persistence, reset_peak_rss, run_wrk, scrape, system_ticks)
 from sale import SaleScenarios
+from bigsale import BigSaleScenarios
 
 sys.path.insert(0, str(ROOT / "test" / "lib"))
 from ctlconf import Conf  # noqa: E402 - test/lib is on the path only from here
@@ -94,7 +96,7 @@ def now_utc():
 # ---- the benchmark ---------------------------------------------------------------------------
 
 
-class Bench(SaleScenarios):
+class Bench(SaleScenarios, BigSaleScenarios):
     def __init__(self, args):
         self.args = args
         # Keys as the project's own loader sees them: the file, then SECKILL_* variables.
@@ -668,6 +670,7 @@ class Bench(SaleScenarios):
             ("openloop", self.open_loop),
             ("protection", self.protection),
             ("sale checks", self.sale_checks),
+            ("big sale", self.big_sale),
         ]
 
     def run(self):
@@ -810,7 +813,7 @@ def main():
     result.update({
         "settings": {"wrk_threads": THREADS, "wrk_seconds": SECONDS, "warmup_seconds": WARMUP_SECONDS,
                      "prefill": PREFILL, "e2e_orders": E2E_ORDERS, "e2e_rate": E2E_RATE,
-                     "idle_connections": IDLE_CONNS, **bench.sale_settings()},
+                     "idle_connections": IDLE_CONNS, **bench.sale_settings(), **bench.big_settings()},
         "targets": TARGETS,
         "activities": bench.activities,
         "conf_file": args.conf,

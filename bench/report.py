@@ -174,6 +174,32 @@ def wait_cost_section(result):
     return L
 
 
+def big_sale_section(result):
+    """The contended sale on an activity of millions of orders, gauges as shipped and off (bigsale.py)."""
+    rows = [s for s in result["scenarios"] if s.get("kind") in ("bigsale", "bigsale-gauges-off")]
+    if not rows:
+        return []
+    L = [f"## A big sale ({fmt_int(rows[0].get('big_orders'))} orders in Redis)\n",
+         "The contended sale on an activity already holding that many SUCCESS orders, the gateway with the "
+         "per-sale gauges as shipped (`seckill.sale-stats-interval-ms` = 5000) and then off; Redis's SLOWLOG "
+         "(over 10 ms) read across each run. × contended: req/s over `contended-N` of this run; "
+         "× gauges on: the gauges-off run over the shipped one.\n",
+         "| scenario | req/s | × contended | × gauges on | p50 | p99 | max | non-2xx | SLOWLOG > 10 ms | worst | "
+         "gateway + Redis + Kafka µs per accepted order |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in rows:
+        lat = s["latency_ms"]
+        c = s["cpu_us_per_request"]
+        worst = f"{s.get('slowlog_worst_ms')} ms `{s.get('slowlog_worst_command')}`" if s.get("slowlog_over_10ms") else "—"
+        L.append(f"| {s['id']} | {fmt_int(s['rps'])} | {fmt(s.get('ratio_to_contended'))} | "
+                 f"{fmt(s.get('ratio_to_bigsale')) if s['kind'] != 'bigsale' else ''} | {fmt(lat['p50'])} | "
+                 f"{fmt(lat['p99'])} | {fmt(lat['max'], 1)} | {fmt_int(s['served'] - s['outcomes'].get('OK 200', 0))} | "
+                 f"{s.get('slowlog_over_10ms')} | {worst} | {fmt(s.get('stack_cpu_us_per_accepted_order'), 1)} "
+                 f"({fmt(c.get('server'), 1)} + {fmt(c.get('redis'), 1)} + {fmt(c.get('kafka'), 1)}) |")
+    L.append("")
+    return L
+
+
 def hot_buckets_section(result):
     """One hot activity in 1 bucket against 3 (bench/cluster.py, BENCH_HOT_BUCKETS)."""
     runs = (result.get("cluster") or {}).get("hot_buckets")
@@ -282,6 +308,7 @@ def markdown(result, evaluation, stamp, command, png_name):
                  f"compare the CPU per request (which the noise changes little) and re-run on a quiet machine.\n")
 
     L += sale_sections(result)
+    L += big_sale_section(result)
 
     c = scenario(result, "consumer")
     if c:

@@ -15,12 +15,16 @@
  * `seckillctl verify` afterwards) and the age of the oldest reservation not yet in Kafka
  * (so that a reaper that stopped expiring them shows).
  *
+ * Every term is a counter or a cardinality (O(1) on Redis, whatever the size of the sale).
  * A sale is watched from its warm-up until SALESTATS_AFTER_END_MS after its end. A sale
- * whose last read failed (Redis down) is left out of the page rather than shown stale.
+ * whose last read failed (Redis down) is left out of the page rather than shown stale; a
+ * sale with no 'sold' counter (warmed before it existed) is shown without its sold units
+ * and its imbalance, which would be wrong by the unknown count.
  *
  * Pending callbacks point at the salestats: free it after the Redis connection. */
 
 #define SALESTATS_AFTER_END_MS (3600 * 1000)
+#define SALESTATS_UNKNOWN (-1)
 
 /* One salestats.lua answer. */
 struct salestats_sale {
@@ -29,7 +33,7 @@ struct salestats_sale {
     int64_t reserved;
     int64_t queued;
     int64_t claimed;
-    int64_t sold;       /* orders SUCCESS */
+    int64_t sold;       /* orders SUCCESS, SALESTATS_UNKNOWN: the sale has no counter */
     int64_t returned;   /* unsold stock taken off by a cancel */
     int64_t oldest_ms;  /* accept time of the oldest reservation, -1: none */
 };

@@ -1,12 +1,19 @@
 -- Called only after the MySQL transaction holding these orders has committed, so that
 -- SUCCESS is never visible before the row is.
--- KEYS: 1 orders  2 claimed      ARGV: orderNo1, userId1, orderNo2, userId2, ...
--- publish_final: prelude.lua.
+-- KEYS: 1 orders  2 claimed  3 activity      ARGV: orderNo1, userId1, orderNo2, userId2, ...
+-- The activity hash's 'sold' counts the orders SUCCESS (count_sold: prelude.lua): only an
+-- order that was not SUCCESS yet counts, so a replayed batch adds nothing.
+-- publish_final, count_sold: prelude.lua.
 local done = {}
+local newly = 0
 for i = 1, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i], 'SUCCESS')
+  if redis.call('HGET', KEYS[1], ARGV[i]) ~= 'SUCCESS' then
+    redis.call('HSET', KEYS[1], ARGV[i], 'SUCCESS')
+    newly = newly + 1
+  end
   redis.call('SREM', KEYS[2], ARGV[i] .. '|' .. ARGV[i + 1])
   done[#done + 1] = ARGV[i]
 end
+count_sold(KEYS[3], newly)
 publish_final(KEYS[1], 'SUCCESS', done)
 return #ARGV / 2

@@ -7,12 +7,13 @@
 -- it would sell that unit once more. The winners MySQL holds are recorded SUCCESS (their
 -- rows are committed), with their user's record pointing at them.
 -- Each loser is added to the failed stream with the reason SUPERSEDED (as release.lua does).
--- KEYS: 1 users  2 orders  3 resv  4 queued  5 claimed  6 failed
+-- KEYS: 1 users  2 orders  3 resv  4 queued  5 claimed  6 failed  7 activity (its 'sold'
+--       counts the winners newly recorded SUCCESS: count_sold, prelude.lua)
 -- ARGV: nlosers, then nlosers pairs orderNo, userId (the losers), then pairs orderNo, userId
 --       of orders MySQL holds for the same sale (the winners)
 -- Returns {losers ended by this call, winners newly recorded SUCCESS}. A repeat (a
 -- replayed batch) changes nothing: only members still claimed are ended.
--- fail_order, publish_final: prelude.lua.
+-- fail_order, publish_final, count_sold: prelude.lua.
 local nlosers = tonumber(ARGV[1])
 if not nlosers or #ARGV < 1 + 2 * nlosers or (#ARGV - 1) % 2 ~= 0 then
   return redis.error_reply('supersede.lua: arguments do not describe losers and winners')
@@ -46,6 +47,7 @@ for i = 2 + 2 * nlosers, #ARGV, 2 do
     redis.call('HSET', KEYS[1], user, order_no)
   end
 end
+count_sold(KEYS[7], adopted)
 publish_final(KEYS[2], 'FAILED', failed)
 publish_final(KEYS[2], 'SUCCESS', succeeded)
 return {ended, adopted}

@@ -9,13 +9,15 @@
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
 
-/* KEYS of confirm.lua, in its order; finalize.lua takes orders and claimed. */
+/* KEYS of confirm.lua, in its order; finalize.lua takes orders, claimed and the activity
+ * hash (whose 'sold' it counts). */
 #define CONFIRM_KEYS 8
 static const enum keys_kind confirm_kinds[CONFIRM_KEYS] = {
     KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_ACTIVITY,
     KEYS_FAILED,
 };
-static const enum keys_kind finalize_kinds[2] = { KEYS_ORDERS, KEYS_CLAIMED };
+#define FINALIZE_KEYS 3
+static const enum keys_kind finalize_kinds[FINALIZE_KEYS] = { KEYS_ORDERS, KEYS_CLAIMED, KEYS_ACTIVITY };
 #define ABANDON_KEYS 5
 static const enum keys_kind abandon_kinds[ABANDON_KEYS] = {
     KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED, KEYS_FAILED,
@@ -204,7 +206,7 @@ static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_
 int claim_finalize(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    return each_chunk(c, b->accepted, b->accepted_count, b->in_db, 1, finalize_kinds, 2,
+    return each_chunk(c, b->accepted, b->accepted_count, b->in_db, 1, finalize_kinds, FINALIZE_KEYS,
                       finalize_chunk, err, errlen);
 }
 

@@ -92,26 +92,55 @@ struct ctlactivitywarmup_chunk {
     const char *argv[2 + 2 * CTLACTIVITYWARMUP_CHUNK];
 };
 
+/* The rebuilt users and orders hashes are written under these names first, a chunk per
+ * command, and renamed into place in the final transaction: one EXEC holding every order
+ * of a big sale would stall Redis for every client (a second per million orders). The
+ * suffix keeps the key's {tag}, so they share its slot. */
+struct ctlactivitywarmup_staging {
+    char users[KEYS_LEN + 8], orders[KEYS_LEN + 8];
+};
+
+static int ctlactivitywarmup_staging_names(struct ctlrun *ctl, const struct keys_set *k,
+                                           struct ctlactivitywarmup_staging *st)
+{
+    int a = snprintf(st->users, sizeof(st->users), "%s:warmup", k->name[KEYS_USERS]);
+    int b = snprintf(st->orders, sizeof(st->orders), "%s:warmup", k->name[KEYS_ORDERS]);
+    if (a < 0 || (size_t)a >= sizeof(st->users) || b < 0 || (size_t)b >= sizeof(st->orders))
+        return ctlout_fail(ctl, "activity %" PRId64 ": key too long", k->activity_id);
+    return CTLRUN_OK;
+}
+
+/* A command outside the transaction that must not fail. */
+static int ctlactivitywarmup_plain(struct ctlrun *ctl, redisContext *c, int argc, const char **argv)
+{
+    redisReply *r = ctlredis_on(ctl, c, argc, argv);
+    if (!r)
+        return CTLRUN_FAIL;
+    freeReplyObject(r);
+    return CTLRUN_OK;
+}
+
 static int ctlactivitywarmup_flush_chunk(struct ctlrun *ctl, redisContext *c,
-                                         const struct keys_set *k, struct ctlactivitywarmup_chunk *ch)
+                                         const struct ctlactivitywarmup_staging *st,
+                                         struct ctlactivitywarmup_chunk *ch)
 {
     if (ch->n == 0)
         return CTLRUN_OK;
     int argc = (int)(2 + 2 * ch->n);
     ch->argv[0] = "HSET";
-    ch->argv[1] = k->name[KEYS_USERS];
+    ch->argv[1] = st->users;
     for (size_t i = 0; i < ch->n; i++) {
         ch->argv[2 + 2 * i] = ch->user[i];
         ch->argv[3 + 2 * i] = ch->order_no[i];
     }
-    if (ctlactivitywarmup_queue(ctl, c, argc, ch->argv) != CTLRUN_OK)
+    if (ctlactivitywarmup_plain(ctl, c, argc, ch->argv) != CTLRUN_OK)
         return CTLRUN_FAIL;
-    ch->argv[1] = k->name[KEYS_ORDERS];
+    ch->argv[1] = st->orders;
     for (size_t i = 0; i < ch->n; i++) {
         ch->argv[2 + 2 * i] = ch->order_no[i];
         ch->argv[3 + 2 * i] = "SUCCESS";
     }
-    if (ctlactivitywarmup_queue(ctl, c, argc, ch->argv) != CTLRUN_OK)
+    if (ctlactivitywarmup_plain(ctl, c, argc, ch->argv) != CTLRUN_OK)
         return CTLRUN_FAIL;
     ch->n = 0;
     return CTLRUN_OK;
@@ -159,33 +188,36 @@ static int ctlactivitywarmup_exec(struct ctlrun *ctl, redisContext *c, redisRepl
 }
 
 /* The stock key is missing: the Redis side of the sale is rebuilt from MySQL, the one
- * durable record, inside one MULTI that the WATCH on the stock key aborts if another
- * warmup creates the key meanwhile. Reservations and queue marks left in a Redis that
- * lost its stock key cannot be trusted and are dropped; orders still in Kafka are
- * claimed again by the consumer's confirm script against the rebuilt stock. A cancelled
- * sale gets a stock key of 0 and its unsold stock as 'returned' (see ctlallotment.h):
- * it must not go back on sale, and I3 must still add up. */
+ * durable record. The orders are written to staging hashes first, then one MULTI, which
+ * the WATCH on the stock key aborts if another warmup creates the key meanwhile, drops
+ * the old keys and renames the staging ones into place, so that no script ever sees a
+ * half-rebuilt sale. Every command is bounded (a chunk, an UNLINK, a RENAME onto a key
+ * just unlinked), so a rebuild of a big sale does not stall Redis. Reservations and queue
+ * marks left in a Redis that lost its stock key cannot be trusted and are dropped; orders
+ * still in Kafka are claimed again by the consumer's confirm script against the rebuilt
+ * stock. A cancelled sale gets a stock key of 0 and its unsold stock as 'returned' (see
+ * ctlallotment.h): it must not go back on sale, and I3 must still add up. The orders
+ * rebuilt are all SUCCESS (their rows are in MySQL): 'sold' starts at their number. */
 static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
                                      const struct ctlactivity_row *row, const struct keys_set *k,
                                      const struct ctlactivitywarmup_part *part, char *report, size_t reportlen)
 {
-    if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
+    struct ctlactivitywarmup_staging st;
+    if (ctlactivitywarmup_staging_names(ctl, k, &st) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    /* Left by an attempt that lost its WATCH, or by a warmup that died. */
+    const char *unstage[] = { "UNLINK", st.users, st.orders };
+    if (ctlactivitywarmup_plain(ctl, c, 3, unstage) != CTLRUN_OK)
         return CTLRUN_FAIL;
 
     int rc = CTLRUN_FAIL;
+    bool in_multi = false;
     MYSQL_RES *res = NULL;
     struct ctlactivitywarmup_chunk *ch = calloc(1, sizeof(*ch));
     if (!ch) {
         ctlout_fail(ctl, "out of memory");
         goto out;
     }
-    /* Transfers recorded by a Redis that lost the stock key are void with it. */
-    const char *del[] = { "DEL", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED],
-                          k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED], k->name[KEYS_XFER_OUT],
-                          k->name[KEYS_XFER_IN] };
-    if (ctlactivitywarmup_queue(ctl, c, 8, del) != CTLRUN_OK)
-        goto out;
-
     char sql[256];
     snprintf(sql, sizeof(sql), "SELECT order_no, user_id FROM seckill_order WHERE activity_id = %" PRId64,
              row->id);
@@ -206,7 +238,7 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
         strcpy(ch->user[ch->n], mr[1]);
         ch->n++;
         orders++;
-        if (ch->n == CTLACTIVITYWARMUP_CHUNK && ctlactivitywarmup_flush_chunk(ctl, c, k, ch) != CTLRUN_OK)
+        if (ch->n == CTLACTIVITYWARMUP_CHUNK && ctlactivitywarmup_flush_chunk(ctl, c, &st, ch) != CTLRUN_OK)
             goto out;
     }
     if (mysql_errno(ctl->db)) {
@@ -215,7 +247,7 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
     }
     mysql_free_result(res);
     res = NULL;
-    if (ctlactivitywarmup_flush_chunk(ctl, c, k, ch) != CTLRUN_OK)
+    if (ctlactivitywarmup_flush_chunk(ctl, c, &st, ch) != CTLRUN_OK)
         goto out;
 
     int64_t left = part->list->count > 1 ? part->share : row->stock - orders;
@@ -225,25 +257,42 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
         left = 0;
     }
     bool cancelled = ctlactivity_is_cancelled(row);
-    char s_left[24];
+    char s_left[24], s_sold[24];
     snprintf(s_left, sizeof(s_left), "%" PRId64, left);
+    snprintf(s_sold, sizeof(s_sold), "%" PRId64, orders);
     struct ctlactivitywarmup_meta meta;
     ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, &meta);
+    /* Transfers recorded by a Redis that lost the stock key are void with it. UNLINK: the
+     * old hashes may be big, and are freed off Redis's main thread. */
+    const char *del[] = { "UNLINK", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED],
+                          k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED], k->name[KEYS_XFER_OUT],
+                          k->name[KEYS_XFER_IN] };
+    const char *rename_users[] = { "RENAME", st.users, k->name[KEYS_USERS] };
+    const char *rename_orders[] = { "RENAME", st.orders, k->name[KEYS_ORDERS] };
     const char *set[] = { "SET", k->name[KEYS_STOCK], cancelled ? "0" : s_left };
     /* 'returned' is rewritten, not added to: it describes this rebuilt stock key. */
     const char *returned_set[] = { "HSET", k->name[KEYS_ACTIVITY], "returned", s_left };
     const char *returned_del[] = { "HDEL", k->name[KEYS_ACTIVITY], "returned" };
-    if (ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
+    const char *sold_set[] = { "HSET", k->name[KEYS_ACTIVITY], "sold", s_sold };
+    if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
+        goto out;
+    in_multi = true;
+    if (ctlactivitywarmup_queue(ctl, c, 8, del) != CTLRUN_OK ||
+        (orders > 0 && (ctlactivitywarmup_queue(ctl, c, 3, rename_users) != CTLRUN_OK ||
+                        ctlactivitywarmup_queue(ctl, c, 3, rename_orders) != CTLRUN_OK)) ||
+        ctlactivitywarmup_queue(ctl, c, 3, set) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, meta.argc, meta.argv) != CTLRUN_OK ||
+        ctlactivitywarmup_queue(ctl, c, 4, sold_set) != CTLRUN_OK ||
         (cancelled ? ctlactivitywarmup_queue(ctl, c, 4, returned_set)
                    : ctlactivitywarmup_queue(ctl, c, 3, returned_del)) != CTLRUN_OK)
         goto out;
     free(ch);
+    ch = NULL;
 
     redisReply *r;
     rc = ctlactivitywarmup_exec(ctl, c, &r);
     if (rc != CTLRUN_OK)
-        return rc;
+        return rc;   /* a retry (or the next warmup) unlinks the staging hashes first */
     freeReplyObject(r);
     if (cancelled)
         snprintf(report, reportlen, "stock set to 0 (cancelled: %" PRId64 " unsold returned to the "
@@ -257,7 +306,8 @@ out:
     if (res)
         mysql_free_result(res);
     free(ch);
-    ctlactivitywarmup_discard(c);
+    if (in_multi)
+        ctlactivitywarmup_discard(c);
     return CTLRUN_FAIL;
 }
 

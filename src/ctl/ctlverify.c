@@ -25,6 +25,9 @@
 #define CTLVERIFY_STUCK_MARGIN_MS 10000
 #define CTLVERIFY_SAMPLES 3
 #define CTLVERIFY_DETAIL 768
+/* Fields per HSCAN page of the users and orders hashes: each page is a bounded command
+ * (well under a millisecond), whatever the size of the sale. */
+#define CTLVERIFY_SCAN_COUNT "1000"
 
 /* Examples of what a failing check found, for the operator to look up. */
 struct ctlverify_samples {
@@ -78,22 +81,25 @@ static void ctlverify_add_samples(struct ctlverify_check *c, const struct ctlver
 
 struct ctlverify_user {
     int64_t user_id;
-    const char *order_no;   /* points into the HGETALL reply */
+    const char *order_no;   /* points into an HSCAN page */
 };
 
 struct ctlverify_order {
-    const char *order_no;   /* points into the HGETALL reply */
+    const char *order_no;   /* points into an HSCAN page */
     const char *status;
 };
 
 /* Summed over the buckets of a bucketed activity (bucket.h), whose users and orders are
  * merged into one list each. */
 struct ctlverify_redis {
-    redisReply *replies[BUCKET_MAX];  /* one per bucket; they own every string below */
+    redisReply **pages;     /* MULTI answers and HSCAN pages: they own every string below */
+    size_t npages, pages_cap;
     int nbuckets;
     bool has_stock;         /* every bucket has its stock key */
     bool stock_negative;    /* some bucket's stock key is below 0 */
-    int64_t stock_left, reservations, stuck, queued, claimed, success;
+    int64_t stock_left, reservations, stuck, queued, claimed;
+    int64_t success;        /* orders SUCCESS in the orders hash */
+    int64_t sold;           /* the activity hashes' 'sold' counters, -1: some bucket has none */
     int64_t returned;       /* unsold stock a cancel took off (activity hash), else 0 */
     int64_t in_transit;     /* units moving between buckets (rebalance.lua) */
     struct ctlverify_user *users;
@@ -126,9 +132,9 @@ static void ctlverify_redis_free(struct ctlverify_redis *rd)
 {
     free(rd->users);
     free(rd->orders);
-    for (int b = 0; b < BUCKET_MAX; b++)
-        if (rd->replies[b])
-            freeReplyObject(rd->replies[b]);
+    for (size_t i = 0; i < rd->npages; i++)
+        freeReplyObject(rd->pages[i]);
+    free(rd->pages);
 }
 
 static int ctlverify_grow(void **items, size_t *cap, size_t need, size_t size)
@@ -143,49 +149,48 @@ static int ctlverify_grow(void **items, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-/* One MULTI per bucket: the counts of I3 are taken at one instant of each bucket's master
- * (at quiescence, where I3 is checked, the instants do not matter). HGETALL of the per-user
- * and order hashes is O(orders) but a single round trip each; everything is compared in
- * memory. */
-static int ctlverify_read_bucket(struct ctlrun *ctl, const struct keys_set *k, int b, const char *cutoff,
-                                 struct ctlverify_redis *rd)
+static int ctlverify_keep(struct ctlrun *ctl, struct ctlverify_redis *rd, redisReply *r)
 {
-    struct ctlredis_cmd cmds[] = {
-        { 2, { "GET", k->name[KEYS_STOCK] } },
-        { 2, { "ZCARD", k->name[KEYS_RESERVED] } },
-        { 4, { "ZCOUNT", k->name[KEYS_RESERVED], "-inf", cutoff } },
-        { 2, { "SCARD", k->name[KEYS_QUEUED] } },
-        { 2, { "SCARD", k->name[KEYS_CLAIMED] } },
-        { 2, { "HGETALL", k->name[KEYS_USERS] } },
-        { 2, { "HGETALL", k->name[KEYS_ORDERS] } },
-        { 3, { "HGET", k->name[KEYS_ACTIVITY], "returned" } },
-    };
-    redisReply *reply = ctlredis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
-    if (!reply)
-        return CTLRUN_FAIL;
-    rd->replies[b] = reply;
-    redisReply **e = reply->element;
-    for (size_t i = 0; i < reply->elements; i++)
-        if (e[i]->type == REDIS_REPLY_ERROR)
-            return ctlout_fail(ctl, "redis %s %s: %s", cmds[i].argv[0], cmds[i].argv[1], e[i]->str);
-    int64_t left, returned;
-    if (ctlredis_int(e[0], &left) == 0) {
-        rd->stock_left += left;
-        rd->stock_negative = rd->stock_negative || left < 0;
-    } else {
-        rd->has_stock = false;
+    if (ctlverify_grow((void **)&rd->pages, &rd->pages_cap, rd->npages + 1 > rd->pages_cap ? rd->pages_cap * 2 + 16 : 0,
+                       sizeof(*rd->pages))) {
+        freeReplyObject(r);
+        return ctlout_fail(ctl, "out of memory");
     }
-    rd->reservations += e[1]->integer;
-    rd->stuck += e[2]->integer;
-    rd->queued += e[3]->integer;
-    rd->claimed += e[4]->integer;
-    if (ctlredis_int(e[7], &returned) == 0)
-        rd->returned += returned;
+    rd->pages[rd->npages++] = r;
+    return CTLRUN_OK;
+}
 
-    const redisReply *uh = e[5], *oh = e[6];
-    if (ctlverify_grow((void **)&rd->users, &rd->users_cap, rd->nusers + uh->elements / 2 + 1, sizeof(*rd->users)) ||
-        ctlverify_grow((void **)&rd->orders, &rd->orders_cap, rd->norders + oh->elements / 2 + 1,
-                       sizeof(*rd->orders)))
+/* One hash, HSCAN page by page: verify may run against a live sale, and one HGETALL of a
+ * sale's million orders would stall Redis for every client. Calls fn on each page's
+ * field/value array. */
+typedef int (*ctlverify_page_fn)(struct ctlrun *ctl, struct ctlverify_redis *rd, int b, const redisReply *fv);
+
+static int ctlverify_scan(struct ctlrun *ctl, redisContext *c, const char *key, int b, struct ctlverify_redis *rd,
+                          ctlverify_page_fn fn)
+{
+    char cursor[32] = "0";
+    do {
+        const char *argv[] = { "HSCAN", key, cursor, "COUNT", CTLVERIFY_SCAN_COUNT };
+        redisReply *r = ctlredis_on(ctl, c, 5, argv);
+        if (!r)
+            return CTLRUN_FAIL;
+        if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || r->element[0]->type != REDIS_REPLY_STRING ||
+            r->element[1]->type != REDIS_REPLY_ARRAY) {
+            freeReplyObject(r);
+            return ctlout_fail(ctl, "redis HSCAN %s: unexpected reply", key);
+        }
+        snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+        if (ctlverify_keep(ctl, rd, r) != CTLRUN_OK || fn(ctl, rd, b, r->element[1]) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+    } while (strcmp(cursor, "0") != 0);
+    return CTLRUN_OK;
+}
+
+static int ctlverify_users_page(struct ctlrun *ctl, struct ctlverify_redis *rd, int b, const redisReply *uh)
+{
+    if (ctlverify_grow((void **)&rd->users, &rd->users_cap,
+                       rd->nusers + uh->elements / 2 > rd->users_cap ? (rd->nusers + uh->elements / 2) * 2 : 0,
+                       sizeof(*rd->users)))
         return ctlout_fail(ctl, "out of memory");
     for (size_t i = 0; i + 1 < uh->elements; i += 2) {
         int64_t user;
@@ -198,12 +203,71 @@ static int ctlverify_read_bucket(struct ctlrun *ctl, const struct keys_set *k, i
         rd->users[rd->nusers].user_id = user;
         rd->users[rd->nusers++].order_no = uh->element[i + 1]->str;
     }
+    return CTLRUN_OK;
+}
+
+static int ctlverify_orders_page(struct ctlrun *ctl, struct ctlverify_redis *rd, int b, const redisReply *oh)
+{
+    (void)b;
+    if (ctlverify_grow((void **)&rd->orders, &rd->orders_cap,
+                       rd->norders + oh->elements / 2 > rd->orders_cap ? (rd->norders + oh->elements / 2) * 2 : 0,
+                       sizeof(*rd->orders)))
+        return ctlout_fail(ctl, "out of memory");
     for (size_t i = 0; i + 1 < oh->elements; i += 2) {
         rd->orders[rd->norders].order_no = oh->element[i]->str;
         rd->orders[rd->norders++].status = oh->element[i + 1]->str;
-        if (strcmp(oh->element[i + 1]->str, "SUCCESS") == 0)
-            rd->success++;
     }
+    return CTLRUN_OK;
+}
+
+/* One MULTI per bucket: the counts of I3 are taken at one instant of each bucket's master
+ * (at quiescence, where I3 is checked, the instants do not matter), each an O(1) command.
+ * The per-user and order hashes are then read page by page and compared in memory. */
+static int ctlverify_read_bucket(struct ctlrun *ctl, const struct keys_set *k, int b, const char *cutoff,
+                                 struct ctlverify_redis *rd)
+{
+    struct ctlredis_cmd cmds[] = {
+        { 2, { "GET", k->name[KEYS_STOCK] } },
+        { 2, { "ZCARD", k->name[KEYS_RESERVED] } },
+        { 4, { "ZCOUNT", k->name[KEYS_RESERVED], "-inf", cutoff } },
+        { 2, { "SCARD", k->name[KEYS_QUEUED] } },
+        { 2, { "SCARD", k->name[KEYS_CLAIMED] } },
+        { 3, { "HGET", k->name[KEYS_ACTIVITY], "sold" } },
+        { 3, { "HGET", k->name[KEYS_ACTIVITY], "returned" } },
+    };
+    redisReply *reply = ctlredis_multi(ctl, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    if (!reply)
+        return CTLRUN_FAIL;
+    if (ctlverify_keep(ctl, rd, reply) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    redisReply **e = reply->element;
+    for (size_t i = 0; i < reply->elements; i++)
+        if (e[i]->type == REDIS_REPLY_ERROR)
+            return ctlout_fail(ctl, "redis %s %s: %s", cmds[i].argv[0], cmds[i].argv[1], e[i]->str);
+    int64_t left, sold, returned;
+    if (ctlredis_int(e[0], &left) == 0) {
+        rd->stock_left += left;
+        rd->stock_negative = rd->stock_negative || left < 0;
+    } else {
+        rd->has_stock = false;
+    }
+    rd->reservations += e[1]->integer;
+    rd->stuck += e[2]->integer;
+    rd->queued += e[3]->integer;
+    rd->claimed += e[4]->integer;
+    if (rd->sold >= 0 && ctlredis_int(e[5], &sold) == 0)
+        rd->sold += sold;
+    else
+        rd->sold = -1;
+    if (ctlredis_int(e[6], &returned) == 0)
+        rd->returned += returned;
+
+    redisContext *c = ctlredis_for_key(ctl, k->name[KEYS_USERS]);
+    if (!c)
+        return CTLRUN_FAIL;
+    if (ctlverify_scan(ctl, c, k->name[KEYS_USERS], b, rd, ctlverify_users_page) != CTLRUN_OK ||
+        ctlverify_scan(ctl, c, k->name[KEYS_ORDERS], b, rd, ctlverify_orders_page) != CTLRUN_OK)
+        return CTLRUN_FAIL;
     return CTLRUN_OK;
 }
 
@@ -219,6 +283,10 @@ static int ctlverify_read_redis(struct ctlrun *ctl, const struct ctlactivity_row
              now_ms - ctl->cfg.pre_reduce_timeout * 1000 - CTLVERIFY_STUCK_MARGIN_MS);
     rd->nbuckets = list.count;
     rd->has_stock = true;
+    /* Never NULL, even for a sale without orders: qsort and bsearch take no NULL array. */
+    if (ctlverify_grow((void **)&rd->users, &rd->users_cap, 1, sizeof(*rd->users)) ||
+        ctlverify_grow((void **)&rd->orders, &rd->orders_cap, 1, sizeof(*rd->orders)))
+        return ctlout_fail(ctl, "out of memory");
     for (int b = 0; b < list.count; b++) {
         struct keys_set k;
         if (ctlbuckets_keys(ctl, row->id, &list, b, &k) != CTLRUN_OK ||
@@ -229,6 +297,20 @@ static int ctlverify_read_redis(struct ctlrun *ctl, const struct ctlactivity_row
         return CTLRUN_FAIL;
     qsort(rd->users, rd->nusers, sizeof(*rd->users), ctlverify_cmp_user);
     qsort(rd->orders, rd->norders, sizeof(*rd->orders), ctlverify_cmp_order);
+    /* HSCAN may return a field twice (the hash was resized during the scan): once each. */
+    size_t n = 0;
+    for (size_t i = 0; i < rd->nusers; i++)
+        if (n == 0 || rd->users[n - 1].user_id != rd->users[i].user_id)
+            rd->users[n++] = rd->users[i];
+    rd->nusers = n;
+    n = 0;
+    for (size_t i = 0; i < rd->norders; i++)
+        if (n == 0 || strcmp(rd->orders[n - 1].order_no, rd->orders[i].order_no) != 0)
+            rd->orders[n++] = rd->orders[i];
+    rd->norders = n;
+    for (size_t i = 0; i < rd->norders; i++)
+        if (strcmp(rd->orders[i].status, "SUCCESS") == 0)
+            rd->success++;
     return CTLRUN_OK;
 }
 
@@ -440,7 +522,9 @@ static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis
 {
     int64_t sum = rd->stock_left + rd->reservations + rd->queued + rd->claimed + rd->success +
                   rd->returned + rd->in_transit;
-    c->ok = rd->has_stock && sum == my->stock;
+    /* The 'sold' counter is what the gauges show for SUCCESS: it must be the count. */
+    bool sold_ok = rd->sold < 0 || rd->sold == rd->success;
+    c->ok = rd->has_stock && sum == my->stock && sold_ok;
     if (!rd->has_stock) {
         ctlverify_add(c, "Redis stock key missing (not warmed?)");
         return;
@@ -452,7 +536,11 @@ static void ctlverify_i3(struct ctlverify_check *c, const struct ctlverify_redis
         ctlverify_add(c, " + returned by cancel %" PRId64, rd->returned);
     if (rd->nbuckets > 1)
         ctlverify_add(c, " + in transit between %d buckets %" PRId64, rd->nbuckets, rd->in_transit);
-    ctlverify_add(c, " = %" PRId64 " %s stock %" PRId64, sum, c->ok ? "==" : "!=", my->stock);
+    ctlverify_add(c, " = %" PRId64 " %s stock %" PRId64, sum, sum == my->stock ? "==" : "!=", my->stock);
+    if (rd->sold >= 0)
+        ctlverify_add(c, "; sold counter %" PRId64 " %s SUCCESS", rd->sold, sold_ok ? "==" : "!=");
+    else
+        ctlverify_add(c, "; no sold counter (warmed before it existed)");
 }
 
 static void ctlverify_i4(struct ctlverify_check *c, const struct ctlverify_redis *rd,

@@ -103,7 +103,7 @@ static void add_bucket(struct salestats_entry *e, const redisReply *reply)
     p->reserved += one.reserved;
     p->queued += one.queued;
     p->claimed += one.claimed;
-    p->sold += one.sold;
+    p->sold = p->sold == SALESTATS_UNKNOWN || one.sold == SALESTATS_UNKNOWN ? SALESTATS_UNKNOWN : p->sold + one.sold;
     p->returned += one.returned;
     if (one.oldest_ms >= 0 && (p->oldest_ms < 0 || one.oldest_ms < p->oldest_ms))
         p->oldest_ms = one.oldest_ms;
@@ -160,9 +160,9 @@ static void read_all(struct salestats *stats)
             call->stats = stats;
             call->id = a->id;
             call->bucketed = bucketed;
-            const char *argv[] = { k->name[KEYS_ACTIVITY], k->name[KEYS_STOCK], k->name[KEYS_ORDERS],
-                                   k->name[KEYS_RESERVED], k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
-            if (redisconn_eval(stats->redis, LUASCRIPT_SALESTATS, 6, 0, argv, NULL, on_read, call) != 0) {
+            const char *argv[] = { k->name[KEYS_ACTIVITY], k->name[KEYS_STOCK], k->name[KEYS_RESERVED],
+                                   k->name[KEYS_QUEUED], k->name[KEYS_CLAIMED] };
+            if (redisconn_eval(stats->redis, LUASCRIPT_SALESTATS, 5, 0, argv, NULL, on_read, call) != 0) {
                 free(call);
                 e->valid = false;
                 e->partial_ok = false;
@@ -179,7 +179,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct salestats *stats = arg;
-    /* A pass still unanswered means Redis is slow: do not pile more scans on it. */
+    /* A pass still unanswered means Redis is slow: do not pile more reads on it. */
     if (stats->outstanding == 0)
         read_all(stats);
 }
@@ -232,8 +232,9 @@ void salestats_render(const struct salestats *stats, struct textbuf *t, int64_t 
                            stats->entries[i].sale.stock);
 
     family(t, "seckill_sale_units",
-           "Units of the sale's stock by state, read in one Redis script: left to sell, reserved (not yet in "
-           "Kafka), queued (in Kafka), claimed (being written to MySQL), sold (SUCCESS), returned (cancel)");
+           "Units of the sale's stock by state, read in one Redis script from counters: left to sell, reserved "
+           "(not yet in Kafka), queued (in Kafka), claimed (being written to MySQL), sold (SUCCESS; absent for a "
+           "sale warmed before the counter existed), returned (cancel)");
     static const char *const states[] = { "left", "reserved", "queued", "claimed", "sold", "returned" };
     for (size_t i = 0; i < stats->count; i++) {
         const struct salestats_entry *e = &stats->entries[i];
@@ -242,14 +243,15 @@ void salestats_render(const struct salestats *stats, struct textbuf *t, int64_t 
         const int64_t v[] = { e->sale.left, e->sale.reserved, e->sale.queued,
                               e->sale.claimed, e->sale.sold, e->sale.returned };
         for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++)
-            textbuf_printf(t, "seckill_sale_units{activity=\"%" PRId64 "\",state=\"%s\"} %" PRId64 "\n", e->id,
-                           states[s], v[s]);
+            if (e->sale.sold != SALESTATS_UNKNOWN || strcmp(states[s], "sold") != 0)
+                textbuf_printf(t, "seckill_sale_units{activity=\"%" PRId64 "\",state=\"%s\"} %" PRId64 "\n", e->id,
+                               states[s], v[s]);
     }
 
     family(t, "seckill_sale_imbalance",
            "Sum of seckill_sale_units minus the initial stock: 0 while conservation (I3) holds");
     for (size_t i = 0; i < stats->count; i++)
-        if (stats->entries[i].valid)
+        if (stats->entries[i].valid && stats->entries[i].sale.sold != SALESTATS_UNKNOWN)
             textbuf_printf(t, "seckill_sale_imbalance{activity=\"%" PRId64 "\"} %" PRId64 "\n", stats->entries[i].id,
                            salestats_imbalance(&stats->entries[i].sale));
 

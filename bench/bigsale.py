@@ -1,0 +1,99 @@
+"""The big-sale scenario of `make bench` (issue 24): the contended sale on an activity that
+already holds BENCH_BIG_ORDERS (2,000,000) SUCCESS orders, with the per-sale gauges as
+shipped (seckill.sale-stats-interval-ms = 5000) and then off, and Redis's SLOWLOG over 10 ms
+read across each run.
+
+A mixin of bench.py's Bench, like sale.py. The orders are written straight into the sale's
+Redis keys in the shape execute.lua and finalize.lua leave a sold order in (users: user ->
+orderNo, orders: orderNo -> SUCCESS, the stock key down, the activity hash's 'sold' up),
+not through HTTP: two million orders through wrk would take minutes. They have no MySQL
+rows, so the sale has no correctness check; the run's cleanup removes it.
+"""
+
+import time
+
+from sale import ACTIVITY_CACHE_S, env_int, log
+
+BIG_ORDERS = env_int("BENCH_BIG_ORDERS", 2_000_000)
+BIG_STOCK = 10_000_000 + BIG_ORDERS
+FILL_CHUNK = 5000
+SLOW_US = 10_000
+ORDERNO_EPOCH_MS = 1704067200000
+FILL_NODE = 1022   # a node id no gateway leases
+
+FILL = """
+for i = 1, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i])
+  redis.call('HSET', KEYS[2], ARGV[i], 'SUCCESS')
+end
+redis.call('DECRBY', KEYS[3], #ARGV / 2)
+redis.call('HINCRBY', KEYS[4], 'sold', #ARGV / 2)
+return #ARGV / 2
+"""
+
+
+class BigSaleScenarios:
+    """The big sale, after the protection scenarios (the gateway is restarted with the run's
+    configuration, then with the gauges off)."""
+
+    def big_fill(self, aid, n):
+        keys = [self.conf.key(k, aid) for k in ("users", "orders", "stock", "activity")]
+        ms = int(time.time() * 1000) - 3_600_000
+        first_user = 9 * 10**15 + (int(time.time()) % 10**6) * 10**7
+        done = 0
+        t0 = time.monotonic()
+        while done < n:
+            args = []
+            for i in range(done, min(n, done + FILL_CHUNK)):
+                args += [str(((ms + i // 4096 - ORDERNO_EPOCH_MS) << 22) | (FILL_NODE << 12) | (i % 4096)),
+                         str(first_user + i)]
+            done += self.redis("EVAL", FILL, 4, *keys, *args)
+        log(f"big sale: {done:,} SUCCESS orders written into activity {aid} in {time.monotonic() - t0:.1f} s")
+
+    def slowlog(self):
+        """(entries over SLOW_US since the last reset, the longest in ms, its command)."""
+        entries = self.redis("SLOWLOG", "GET", "1024") or []
+        if not entries:
+            return 0, 0.0, ""
+        worst = max(entries, key=lambda e: e[2])
+        return len(entries), round(worst[2] / 1000, 1), " ".join(str(a) for a in worst[3][:2])
+
+    def big_sale(self):
+        if BIG_ORDERS <= 0:
+            log("big sale: skipped (BENCH_BIG_ORDERS=0)")
+            return
+        self.pause_consumer()
+        aid = self.activity("big", BIG_STOCK)
+        self.big_fill(aid, BIG_ORDERS)
+        old = dict(zip(*[iter(self.redis("CONFIG", "GET", "slowlog-*"))] * 2))
+        self.redis("CONFIG", "SET", "slowlog-log-slower-than", str(SLOW_US))
+        self.redis("CONFIG", "SET", "slowlog-max-len", "1024")
+        try:
+            for prefix, what, sets in (("bigsale", "gauges as shipped", []),
+                                       ("bigsale-gauges-off", "gauges off", ["seckill.sale-stats-interval-ms=0"])):
+                self.restart_gateway(sets)
+                time.sleep(ACTIVITY_CACHE_S)
+                self.redis("SLOWLOG", "RESET")
+                for conns in (64, 256):
+                    r = self.http_scenario(f"{prefix}-{conns}", f"contended sale holding {BIG_ORDERS:,} orders, "
+                                           f"{what}, {conns} connections", prefix, self.gateway.pid, conns, aid,
+                                           ["OK"], baseline_id=f"baseline-{conns}")
+                    count, worst_ms, worst_cmd = self.slowlog()
+                    self.redis("SLOWLOG", "RESET")
+                    r["big_orders"] = BIG_ORDERS
+                    r["gauges"] = what
+                    r["slowlog_over_10ms"] = count
+                    r["slowlog_worst_ms"] = worst_ms
+                    r["slowlog_worst_command"] = worst_cmd
+                    for other in (f"contended-{conns}", f"bigsale-{conns}"):
+                        o = next((s for s in self.results["scenarios"] if s["id"] == other and s is not r), None)
+                        if o:
+                            r[f"ratio_to_{other.split('-')[0]}"] = round(r["rps"] / o["rps"], 3)
+                    log(f"{prefix}-{conns}: SLOWLOG {count} command(s) over 10 ms, worst {worst_ms} ms {worst_cmd}")
+        finally:
+            for k, v in old.items():
+                self.redis("CONFIG", "SET", k, v)
+            self.restart_gateway([])
+
+    def big_settings(self):
+        return {"big_orders": BIG_ORDERS}

@@ -1,0 +1,137 @@
+"""A sale of a million orders costs Redis nothing per timer tick (issue 24, item 1).
+
+Every periodic or administrative reader of a sale (the gateway's gauges, reaper, node
+leases, activity refresh and winners load; the consumer's claim, outcomes and lifecycle
+passes; `seckillctl activity show` and `verify` on the live sale) must run in bounded
+commands: nothing walks the sale's orders hash in one command or script. The test holds a
+sale of 1,000,000 SUCCESS orders with every timer at its shipped setting and fails if
+Redis's SLOWLOG shows any command over 10 ms while they run; then it checks that the gauges
+tell the truth about that sale (sold = the SUCCESS orders in the hash, I3 balanced).
+
+The orders are written straight into the sale's keys, in the shape execute.lua and
+finalize.lua leave a sold order in (users: user -> orderNo, orders: orderNo -> SUCCESS, one
+unit off the stock key, the activity hash's 'sold' counter up by one), not through HTTP,
+which would take minutes. Their rows are not written to MySQL: nothing periodic reads them.
+A few real purchases then go through the gateway and the consumer on top of them.
+"""
+
+import time
+
+import pytest
+
+from conftest import poll_until, wait_for_consumer
+from gatewayhttp import gateway_metrics
+
+# Every timer at its shipped setting (conf/seckill.conf): no override of any interval.
+CONF_OVERRIDES = {}
+
+BULK_ORDERS = 1_000_000
+REAL_ORDERS = 20
+FILL_CHUNK = 5000
+SLOW_US = 10_000
+ORDERNO_EPOCH_MS = 1704067200000
+# A node id no gateway leases: the filled orders are nobody's reservations anyway.
+FILL_NODE = 1022
+
+# HSETs one chunk in the shape of a finalized order. KEYS: users, orders, stock, activity.
+FILL = """
+for i = 1, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i])
+  redis.call('HSET', KEYS[2], ARGV[i], 'SUCCESS')
+end
+redis.call('DECRBY', KEYS[3], #ARGV / 2)
+redis.call('HINCRBY', KEYS[4], 'sold', #ARGV / 2)
+return #ARGV / 2
+"""
+
+# Read after the SLOWLOG check: an O(orders) walk of the test's own.
+COUNT_SUCCESS = """
+local n = 0
+for _, s in ipairs(redis.call('HVALS', KEYS[1])) do
+  if s == 'SUCCESS' then n = n + 1 end
+end
+return n
+"""
+
+
+def order_no(ms, seq):
+    """An order number as orderno.c makes them: 41 bits of time, 10 of node, 12 of sequence."""
+    return str(((ms - ORDERNO_EPOCH_MS) << 22) | (FILL_NODE << 12) | seq)
+
+
+def bulk_fill(redis, conf, activity_id, n, first_user):
+    keys = [conf.key(k, activity_id) for k in ("users", "orders", "stock", "activity")]
+    ms = int(time.time() * 1000) - 3_600_000
+    done = 0
+    while done < n:
+        args = []
+        for i in range(done, min(n, done + FILL_CHUNK)):
+            args += [order_no(ms + i // 4096, i % 4096), str(first_user + i)]
+        done += redis("EVAL", FILL, 4, *keys, *args)
+    return done
+
+
+def sale_view(port, activity_id):
+    m = gateway_metrics(port)
+    a = f'activity="{activity_id}"'
+    if f"seckill_sale_stock{{{a}}}" not in m:
+        return None
+    return {s: m.get(f'seckill_sale_units{{{a},state="{s}"}}')
+            for s in ("left", "reserved", "queued", "claimed", "sold", "returned")} | {
+        "stock": m[f"seckill_sale_stock{{{a}}}"], "imbalance": m.get(f"seckill_sale_imbalance{{{a}}}")}
+
+
+@pytest.fixture
+def slowlog(redis):
+    """SLOWLOG at 10 ms for the test, the server's settings put back after it."""
+    old = dict(zip(*[iter(redis("CONFIG", "GET", "slowlog-*"))] * 2))
+    redis("CONFIG", "SET", "slowlog-log-slower-than", str(SLOW_US))
+    redis("CONFIG", "SET", "slowlog-max-len", "1024")
+    yield
+    for k, v in old.items():
+        redis("CONFIG", "SET", k, v)
+
+
+def test_a_million_orders_stall_nothing(ctl, gateway, consumer, api, redis, mysql, conf, ids, slowlog):
+    interval_s = int(conf.get("seckill.sale-stats-interval-ms")) / 1000
+    assert interval_s > 0, "the shipped configuration has the gauges on"
+    stock = BULK_ORDERS + 1000
+    sale = ctl.create_sale(stock)
+    aid = sale.activity_id
+    keys = [conf.key(k, aid) for k in ("users", "orders")]
+    try:
+        first_user = ids() * 10**7
+        assert bulk_fill(redis, conf, aid, BULK_ORDERS, first_user) == BULK_ORDERS
+        assert redis("HLEN", keys[1]) == BULK_ORDERS
+
+        # From here on, only the binaries' own commands (and the test's few O(1) reads).
+        redis("SLOWLOG", "RESET")
+        since = time.monotonic()
+        for _ in range(REAL_ORDERS):
+            r = api.execute(ids(), aid)
+            assert r.code == 200, repr(r)
+        wait_for_consumer(mysql, redis, conf, aid, expected_rows=REAL_ORDERS, consumer=consumer)
+        # Administrative reads of the live sale.
+        show = ctl.run_ok("--json", "activity", "show", aid)
+        assert f'"SUCCESS":{BULK_ORDERS + REAL_ORDERS}' in show.stdout.replace(" ", ""), show
+        verify = ctl("verify", aid, timeout=300)
+        assert "I3" in verify.stdout, repr(verify)
+
+        want = {"left": stock - BULK_ORDERS - REAL_ORDERS, "reserved": 0, "queued": 0, "claimed": 0,
+                "sold": BULK_ORDERS + REAL_ORDERS, "returned": 0, "stock": stock, "imbalance": 0}
+        state = {}
+
+        def settled():
+            state["view"] = sale_view(gateway.conf.http_port, aid)
+            return state["view"] == want and time.monotonic() - since >= 2 * interval_s + 1
+
+        poll_until(settled, 6 * interval_s + 30,
+                   f"two sale-stats passes and the gauges at {want} (last {state.get('view')})")
+        slow = redis("SLOWLOG", "GET", "1024")
+        assert not slow, "Redis commands over 10 ms while the timers ran on a sale of a million orders:\n" + \
+            "\n".join(f"{e[2]} us: {' '.join(str(a) for a in e[3])[:160]}" for e in slow)
+
+        # The gauge's sold is the true count of SUCCESS orders.
+        assert redis("EVAL", COUNT_SUCCESS, 1, keys[1]) == want["sold"]
+    finally:
+        redis("UNLINK", *keys)
