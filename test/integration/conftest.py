@@ -60,7 +60,20 @@ def _default_bin():
 
 
 BIN = _resolve(os.environ["SECKILL_BIN"]) if os.environ.get("SECKILL_BIN") else _default_bin()
-BASE_CONF = _resolve(os.environ.get("SECKILL_CONF") or ROOT / "build" / "conf" / "test.conf")
+
+
+def _lane_conf():
+    """make test runs this suite in lanes, pytest-xdist workers gw0, gw1, ..., each on a
+    stack of its own: SECKILL_LANE_CONFS lists their configurations in worker order.
+    Outside of lanes, SECKILL_CONF."""
+    lanes = os.environ.get("SECKILL_LANE_CONFS", "").split()
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if lanes and worker.startswith("gw"):
+        return lanes[int(worker[2:]) % len(lanes)]
+    return os.environ.get("SECKILL_CONF")
+
+
+BASE_CONF = _resolve(_lane_conf() or ROOT / "build" / "conf" / "test.conf")
 
 # The clients of these tests all come from 127.0.0.1 and hammer one activity: the global
 # token bucket, the local and the per-activity per-IP limits, the per-user limits and the
@@ -496,6 +509,28 @@ def connect_backends(conf, who):
     return {"redis": redis, "mysql": mysql}
 
 
+# Fixtures that reach running services or start a stack of their own. A test whose
+# fixtures reach none of them is one `make check` runs (-m "not stack").
+STACK_FIXTURES = {"services", "cluster_services", "stack"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Marks the tests that need a stack, and moves the ones on the tests' cluster after
+    all others (a stable sort: each module's tests stay together and in order), so that
+    the cluster, brought up once for all of them, never runs beside the other tests."""
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if STACK_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.stack)
+        # In lanes (--dist loadgroup), a module runs whole on one worker, as its module
+        # fixtures expect, and every module on the cluster on the same one: the worker
+        # that brings the cluster up.
+        group = "cluster" if "cluster_services" in fixtures else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: "cluster_services" in getattr(item, "fixturenames", ()))
+
+
 @pytest.fixture(scope="session")
 def base_conf():
     assert BASE_CONF.exists(), f"base configuration {BASE_CONF} not found (make build/conf/test.conf)"
@@ -516,6 +551,34 @@ def redis(services):
 @pytest.fixture(scope="session")
 def mysql(services):
     return services["mysql"]
+
+
+CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
+CLUSTER_UP_TIMEOUT = 240
+
+
+def cluster_sh(env, script, *args, timeout=120):
+    return subprocess.run(["bash", str(ROOT / "scripts" / script), *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def cluster_services(services):
+    """The tests' cluster services (build/conf/test-cluster.conf: a Redis Cluster of three
+    masters and three replicas, three Kafka nodes, MariaDB), up once for every module on
+    them, and down after the last (they run last: pytest_collection_modifyitems). A
+    module starts what it runs on top of them and leaves them healthy; an `up` at the
+    start of a module starts again whatever a module before it left stopped. Returns the
+    environment of scripts/stack.sh for them."""
+    assert CLUSTER_CONF.exists(), f"{CLUSTER_CONF} not found (make {CLUSTER_CONF.relative_to(ROOT)})"
+    env = dict(child_env(), CONF=str(CLUSTER_CONF), STACK_BIN_DIR=str(BIN))
+    try:
+        p = cluster_sh(env, "stack.sh", "up", "--services-only", timeout=CLUSTER_UP_TIMEOUT)
+        assert p.returncode == 0, f"stack.sh up --services-only failed:\n{p.stdout}\n{p.stderr}"
+        yield env
+    finally:
+        p = cluster_sh(env, "stack.sh", "down", timeout=180)
+        assert p.returncode == 0, f"stack.sh down failed:\n{p.stdout}\n{p.stderr}"
 
 
 @pytest.fixture(scope="module")

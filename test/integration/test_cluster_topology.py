@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from adminhttp import Admin
-from conftest import BIN, ROOT, TEST_LIMITS, Ctl, MySQL, child_env, conf_of, free_port, poll_until
+from conftest import CLUSTER_CONF, CLUSTER_UP_TIMEOUT, ROOT, TEST_LIMITS, Ctl, MySQL, conf_of, free_port, poll_until
 from resp import Redis
 
-CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
-UP_TIMEOUT = 240
+UP_TIMEOUT = CLUSTER_UP_TIMEOUT
 # The admin API (seckill-admin) is on in this stack: make up starts it, make status lists it.
 ADMIN_TOKEN = "cluster-admin-token-0123456789abcdef0123"
 NODE_BITS_SHIFT = 12  # order number: 41 bits of time, 10 of node, 12 of sequence
@@ -133,9 +132,11 @@ class Cluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(services):
-    assert CLUSTER_CONF.exists(), f"{CLUSTER_CONF} not found (make {CLUSTER_CONF.relative_to(ROOT)})"
-    env = dict(child_env(), CONF=str(CLUSTER_CONF), STACK_BIN_DIR=str(BIN))
+def cluster(cluster_services):
+    """The whole cluster stack as `make up TOPOLOGY=cluster` starts it: the session's
+    cluster services (started again where a module before stopped one) plus two gateways,
+    two consumers and seckill-admin of this module, stopped again after it."""
+    env = dict(cluster_services)
     # The suite's relaxed limits (all its clients are 127.0.0.1), as SECKILL_<KEY> overrides.
     env.update({"SECKILL_" + k.upper().replace(".", "_").replace("-", "_"): v for k, v in TEST_LIMITS.items()})
     env.update(SECKILL_ADMIN_PORT=str(free_port()), SECKILL_ADMIN_TOKEN=ADMIN_TOKEN)
@@ -145,8 +146,8 @@ def cluster(services):
         assert p.returncode == 0, f"stack.sh up failed:\n{p.stdout}\n{p.stderr}"
         yield c
     finally:
-        p = c.sh("stack.sh", "down", timeout=180)
-        assert p.returncode == 0, f"stack.sh down failed:\n{p.stdout}\n{p.stderr}"
+        p = c.sh("stack.sh", "down", "--apps-only", timeout=180)
+        assert p.returncode == 0, f"stack.sh down --apps-only failed:\n{p.stdout}\n{p.stderr}"
         for name in ("seckill-server-1", "seckill-server-2", "order-consumer-1", "order-consumer-2", "seckill-admin"):
             path = c.data / "log" / f"{name}.log"
             log = path.read_text(errors="replace") if path.exists() else ""

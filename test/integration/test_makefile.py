@@ -77,3 +77,19 @@ def test_packages_that_never_appear_stop_the_build_with_their_names(late_package
     assert "pkg-config --cflags libevent" in p.stderr and "make deps" in p.stderr, p.stderr[-2000:]
     assert "undefined reference" not in p.stdout + p.stderr
 
+
+
+def test_help_lists_every_target_once():
+    phony = set()
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if line.startswith(".PHONY:"):
+            phony.update(line.split(":", 1)[1].split())
+    p = subprocess.run(["make", "-s", "help"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    listed = []
+    for line in p.stdout.splitlines():
+        words = line.split()
+        assert len(words) > 2 and words[0] == "make", f"not a target line: {line!r}"
+        listed += words[1].strip("[]").split("|")
+    assert sorted(set(listed)) == sorted(listed), f"listed twice: {listed}"
+    assert phony <= set(listed), f"make help does not list {sorted(phony - set(listed))}"
