@@ -10,7 +10,7 @@
 
 CC       ?= cc
 BUILD    ?= build
-# TOPOLOGY picks the stack make up/down/status/run work on (DESIGN: Topologies):
+# TOPOLOGY picks the stack make up/down/status/run work on (docs/design.md: Topologies):
 #   single   one of each (conf/seckill.conf), the default
 #   cluster  a Redis Cluster (3 masters, 3 replicas), 3 Kafka nodes (replication factor 3),
 #            2 gateways on one port, 2 consumers
@@ -26,6 +26,8 @@ CONF     ?= $(if $(filter cluster,$(TOPOLOGY)),conf/cluster.conf,conf/seckill.co
 # CONF=FILE on the command line picks another one for them too.
 TEST_CONF := build/conf/test.conf
 TEST_CLUSTER_CONF := build/conf/test-cluster.conf
+# The second lane of make test's pytest run (scripts/test.sh).
+TEST_CONF_2 := build/conf/test-2.conf
 TEST_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(TEST_CONF))
 # make chaos TOPOLOGY=cluster: the cluster scenarios on the tests' own cluster.
 CHAOS_STACK_CONF := $(if $(filter command line,$(origin CONF)),$(CONF),$(if $(filter cluster,$(TOPOLOGY)),$(TEST_CLUSTER_CONF),$(TEST_CONF)))
@@ -151,7 +153,7 @@ $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_TEST,$(t))))
 
 unit-tests: $(addprefix $(BUILD)/test/,$(UNIT_TESTS))
 
-# ---- install (README: Operating it) ------------------------------------------------
+# ---- install (docs/operations.md: Install) ------------------------------------------------
 #   make install [PREFIX=/usr/local] [DESTDIR=...]   binaries, Lua scripts, schema, config
 #                                                    and systemd units (scripts/install.sh)
 #   make uninstall [PREFIX=...] [DESTDIR=...]        exactly what that install put there
@@ -283,6 +285,9 @@ chaos: deps all $(BENCH_OPENLOOP) $(TEST_CONF) $(TEST_CLUSTER_CONF)
 $(TEST_CONF): conf/seckill.conf test/conf/namespace.conf
 	@mkdir -p $(dir $@)
 	cat $^ > $@
+$(TEST_CONF_2): conf/seckill.conf test/conf/namespace-2.conf
+	@mkdir -p $(dir $@)
+	cat $^ > $@
 $(TEST_CLUSTER_CONF): conf/cluster.conf test/conf/cluster-namespace.conf
 	@mkdir -p $(dir $@)
 	cat $^ > $@
@@ -333,8 +338,8 @@ status:
 run: deps all
 	CONF=$(CONF) bash scripts/demo.sh
 
-check: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
+check: deps $(TEST_CONF) $(TEST_CONF_2) $(TEST_CLUSTER_CONF)
 	CONF=$(TEST_STACK_CONF) bash scripts/check.sh
 
-test: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
-	CONF=$(TEST_STACK_CONF) bash scripts/test.sh
+test: deps $(TEST_CONF) $(TEST_CONF_2) $(TEST_CLUSTER_CONF)
+	CONF=$(TEST_STACK_CONF) CONF_2=$(TEST_CONF_2) bash scripts/test.sh

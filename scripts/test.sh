@@ -2,6 +2,7 @@
 # make test: install what is missing, build (release and ASan+UBSan), start Redis, Kafka and
 # MariaDB, set up the test Python (scripts/venv.sh), then run the cmocka unit tests, a short libFuzzer smoke run and the pytest
 # integration suite against them, and the short chaos run (test/chaos).
+# The pytest suite runs in two lanes at once, on two stacks (CONF and CONF_2).
 # Ends with one line "N passed, N failed". Services that were already running stay up;
 # services this run started are stopped again.
 set -uo pipefail
@@ -10,16 +11,37 @@ set -uo pipefail
 cd "$ROOT" || exit 1
 
 started_at=$(date +%s)
+# phase NAME: the time since the last phase, on one line, so that a slow run says where.
+phase_at=$started_at
+phase() {
+  local now
+  now=$(date +%s)
+  printf '%-28s %4d s\n' "$1" "$((now - phase_at))"
+  phase_at=$now
+}
 bash scripts/install-deps.sh || die "installing dependencies failed"
 # Every Python below is the project's venv (var/venv, test/requirements.txt), never the
 # first python3 on PATH.
 PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
-make -s all || die "build failed"
-make -s SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
+phase "packages and venv"
+jobs=$(nproc 2>/dev/null || echo 2)
+make -s -j"$jobs" all || die "build failed"
+make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
+phase "builds"
 
+# The pytest suite runs in two lanes, each on a stack of its own: CONF's, on which every
+# other part runs too, and CONF_2's (build/conf/test-2.conf), started in the background
+# while the unit tests and the fuzz smoke run.
+CONF_2=${CONF_2:-build/conf/test-2.conf}
 was_up=false
 bash scripts/stack.sh running --services-only && was_up=true
+was_up_2=false
+CONF=$CONF_2 bash scripts/stack.sh running --services-only && was_up_2=true
 bash scripts/stack.sh up --services-only || die "starting the services failed"
+lane_2_log=build/test-lane-2-up.log
+CONF=$CONF_2 bash scripts/stack.sh up --services-only > "$lane_2_log" 2>&1 &
+lane_2_up=$!
+phase "services"
 
 # shellcheck source-path=SCRIPTDIR source=testlib.sh
 . "$ROOT/scripts/testlib.sh"
@@ -43,7 +65,7 @@ done
 
 echo "== fuzz smoke (libFuzzer, ASan+UBSan, a few seconds per harness)"
 # One test per harness; the full run is make fuzz.
-out=$(make -s fuzz-smoke 2>&1)
+out=$(make -s -j"$jobs" fuzz-smoke 2>&1)
 rc=$?
 printf '%s\n' "$out"
 ok=$(printf '%s\n' "$out" | grep -c '^fuzz [a-z_]*: ok')
@@ -55,14 +77,21 @@ passed=$((passed + ok))
 failed=$((failed + bad))
 printf '%-28s %3d passed, %d failed\n' "fuzz-smoke" "$ok" "$bad"
 
-echo "== integration tests (pytest, real services, ASan+UBSan binaries)"
+phase "unit, C, fuzz smoke"
+wait "$lane_2_up" || { cat "$lane_2_log" >&2; die "starting the second lane's services ($CONF_2) failed"; }
+phase "second lane's services"
+
+echo "== integration tests (pytest, real services, ASan+UBSan binaries, two lanes)"
 junit=build/pytest-junit.xml
 rm -f "$junit"
-SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF "$PY" -m pytest -q -p no:cacheprovider \
-  --junitxml="$junit" test/integration
+# --dist loadgroup: each module runs whole on one lane, the cluster's modules all on one
+# (test/integration/conftest.py).
+SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF SECKILL_LANE_CONFS="$CONF $CONF_2" \
+  "$PY" -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup --junitxml="$junit" test/integration
 counts=$(junit_counts "$junit")
 passed=$((passed + ${counts% *}))
 failed=$((failed + ${counts#* }))
+phase "pytest"
 
 echo "== chaos, short (consumer kill -9 mid-batch, Kafka broker stopped 10 s; ASan+UBSan binaries)"
 # The scenarios of make chaos marked `short` (test/chaos, docs/chaos.md): a sale under load
@@ -77,8 +106,12 @@ passed=$((passed + ${chaos_counts% *}))
 failed=$((failed + ${chaos_counts#* }))
 printf '%-28s %3d passed, %d failed\n' "chaos-short" "${chaos_counts% *}" "${chaos_counts#* }"
 
+phase "chaos, short"
 if [ "$was_up" = false ]; then
   bash scripts/stack.sh down >/dev/null 2>&1 || warn "stopping the services failed"
+fi
+if [ "$was_up_2" = false ]; then
+  CONF=$CONF_2 bash scripts/stack.sh down >/dev/null 2>&1 || warn "stopping the second lane's services failed"
 fi
 echo "make test took $(( $(date +%s) - started_at )) s"
 echo "$passed passed, $failed failed"

@@ -6,7 +6,7 @@ coupons and activities in the demo's database. The suite's base configuration is
 conf/seckill.conf followed by test/conf/namespace.conf (build/conf/test.conf), and its
 cluster is conf/cluster.conf followed by test/conf/cluster-namespace.conf
 (build/conf/test-cluster.conf): these tests check that every resource they name differs
-from the demo's, that no two of the four stacks share a port or a data directory, and that
+from the demo's, that no two of the five stacks share a port or a data directory, and that
 the services the suite talks to really are the ones kept in the test stack's data
 directory."""
 
@@ -21,7 +21,9 @@ from conftest import ROOT, conf_of
 DEMO_CONF = ROOT / "conf" / "seckill.conf"
 DEMO_CLUSTER_CONF = ROOT / "conf" / "cluster.conf"
 TEST_CLUSTER_CONF = ROOT / "build" / "conf" / "test-cluster.conf"
-NAMESPACES = [ROOT / "test" / "conf" / "namespace.conf", ROOT / "test" / "conf" / "cluster-namespace.conf"]
+TEST_CONF = ROOT / "build" / "conf" / "test.conf"
+TEST_CONF_2 = ROOT / "build" / "conf" / "test-2.conf"
+NAMESPACES = [ROOT / "test" / "conf" / name for name in ("namespace.conf", "namespace-2.conf", "cluster-namespace.conf")]
 
 # Everything through which two stacks on one machine could meet.
 RESOURCES = [
@@ -66,13 +68,15 @@ def test_the_namespace_file_sets_every_resource_and_nothing_else(namespace):
 
 def test_every_resource_of_the_test_stacks_differs_from_the_demos(base_conf):
     for test, demo, resources in ((base_conf, conf_of(DEMO_CONF), RESOURCES),
+                                  (conf_of(TEST_CONF), conf_of(DEMO_CONF), RESOURCES),
+                                  (conf_of(TEST_CONF_2), conf_of(DEMO_CONF), RESOURCES),
                                   (conf_of(TEST_CLUSTER_CONF), conf_of(DEMO_CLUSTER_CONF), CLUSTER_RESOURCES)):
         same = {k: demo.get(k) for k in resources if test.get(k) == demo.get(k)}
         assert not same, f"{test.path} shares these with {demo.path}: {same}"
 
 
 def test_no_two_stacks_share_a_port_or_a_data_directory(base_conf):
-    stacks = [base_conf, conf_of(TEST_CLUSTER_CONF), conf_of(DEMO_CONF), conf_of(DEMO_CLUSTER_CONF)]
+    stacks = [conf_of(p) for p in {base_conf.path.resolve(), TEST_CONF, TEST_CONF_2, TEST_CLUSTER_CONF, DEMO_CONF, DEMO_CLUSTER_CONF}]
     for a, b in itertools.combinations(stacks, 2):
         assert not ports(a) & ports(b), f"{a.path} and {b.path} share ports {ports(a) & ports(b)}"
         assert a.data_dir(ROOT).resolve() != b.data_dir(ROOT).resolve(), (a.path, b.path)
