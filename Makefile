@@ -91,7 +91,7 @@ LDLIBS_ADMIN    = $(call pkg_flags,--libs libevent hiredis libcjson libmariadb) 
 
 BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl $(BUILD)/seckill-admin
 
-.PHONY: all clean unit-tests integration-c-tests up down status run check test deps
+.PHONY: all clean unit-tests integration-c-tests up down status run check test test-cluster deps
 all: $(BINS)
 
 # -MMD: each object depends on exactly the headers it includes.
@@ -213,6 +213,8 @@ integration-c-tests: $(addprefix $(BUILD)/itest/,$(ITEST_C))
 FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 60
 FUZZ_SMOKE_SECONDS ?= 10
+# Harnesses run at a time (make test runs them on every core).
+FUZZ_JOBS          ?= 1
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
                 common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
@@ -234,10 +236,10 @@ $(BUILD)/fuzz/bin/%: test/fuzz/%.c $(call fuzz_obj,$(FUZZ_MODULES)) $(wildcard i
 fuzz-build: $(call fuzz_obj,$(FUZZ_MODULES)) $(addprefix $(BUILD)/fuzz/bin/,$(FUZZ_TARGETS))
 
 fuzz: fuzz-build
-	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-smoke: fuzz-build
-	FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+	FUZZ_JOBS=$(FUZZ_JOBS) FUZZ_DIR=$(BUILD)/fuzz bash test/fuzz/run.sh $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
 
 # make fuzz-coverage: the lines of src/ each harness's corpus reaches (the last make fuzz
 # run's corpus, else the seeds), from a build with clang's source coverage instead of the
@@ -298,7 +300,8 @@ make [all]          build seckill-server, order-consumer, seckillctl, seckill-ad
 make run            install what is missing, start the stack, create a demo sale, print curl lines
 make up|down|status the stack alone [TOPOLOGY=single|cluster] [CONF=FILE]
 make check          unit tests (cmocka, ASan+UBSan) and the tests that need no service: seconds
-make test           the whole suite on its own stack: unit, C integration, fuzz smoke, pytest, chaos
+make test           the suite on its own stacks: unit, C integration, fuzz smoke, pytest in two lanes, chaos
+make test-cluster   the integration tests on the tests' Redis and Kafka cluster (.ci/run runs both)
 make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster]
 make bench          the benchmark and its report in bench/results/
 make fuzz           libFuzzer harnesses for FUZZ_SECONDS each (clang)
@@ -343,3 +346,6 @@ check: deps $(TEST_CONF) $(TEST_CONF_2) $(TEST_CLUSTER_CONF)
 
 test: deps $(TEST_CONF) $(TEST_CONF_2) $(TEST_CLUSTER_CONF)
 	CONF=$(TEST_STACK_CONF) CONF_2=$(TEST_CONF_2) bash scripts/test.sh
+
+test-cluster: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
+	CONF=$(TEST_STACK_CONF) bash scripts/test-cluster.sh

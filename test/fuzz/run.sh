@@ -5,6 +5,7 @@
 # FUZZ_DIR/corpus/NAME, so a run never edits the repository and two runs start alike.
 # Prints one line per harness, "fuzz NAME: ok, ..." or "fuzz NAME: FAILED ...", with the
 # reproducer's path on failure, and exits non-zero if any failed.
+# FUZZ_JOBS=N runs N harnesses at a time (default 1); the lines keep the order of NAME...
 set -uo pipefail
 
 [ $# -ge 2 ] || { echo "usage: FUZZ_DIR=build/fuzz $0 SECONDS NAME..." >&2; exit 2; }
@@ -14,7 +15,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dir=${FUZZ_DIR:-build/fuzz}
 status=0
 
-for name in "$@"; do
+fuzz_one() {
+  local name=$1 bin work artifacts log rc runs speed cov files repro args
   bin=$dir/bin/$name
   work=$dir/corpus/$name
   artifacts=$dir/artifacts/$name
@@ -39,14 +41,28 @@ for name in "$@"; do
   repro=$(find "$artifacts" -type f ! -name 'slow-unit-*' | head -n 1)
   if [ "$rc" -eq 0 ] && [ -z "$repro" ] && [ -n "$runs" ]; then
     echo "fuzz $name: ok, $runs runs in ${seconds} s (${speed}/s), ${cov:-cov: ?}, corpus $files files"
-    continue
+    return 0
   fi
-  status=1
   echo "fuzz $name: FAILED (exit $rc) after ${runs:-?} runs; log: $log"
   grep -E 'ERROR: |SUMMARY: |runtime error: |Test unit written' "$log" | head -n 8 | sed 's/^/    /'
   if [ -n "$repro" ]; then
     echo "    reproducer: $repro"
     echo "    rerun: $bin $repro"
   fi
+  return 1
+}
+
+jobs=${FUZZ_JOBS:-1}
+results=$dir/results
+rm -rf "$results"
+mkdir -p "$results"
+for name in "$@"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  fuzz_one "$name" > "$results/$name" 2>&1 &
+done
+wait
+for name in "$@"; do
+  cat "$results/$name"
+  grep -q "^fuzz $name: ok," "$results/$name" || status=1
 done
 exit "$status"

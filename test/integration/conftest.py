@@ -512,23 +512,42 @@ def connect_backends(conf, who):
 # Fixtures that reach running services or start a stack of their own. A test whose
 # fixtures reach none of them is one `make check` runs (-m "not stack").
 STACK_FIXTURES = {"services", "cluster_services", "stack"}
+# The modules on the tests' cluster (cluster_services), marked `cluster`: make test-cluster
+# runs them, make test the others. In lanes they all run on one worker, the one that
+# brings the cluster up: a second worker would bring up the same cluster on the same
+# ports beside it. Collection refuses a module on the cluster not named here.
+CLUSTER_MODULES = {"test_cluster_buckets.py", "test_cluster_topology.py", "test_longpoll_cluster.py",
+                   "test_redis_failover.py"}
+IN_LANES = bool(os.environ.get("PYTEST_XDIST_WORKER"))
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Marks the tests that need a stack, and moves the ones on the tests' cluster after
-    all others (a stable sort: each module's tests stay together and in order), so that
-    the cluster, brought up once for all of them, never runs beside the other tests."""
+    """Marks the tests that need a stack, and moves the ones on the tests' cluster (a
+    stable sort: each module's tests stay together and in order) after all others, so
+    that the cluster never runs beside them; in lanes, before all others, so that one
+    lane takes them at once while the other runs the rest."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if STACK_FIXTURES & fixtures:
             item.add_marker(pytest.mark.stack)
-        # In lanes (--dist loadgroup), a module runs whole on one worker, as its module
-        # fixtures expect, and every module on the cluster on the same one: the worker
-        # that brings the cluster up.
-        group = "cluster" if "cluster_services" in fixtures else item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: "cluster_services" in getattr(item, "fixturenames", ()))
+        if "cluster_services" in fixtures and item.path.name not in CLUSTER_MODULES:
+            raise pytest.UsageError(f"{item.path.name} uses the tests' cluster: add it to CLUSTER_MODULES (conftest.py)")
+        if item.path.name in CLUSTER_MODULES:
+            item.add_marker(pytest.mark.cluster)
+    items.sort(key=lambda item: ("cluster_services" in getattr(item, "fixturenames", ())) != IN_LANES)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Lanes get whole modules (a module's fixtures start its gateway and consumer once),
+    and every module on the cluster goes to the same lane."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            module = nodeid.split("::", 1)[0]
+            return "cluster" if module.rpartition("/")[2] in CLUSTER_MODULES else module
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -563,10 +582,10 @@ def cluster_sh(env, script, *args, timeout=120):
 
 
 @pytest.fixture(scope="session")
-def cluster_services(services):
+def cluster_services():
     """The tests' cluster services (build/conf/test-cluster.conf: a Redis Cluster of three
     masters and three replicas, three Kafka nodes, MariaDB), up once for every module on
-    them, and down after the last (they run last: pytest_collection_modifyitems). A
+    them, and down after the last (pytest_collection_modifyitems keeps them together). A
     module starts what it runs on top of them and leaves them healthy; an `up` at the
     start of a module starts again whatever a module before it left stopped. Returns the
     environment of scripts/stack.sh for them."""
