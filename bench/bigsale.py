@@ -4,32 +4,19 @@ shipped (seckill.sale-stats-interval-ms = 5000) and then off, and Redis's SLOWLO
 read across each run.
 
 A mixin of bench.py's Bench, like sale.py. The orders are written straight into the sale's
-Redis keys in the shape execute.lua and finalize.lua leave a sold order in (users: user ->
-orderNo, orders: orderNo -> SUCCESS, the stock key down, the activity hash's 'sold' up),
-not through HTTP: two million orders through wrk would take minutes. They have no MySQL
+Redis keys in the shape execute.lua and finalize.lua leave a sold order in
+(test/lib/bulkfill.py), not through HTTP: two million orders through wrk would take minutes. They have no MySQL
 rows, so the sale has no correctness check; the run's cleanup removes it.
 """
 
 import time
 
+from bulkfill import bulk_fill  # test/lib, on the path since bench.py put it there
 from sale import ACTIVITY_CACHE_S, env_int, log
 
 BIG_ORDERS = env_int("BENCH_BIG_ORDERS", 2_000_000)
 BIG_STOCK = 10_000_000 + BIG_ORDERS
-FILL_CHUNK = 5000
 SLOW_US = 10_000
-ORDERNO_EPOCH_MS = 1704067200000
-FILL_NODE = 1022   # a node id no gateway leases
-
-FILL = """
-for i = 1, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i])
-  redis.call('HSET', KEYS[2], ARGV[i], 'SUCCESS')
-end
-redis.call('DECRBY', KEYS[3], #ARGV / 2)
-redis.call('HINCRBY', KEYS[4], 'sold', #ARGV / 2)
-return #ARGV / 2
-"""
 
 
 class BigSaleScenarios:
@@ -37,17 +24,9 @@ class BigSaleScenarios:
     configuration, then with the gauges off)."""
 
     def big_fill(self, aid, n):
-        keys = [self.conf.key(k, aid) for k in ("users", "orders", "stock", "activity")]
-        ms = int(time.time() * 1000) - 3_600_000
         first_user = 9 * 10**15 + (int(time.time()) % 10**6) * 10**7
-        done = 0
         t0 = time.monotonic()
-        while done < n:
-            args = []
-            for i in range(done, min(n, done + FILL_CHUNK)):
-                args += [str(((ms + i // 4096 - ORDERNO_EPOCH_MS) << 22) | (FILL_NODE << 12) | (i % 4096)),
-                         str(first_user + i)]
-            done += self.redis("EVAL", FILL, 4, *keys, *args)
+        done = bulk_fill(self.redis, self.conf, aid, n, first_user)
         log(f"big sale: {done:,} SUCCESS orders written into activity {aid} in {time.monotonic() - t0:.1f} s")
 
     def slowlog(self):

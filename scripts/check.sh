@@ -9,19 +9,11 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT" || exit 1
 
-started_at=$(date +%s)
-bash scripts/install-deps.sh || die "installing dependencies failed"
-PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
-jobs=$(nproc 2>/dev/null || echo 2)
-# The binaries too: some of these tests run seckillctl, seckill-admin or the gateway alone.
-make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
-
 # shellcheck source-path=SCRIPTDIR source=testlib.sh
 . "$ROOT/scripts/testlib.sh"
-passed=0
-failed=0
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+suite_start
+# The binaries too: some of these tests run seckillctl, seckill-admin or the gateway alone.
+make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
 
 echo "== unit tests (cmocka, ASan+UBSan, no I/O)"
 unit_tests_run build/asan
@@ -31,11 +23,6 @@ junit=build/pytest-check-junit.xml
 rm -f "$junit"
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF "$PY" -m pytest -q -p no:cacheprovider \
   -m "not stack" --junitxml="$junit" test/integration
-counts=$(junit_counts "$junit")
-passed=$((passed + ${counts% *}))
-failed=$((failed + ${counts#* }))
-printf '%-28s %3d passed, %d failed\n' "pytest (no service)" "${counts% *}" "${counts#* }"
+junit_add "$junit" "pytest (no service)"
 
-echo "make check took $(( $(date +%s) - started_at )) s"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+suite_end check

@@ -10,7 +10,9 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT" || exit 1
 
-started_at=$(date +%s)
+# shellcheck source-path=SCRIPTDIR source=testlib.sh
+. "$ROOT/scripts/testlib.sh"
+suite_start
 # phase NAME: the time since the last phase, on one line, so that a slow run says where.
 phase_at=$started_at
 phase() {
@@ -19,12 +21,7 @@ phase() {
   printf '%-28s %4d s\n' "$1" "$((now - phase_at))"
   phase_at=$now
 }
-bash scripts/install-deps.sh || die "installing dependencies failed"
-# Every Python below is the project's venv (var/venv, test/requirements.txt), never the
-# first python3 on PATH.
-PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
 phase "packages and venv"
-jobs=$(nproc 2>/dev/null || echo 2)
 make -s -j"$jobs" all || die "build failed"
 make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
 phase "builds"
@@ -43,13 +40,6 @@ CONF=$CONF_2 bash scripts/stack.sh up --services-only > "$lane_2_log" 2>&1 &
 lane_2_up=$!
 phase "services"
 
-# shellcheck source-path=SCRIPTDIR source=testlib.sh
-. "$ROOT/scripts/testlib.sh"
-
-passed=0
-failed=0
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)}
 # test_persist_race.c finds the MariaDB in the same file.
 export SECKILL_CONF=${SECKILL_CONF:-$CONF}
@@ -88,9 +78,7 @@ rm -f "$junit"
 # tests' cluster are make test-cluster's (scripts/test-cluster.sh).
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF SECKILL_LANE_CONFS="$CONF $CONF_2" \
   "$PY" -m pytest -q -p no:cacheprovider -n 2 -m "not cluster" --junitxml="$junit" test/integration
-counts=$(junit_counts "$junit")
-passed=$((passed + ${counts% *}))
-failed=$((failed + ${counts#* }))
+junit_add "$junit" "pytest (two lanes)"
 phase "pytest"
 
 echo "== chaos, short (consumer kill -9 mid-batch, Kafka broker stopped 10 s; ASan+UBSan binaries)"
@@ -101,10 +89,7 @@ chaos_junit=build/pytest-chaos-junit.xml
 rm -f "$chaos_junit"
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF SECKILL_CHAOS_OUT=$ROOT/build/chaos-short \
   "$PY" -m pytest -q -s -p no:cacheprovider -m short --junitxml="$chaos_junit" test/chaos
-chaos_counts=$(junit_counts "$chaos_junit")
-passed=$((passed + ${chaos_counts% *}))
-failed=$((failed + ${chaos_counts#* }))
-printf '%-28s %3d passed, %d failed\n' "chaos-short" "${chaos_counts% *}" "${chaos_counts#* }"
+junit_add "$chaos_junit" "chaos-short"
 
 phase "chaos, short"
 if [ "$was_up" = false ]; then
@@ -113,6 +98,4 @@ fi
 if [ "$was_up_2" = false ]; then
   CONF=$CONF_2 bash scripts/stack.sh down >/dev/null 2>&1 || warn "stopping the second lane's services failed"
 fi
-echo "make test took $(( $(date +%s) - started_at )) s"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+suite_end test

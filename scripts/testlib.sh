@@ -58,3 +58,35 @@ unit_tests_run() {
     if [ -x "$t" ]; then cmocka_run "$t"; else warn "$t was not built from $src"; failed=$((failed + 1)); fi
   done
 }
+
+# suite_start: what every suite does first: installs the missing packages, sets up the
+# test Python (PY: the project's venv, never the first python3 on PATH), and sets jobs (the
+# cores, for make -j), started_at, passed and failed, and the sanitizers' options.
+suite_start() {
+  started_at=$(date +%s)
+  bash scripts/install-deps.sh || die "installing dependencies failed"
+  PY=$(bash scripts/venv.sh) || die "setting up the test Python (scripts/venv.sh) failed"
+  jobs=$(nproc 2>/dev/null || echo 2)
+  passed=0
+  failed=0
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+}
+
+# junit_add REPORT LABEL: adds a pytest JUnit report's counts to passed and failed, and
+# prints them on one line under LABEL.
+junit_add() {
+  local counts
+  counts=$(junit_counts "$1")
+  passed=$((passed + ${counts% *}))
+  failed=$((failed + ${counts#* }))
+  printf '%-28s %3d passed, %d failed\n' "$2" "${counts% *}" "${counts#* }"
+}
+
+# suite_end TARGET: the time it took and the one line "N passed, N failed"; fails unless
+# something passed and nothing failed.
+suite_end() {
+  echo "make $1 took $(( $(date +%s) - started_at )) s"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
+}

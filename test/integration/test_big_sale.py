@@ -11,10 +11,9 @@ fails on a command slow in two windows (a walk of the sale is slow every time, a
 the kernel merely did not run for a while is not) or when no window was clean; then it checks that the gauges tell
 the truth about that sale (sold = the SUCCESS orders in the hash, I3 balanced).
 
-The orders are written straight into the sale's keys, in the shape execute.lua and
-finalize.lua leave a sold order in (users: user -> orderNo, orders: orderNo -> SUCCESS, one
-unit off the stock key, the activity hash's 'sold' counter up by one), not through HTTP,
-which would take minutes. Their rows are not written to MySQL: nothing periodic reads them.
+The orders are written straight into the sale's keys (test/lib/bulkfill.py: in the shape
+execute.lua and finalize.lua leave a sold order in), not through HTTP, which would take
+minutes. Their rows are not written to MySQL: nothing periodic reads them.
 A few real purchases then go through the gateway and the consumer on top of them.
 """
 
@@ -23,6 +22,7 @@ import time
 
 import pytest
 
+from bulkfill import bulk_fill
 from conftest import poll_until, wait_for_consumer
 from gatewayhttp import gateway_metrics
 
@@ -31,24 +31,8 @@ CONF_OVERRIDES = {}
 
 BULK_ORDERS = 1_000_000
 REAL_ORDERS = 20
-FILL_CHUNK = 5000
 SLOW_US = 10_000
 SLOW_WINDOWS = 3
-ORDERNO_EPOCH_MS = 1704067200000
-# A node id no gateway leases: the filled orders are nobody's reservations anyway.
-FILL_NODE = 1022
-
-# HSETs one chunk in the shape of a finalized order. KEYS: users, orders, stock, activity.
-FILL = """
-for i = 1, #ARGV, 2 do
-  redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i])
-  redis.call('HSET', KEYS[2], ARGV[i], 'SUCCESS')
-end
-redis.call('DECRBY', KEYS[3], #ARGV / 2)
-redis.call('HINCRBY', KEYS[4], 'sold', #ARGV / 2)
-return #ARGV / 2
-"""
-
 # Read after the SLOWLOG check: an O(orders) walk of the test's own.
 COUNT_SUCCESS = """
 local n = 0
@@ -57,23 +41,6 @@ for _, s in ipairs(redis.call('HVALS', KEYS[1])) do
 end
 return n
 """
-
-
-def order_no(ms, seq):
-    """An order number as orderno.c makes them: 41 bits of time, 10 of node, 12 of sequence."""
-    return str(((ms - ORDERNO_EPOCH_MS) << 22) | (FILL_NODE << 12) | seq)
-
-
-def bulk_fill(redis, conf, activity_id, n, first_user):
-    keys = [conf.key(k, activity_id) for k in ("users", "orders", "stock", "activity")]
-    ms = int(time.time() * 1000) - 3_600_000
-    done = 0
-    while done < n:
-        args = []
-        for i in range(done, min(n, done + FILL_CHUNK)):
-            args += [order_no(ms + i // 4096, i % 4096), str(first_user + i)]
-        done += redis("EVAL", FILL, 4, *keys, *args)
-    return done
 
 
 def sale_view(port, activity_id):

@@ -33,7 +33,7 @@ from gatewayhttp import RawReply, http_bytes, raw_http
 CONTRACT = ROOT / "docs" / "openapi.yaml"
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 # Bounds of the two runs (seconds of generated requests): with the module's set-up, about
-# 90 s of the suite.
+# 50 s of the suite.
 MAIN_RUN_SECONDS = 25
 STATEFUL_RUN_SECONDS = 12
 # What a JSON answer of the API holds at least (docs/design.md, docs/api.md: every response is JSON).
