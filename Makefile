@@ -212,7 +212,7 @@ integration-c-tests: $(addprefix $(BUILD)/itest/,$(ITEST_C))
 # coverage instrumentation is clang's, and the release objects must stay free of it.
 FUZZ_CC            ?= clang
 FUZZ_SECONDS       ?= 60
-FUZZ_SMOKE_SECONDS ?= 10
+FUZZ_SMOKE_SECONDS ?= 5
 # Harnesses run at a time (make test runs them on every core).
 FUZZ_JOBS          ?= 1
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))

@@ -22,22 +22,28 @@ phase() {
   phase_at=$now
 }
 phase "packages and venv"
-make -s -j"$jobs" all || die "build failed"
-make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
-phase "builds"
 
 # The pytest suite runs in two lanes, each on a stack of its own: CONF's, on which every
-# other part runs too, and CONF_2's (build/conf/test-2.conf), started in the background
-# while the unit tests and the fuzz smoke run.
+# other part runs too, and CONF_2's (build/conf/test-2.conf). Both stacks' services start
+# in the background while the binaries build (they need only the packages).
 CONF_2=${CONF_2:-build/conf/test-2.conf}
+mkdir -p build
 was_up=false
 bash scripts/stack.sh running --services-only && was_up=true
 was_up_2=false
 CONF=$CONF_2 bash scripts/stack.sh running --services-only && was_up_2=true
-bash scripts/stack.sh up --services-only || die "starting the services failed"
+lane_log=build/test-lane-1-up.log
 lane_2_log=build/test-lane-2-up.log
+bash scripts/stack.sh up --services-only > "$lane_log" 2>&1 &
+lane_up=$!
 CONF=$CONF_2 bash scripts/stack.sh up --services-only > "$lane_2_log" 2>&1 &
 lane_2_up=$!
+
+make -s -j"$jobs" all || die "build failed"
+make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
+phase "builds"
+wait "$lane_up" || { cat "$lane_log" >&2; die "starting the services failed"; }
+cat "$lane_log"
 phase "services"
 
 export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)}

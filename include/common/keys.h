@@ -41,6 +41,11 @@
  */
 
 #define KEYS_LEN 160
+/* Fields per HSCAN page when a sale's users or orders hash is read whole (the gateway's
+ * winners load, seckillctl verify): each page one short command on a live sale. Pages of
+ * 1000 took 10-16 ms on a hash of a million on a busy 2-core machine, over the 10 ms that
+ * test_big_sale.py allows any command. */
+#define KEYS_SCAN_PAGE "100"
 #define KEYS_ACTIVITIES "seckill:activities"
 /* The two keys of nodelease.lua share the tag {nodes}: one slot in a Redis Cluster. */
 #define KEYS_NODE_SEQ "seckill:{nodes}:seq"

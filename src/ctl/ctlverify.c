@@ -25,9 +25,6 @@
 #define CTLVERIFY_STUCK_MARGIN_MS 10000
 #define CTLVERIFY_SAMPLES 3
 #define CTLVERIFY_DETAIL 768
-/* Fields per HSCAN page of the users and orders hashes: each page is a bounded command
- * (well under a millisecond), whatever the size of the sale. */
-#define CTLVERIFY_SCAN_COUNT "1000"
 
 /* Examples of what a failing check found, for the operator to look up. */
 struct ctlverify_samples {
@@ -170,7 +167,7 @@ static int ctlverify_scan(struct ctlrun *ctl, redisContext *c, const char *key, 
 {
     char cursor[32] = "0";
     do {
-        const char *argv[] = { "HSCAN", key, cursor, "COUNT", CTLVERIFY_SCAN_COUNT };
+        const char *argv[] = { "HSCAN", key, cursor, "COUNT", KEYS_SCAN_PAGE };
         redisReply *r = ctlredis_on(ctl, c, 5, argv);
         if (!r)
             return CTLRUN_FAIL;

@@ -251,7 +251,7 @@ static void on_page(redisReply *reply, void *privdata)
         load_page(load, reply->element[0]->str);
 }
 
-/* HSCAN pages of 1000, not HGETALL: a sale of a million leaves Redis responsive. */
+/* HSCAN pages (KEYS_SCAN_PAGE), not HGETALL: a sale of a million leaves Redis responsive. */
 static void load_page(struct winners_load *load, const char *cursor)
 {
     const struct activity *a = activity_cache_find(load->cache, load->id);
@@ -260,7 +260,7 @@ static void load_page(struct winners_load *load, const char *cursor)
         return;
     }
     const struct keys_set *k = load->bucket == 0 ? &a->keys : &a->buckets[load->bucket].keys;
-    const char *argv[] = { "HSCAN", k->name[KEYS_USERS], cursor, "COUNT", "1000" };
+    const char *argv[] = { "HSCAN", k->name[KEYS_USERS], cursor, "COUNT", KEYS_SCAN_PAGE };
     if (redisconn_command_argv(load->cache->redis, 5, argv, NULL, on_page, load) != 0)
         load_done(load, false);
 }

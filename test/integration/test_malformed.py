@@ -16,7 +16,7 @@ FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 HTML = None   # evhttp answers these itself: an HTML page, not the API's JSON
 
 # (id, method, target, headers, body, expected code, expected JSON status or HTML)
-# {a} is the sale's activity, {u} a user, {uc} a user coupon of user {cu}.
+# {a} is the sale's activity, {other} another id, {u} a user, {uc} a user coupon of user {cu}.
 MALFORMED = [
     # ids in the query string: positive 64-bit, below 2^53, no junk
     ("userId 0", "POST", "/seckill/execute?userId=0&activityId={a}", {}, "", 400, "INVALID"),
@@ -81,7 +81,7 @@ MALFORMED = [
     ("query and form disagree", "POST", "/seckill/execute?userId={u}&activityId={a}", FORM,
      "userId=1&activityId={a}", 400, "INVALID"),
     ("query and JSON disagree", "POST", "/seckill/execute?userId={u}&activityId={a}", JSON,
-     '{"userId": {u}, "activityId": 1}', 400, "INVALID"),
+     '{"userId": {u}, "activityId": {other}}', 400, "INVALID"),
     # redeeming: amounts, references, ids
     ("orderAmount 1.234", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=1.234&orderRef=r1", 400, "INVALID"),
     ("orderAmount -1", "POST", "/coupons/{uc}/use", FORM, "userId={cu}&orderAmount=-1&orderRef=r1", 400, "INVALID"),
@@ -144,7 +144,7 @@ def trace(gw, redis, mysql, conf, target):
 
 def fill(value, target):
     subs = {"{a}": target["sale"].activity_id, "{u}": target["user"], "{uc}": target["uc"],
-            "{cu}": target["coupon_user"]}
+            "{cu}": target["coupon_user"], "{other}": target["sale"].activity_id + 1}
     if isinstance(value, bytes):
         return value
     for k, v in subs.items():
