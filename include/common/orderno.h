@@ -29,5 +29,7 @@ uint64_t orderno_next(struct orderno_gen *gen, int64_t now_ms);
 int orderno_format(char *buf, size_t len, uint64_t id, int64_t activity_id);
 /* Accepts exactly "<digits>-<digits>" with both parts positive and in range. */
 int orderno_parse(const char *s, uint64_t *id, int64_t *activity_id);
+/* The wall-clock millisecond an id was drawn for (its 41 bits of time). */
+int64_t orderno_time_ms(uint64_t id);
 
 #endif

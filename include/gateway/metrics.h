@@ -16,6 +16,7 @@ struct salestats;
     X(ORDERS_ROLLED_BACK, "seckill_orders_rolled_back_total", "Reservations undone after Kafka refused or failed the order") \
     X(RELEASE_RETRIES, "seckill_release_retries_total", "Rollbacks of orders already given to Kafka sent again because Redis gave no verdict (their answer waits for one)") \
     X(RESERVATIONS_EXPIRED, "seckill_reservations_expired_total", "Reservations the reaper expired (never reached Kafka)") \
+    X(ORDERS_REDELIVERED, "seckill_orders_redelivered_total", "Orders answered 200 before Kafka had them (reply-after-ack off) produced again: after a failed delivery, or by a reaper for a stale reservation") \
     X(KAFKA_DELIVERY_FAILURES, "seckill_kafka_delivery_failures_total", "Kafka produce or delivery failures") \
     X(REDIS_TIMEOUTS, "seckill_redis_timeouts_total", "Times the Redis connection was dropped for missing its deadline") \
     X(REDIS_WAIT_SHORT, "seckill_redis_wait_short_total", "Script calls whose WAIT counted fewer than redis.wait-replicas replicas (their reservations rolled back, their queued marks sent again)") \

@@ -9,12 +9,15 @@
 #include "common/config.h"
 #include "common/orderno.h"
 #include "gateway/nodelease.h"
+#include "gateway/redeliver.h"
 #include "gateway/redisconn.h"
 
 /* Expires reservations that never reached Kafka (older than seckill.pre-reduce-timeout
  * and not marked queued) on a timer: the stock returns, the user may try again, the
  * order becomes FAILED. release.lua is atomic, so gateways reaping at once never release
- * one reservation twice.
+ * one reservation twice. Given a redeliver (seckill.order.reply-after-ack = false, where
+ * a 200 goes out before Kafka has the order) it expires nothing and hands the same
+ * reservations back to Kafka instead (redeliver.h).
  *
  * A reservation belongs to the gateway whose node id is in its order number. A gateway
  * reaps its own, and those of nodes it has seen without a lease (nodelease.c) for longer
@@ -28,8 +31,10 @@
 
 struct reaper;
 
+/* redeliver: NULL to expire stale reservations (reply-after-ack), else what hands them
+ * back to Kafka; it must outlive the reaper's pending Redis calls like the reaper. */
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                          struct activity_cache *activities, struct nodelease *lease);
+                          struct activity_cache *activities, struct nodelease *lease, struct redeliver *redeliver);
 void reaper_free(struct reaper *reaper);
 
 /* node-lease-ms (a lease seen missing may just have been let lapse) + redis.reconnect-max-ms

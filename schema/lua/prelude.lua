@@ -39,3 +39,31 @@ local function count_sold(activity_key, n)
     redis.call('HINCRBY', activity_key, 'sold', n)
   end
 end
+
+-- The gateway node in an order number: bits 12..21 of the decimal number (41 bits of
+-- time, 10 of node, 12 of sequence), from the digits alone: a Lua number cannot hold 63
+-- bits exactly, their remainder by 2^22 can.
+local function order_node(order_no)
+  local r = 0
+  for i = 1, #order_no do
+    local d = string.byte(order_no, i) - 48
+    if d < 0 or d > 9 then
+      break
+    end
+    r = (r * 10 + d) % 4194304
+  end
+  return math.floor(r / 4096)
+end
+
+-- Whether a reaper that passed mode 'own' with its node, or 'except' with the nodes it
+-- must leave alone (",a,b,"), takes the reservation of this order; true without a mode.
+local function reaper_takes(order_no, mode, nodes)
+  if not mode then
+    return true
+  end
+  local node = order_node(order_no)
+  if mode == 'own' then
+    return node == tonumber(nodes)
+  end
+  return not string.find(nodes, ',' .. node .. ',', 1, true)
+end

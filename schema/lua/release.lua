@@ -15,32 +15,10 @@
 -- Returns, for 'older', the number of reservations released; for 'order', 1 when this call
 -- released it, 0 when it was already FAILED (or is unknown), 2 when it lives on (queued in
 -- Kafka, claimed by a consumer or SUCCESS: a delivery report that said "failed" was wrong).
--- fail_order, publish_final: prelude.lua.
-
--- Bits 12..21 of the decimal order number (41 bits of time, 10 of node, 12 of sequence),
--- from the digits alone: a Lua number cannot hold 63 bits exactly, their remainder by 2^22
--- can.
-local function node_of(order_no)
-  local r = 0
-  for i = 1, #order_no do
-    local d = string.byte(order_no, i) - 48
-    if d < 0 or d > 9 then
-      break
-    end
-    r = (r * 10 + d) % 4194304
-  end
-  return math.floor(r / 4096)
-end
+-- fail_order, publish_final, reaper_takes: prelude.lua.
 
 local function ours(order_no)
-  if ARGV[1] ~= 'older' or not ARGV[4] then
-    return true
-  end
-  local node = node_of(order_no)
-  if ARGV[4] == 'own' then
-    return node == tonumber(ARGV[5])
-  end
-  return not string.find(ARGV[5], ',' .. node .. ',', 1, true)
+  return ARGV[1] ~= 'older' or reaper_takes(order_no, ARGV[4], ARGV[5])
 end
 
 local members

@@ -18,7 +18,7 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_NODELEASE] = "nodelease", [LUASCRIPT_SALESTATS] = "salestats",
     [LUASCRIPT_SUPERSEDE] = "supersede",
     [LUASCRIPT_PAUSE] = "pause",
-    [LUASCRIPT_REBALANCE] = "rebalance",
+    [LUASCRIPT_REBALANCE] = "rebalance", [LUASCRIPT_REDELIVER] = "redeliver",
 };
 
 static char *read_file(const char *path, size_t *len)

@@ -57,3 +57,8 @@ int orderno_parse(const char *s, uint64_t *id, int64_t *activity_id)
     *id = (uint64_t)idv;
     return 0;
 }
+
+int64_t orderno_time_ms(uint64_t id)
+{
+    return (int64_t)(id >> (ORDERNO_NODE_BITS + ORDERNO_SEQ_BITS)) + ORDERNO_EPOCH_MS;
+}

@@ -20,6 +20,7 @@
 #include "gateway/metrics.h"
 #include "gateway/nodelease.h"
 #include "common/orderevent.h"
+#include "gateway/ordermsg.h"
 #include "gateway/pending.h"
 #include "gateway/purchasetoken.h"
 #include "gateway/rebalance.h"
@@ -38,7 +39,12 @@ enum order_stage {
     ORDER_RESERVING,    /* queued for, or waiting on, execute.lua */
     ORDER_DELIVERING,   /* reserved; the order is with Kafka */
     ORDER_ROLLING_BACK, /* release.lua sent; its verdict answers */
+    ORDER_REDELIVERING, /* told 200 before Kafka had it, its delivery failed: produced again */
 };
+
+/* A promised order whose delivery failed is produced again this long after: a refusal at
+ * produce (the producer's queue full) would otherwise come straight back. */
+#define EXECUTE_REDELIVER_MS 200
 
 struct order {
     struct delivery d;  /* first: the delivery's callbacks hand it back */
@@ -58,8 +64,9 @@ struct order {
     char user[24];
     char order_no[ORDERNO_LEN];
     bool produced;        /* handed to Kafka: a consumer may have it */
+    bool promised;        /* told 200: never rolled back from here */
     bool no_retry;        /* its release can no longer be sent (see release_later) */
-    struct event *retry;  /* sends the release again while Redis gives no verdict */
+    struct event *retry;  /* sends the release (or a promised order) again */
     redisconn_cb retry_cb;
     struct order *retry_prev, *retry_next;  /* in gateway.release_retries while armed */
     struct order *spare_next;  /* in gateway.spare_orders once finished */
@@ -121,6 +128,7 @@ static void answer_accepted(struct delivery *d)
 {
     struct order *r = (struct order *)d;
     observe_latency(r);
+    r->promised = !r->gw->cfg->reply_after_ack;  /* before the ack: never rolled back now */
     struct executeanswer_about about = { r->user_id, r->activity_id, r->accepted_ms };
     executeanswer_accepted(d->http, &about, r->order_no);
 }
@@ -182,7 +190,18 @@ static void retry_unlink(struct order *r)
     r->retry_prev = r->retry_next = NULL;
 }
 
-static void on_release_retry(evutil_socket_t fd, short what, void *arg);
+static void on_retry(evutil_socket_t fd, short what, void *arg);
+
+static void retry_link(struct order *r, int64_t after_ms)
+{
+    struct gateway *gw = r->gw;
+    r->retry_next = gw->release_retries;
+    if (r->retry_next)
+        r->retry_next->retry_prev = r;
+    gw->release_retries = r;
+    struct timeval tv = clock_timeval_ms(after_ms);
+    evtimer_add(r->retry, &tv);
+}
 
 /* The release of an order already given to Kafka got no verdict (Redis away, or slower
  * than redis.timeout-ms). Only Redis knows whether a consumer has the order, so a 503 now
@@ -194,27 +213,49 @@ static bool release_later(struct order *r, redisconn_cb cb)
     struct gateway *gw = r->gw;
     if (!r->produced || r->no_retry || gw->orders_stopped)
         return false;
-    if (!r->retry && !(r->retry = evtimer_new(gw->base, on_release_retry, r)))
+    if (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))
         return false;
     if (!r->retry_cb)
         LOG_ORDER_WARN(r->order_no, "rollback got no verdict from Redis; the answer to user %s waits for one", r->user);
     r->retry_cb = cb;
-    r->retry_next = gw->release_retries;
-    if (r->retry_next)
-        r->retry_next->retry_prev = r;
-    gw->release_retries = r;
     metrics_inc(METRIC_RELEASE_RETRIES);
-    struct timeval tv = clock_timeval_ms(gw->cfg->redis_reconnect_min_ms);
-    evtimer_add(r->retry, &tv);
+    retry_link(r, gw->cfg->redis_reconnect_min_ms);
     return true;
 }
 
-static void on_release_retry(evutil_socket_t fd, short what, void *arg)
+static void produce(struct order *r);
+
+/* A promised order is never rolled back: its delivery goes on until Kafka has it. Once
+ * shutdown began (or without memory for a timer) it is left to the reaper of this or
+ * another gateway, which hands stale reservations back to Kafka (redeliver.h). */
+static void redeliver_later(struct order *r)
+{
+    struct gateway *gw = r->gw;
+    r->stage = ORDER_REDELIVERING;
+    if (gw->draining || gw->orders_stopped ||
+        (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))) {
+        LOG_ORDER_WARN(r->order_no, "answered 200 and not delivered; left to the reaper, which produces it again");
+        req_finish(r);
+        return;
+    }
+    retry_link(r, EXECUTE_REDELIVER_MS);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct order *r = arg;
     retry_unlink(r);
+    if (r->stage == ORDER_REDELIVERING) {
+        if (r->gw->draining) {
+            redeliver_later(r);  /* hands it to the reaper */
+            return;
+        }
+        metrics_inc(METRIC_ORDERS_REDELIVERED);
+        produce(r);
+        return;
+    }
     int sent = release_send(r, r->retry_cb);
     if (sent == 0 || (sent < 0 && release_later(r, r->retry_cb)))
         return;
@@ -229,7 +270,10 @@ void execute_stop(struct gateway *gw)
         struct order *r = gw->release_retries;
         retry_unlink(r);
         evtimer_del(r->retry);
-        r->retry_cb(NULL, r);
+        if (r->stage == ORDER_REDELIVERING)
+            redeliver_later(r);  /* orders_stopped: hands it to the reaper */
+        else
+            r->retry_cb(NULL, r);
     }
 }
 
@@ -335,6 +379,8 @@ static void on_request_deadline(struct pending *p)
         break;
     case ORDER_ROLLING_BACK:
         break;  /* its verdict answers within redis.timeout-ms */
+    case ORDER_REDELIVERING:
+        break;  /* answered 200 before it got here */
     }
 }
 
@@ -374,6 +420,10 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         LOG_ORDER_WARN(r->order_no, "kafka produce refused: %s", rd_kafka_err2str(err));
     else
         LOG_ORDER_WARN(r->order_no, "kafka delivery failed: %s", rd_kafka_err2str(err));
+    if (r->promised) {
+        redeliver_later(r);
+        return;
+    }
     if (r->stage == ORDER_ROLLING_BACK && r->d.held) {
         /* The release sent at the deadline is out: its verdict answers. A second one
          * would only race it. */
@@ -405,14 +455,8 @@ static void produce(struct order *r)
     ev.activity_id = r->activity_id;
     ev.coupon_id = r->coupon_id;
     ev.created_ms = r->accepted_ms;
-    ev.bucket_tag[0] = '\0';
-    struct keys_set scratch;
-    const struct keys_set *keys = r->bucket > 0 ? activity_bucket_keys(r->gw->activities, r->activity_id,
-                                                                       r->bucket, &scratch) : NULL;
-    if (keys)
-        snprintf(ev.bucket_tag, sizeof(ev.bucket_tag), "%s", keys->tag);
-    char payload[256 + BUCKET_TAG_LEN];
-    int len = orderevent_encode(&ev, payload, sizeof(payload));
+    char payload[ORDERMSG_MAX];
+    int len = ordermsg_encode(r->gw->activities, &ev, r->bucket, payload, sizeof(payload));
     /* No key: keyless orders go sticky into one partition per linger window, so a produce
      * request carries many orders (docs/protocol.md, "Orders on the topic"). */
     r->produced = true;

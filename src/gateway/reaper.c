@@ -18,6 +18,7 @@ struct reaper {
     struct redisconn *redis;
     struct activity_cache *activities;
     struct nodelease *lease;
+    struct redeliver *redeliver;  /* NULL with reply-after-ack: stale reservations expire */
     struct event *timer;
     int64_t grace_ms;
     unsigned long reconnects_seen;
@@ -52,8 +53,9 @@ static void on_reaped(redisReply *reply, void *privdata)
     free(call);
 }
 
-/* release.lua on every loaded activity, for the reservations of the nodes that `mode`
- * ("own" NODE or "except" ",a,b,") leaves to this gateway. */
+/* On every loaded activity, for the reservations of the nodes that `mode` ("own" NODE or
+ * "except" ",a,b,") leaves to this gateway: release.lua, or where a client may have been
+ * told 200 before Kafka had the order (reply-after-ack off), redeliver.h. */
 static void release_all(struct reaper *reaper, const char *mode, const char *nodes)
 {
     int64_t now_ms = clock_wall_ms();
@@ -67,6 +69,10 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
         /* Every bucket of a bucketed sale holds reservations of its own users. */
         for (int b = 0; b < a->nbuckets; b++) {
             const struct keys_set *k = b == 0 ? &a->keys : &a->buckets[b].keys;
+            if (reaper->redeliver) {
+                redeliver_stale(reaper->redeliver, a->id, b, k, cutoff, REAPER_BATCH, mode, nodes);
+                continue;
+            }
             struct reaper_call *call = malloc(sizeof(*call));
             if (!call)
                 return;
@@ -147,7 +153,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                          struct activity_cache *activities, struct nodelease *lease)
+                          struct activity_cache *activities, struct nodelease *lease, struct redeliver *redeliver)
 {
     struct reaper *reaper = calloc(1, sizeof(*reaper));
     if (!reaper)
@@ -156,6 +162,7 @@ struct reaper *reaper_new(struct event_base *base, const struct config *cfg, str
     reaper->redis = redis;
     reaper->activities = activities;
     reaper->lease = lease;
+    reaper->redeliver = redeliver;
     reaper->grace_ms = reaper_grace_ms(cfg);
     reaper->connected_since_ms = clock_mono_ms();
     reaper->reconnects_seen = redisconn_reconnects(redis);

@@ -26,6 +26,7 @@
 #include "gateway/pending.h"
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
+#include "gateway/redeliver.h"
 #include "gateway/salestats.h"
 #include "gateway/redisconn.h"
 
@@ -172,6 +173,7 @@ int main(int argc, char **argv)
     gw.cfg = &cfg;
     int status = 1;
     struct reaper *reaper = NULL;
+    struct redeliver *redeliver = NULL;
     if (luascript_load_all(&gw.scripts, cfg.lua_dir, err, sizeof(err)) != 0) {
         LOG_ERROR("%s", err);
         config_free(&cfg);
@@ -219,7 +221,12 @@ int main(int argc, char **argv)
         goto out;
     }
     redisconn_on_connect(gw.redis, on_redis_connect, &gw);
-    reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities, gw.lease);
+    if (!cfg.reply_after_ack &&
+        !(redeliver = redeliver_new(&cfg, gw.redis, gw.kafka, gw.marks, gw.activities))) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
+    reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities, gw.lease, redeliver);
     if (!reaper) {
         LOG_ERROR("out of memory");
         goto out;
@@ -257,6 +264,7 @@ out:
     redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
     longpoll_free(gw.longpoll);  /* after Redis: its last reads have run */
     reaper_free(reaper);
+    redeliver_free(redeliver);  /* after the producer and Redis: their last callbacks have run */
     salestats_free(gw.sales);
     rebalance_free(gw.rebalance);
     nodelease_free(gw.lease);

@@ -1238,6 +1238,82 @@ static void test_reaper_takes_only_the_nodes_it_is_given(void **state)
     assert_conserved(10);
 }
 
+/* redeliver.lua as a reaper of reply-after-ack = false calls it: the members it takes. */
+static size_t redeliver_nodes(int64_t cutoff_ms, int64_t max_count, const char *mode, const char *nodes,
+                              char taken[][96], size_t cap)
+{
+    char k[KEYS_LEN], c[24], m[24];
+    key(k, KEYS_RESERVED);
+    snprintf(c, sizeof(c), "%" PRId64, cutoff_ms);
+    snprintf(m, sizeof(m), "%" PRId64, max_count);
+    const char *keys[1] = { k };
+    const char *args[4] = { c, m, mode, nodes };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_REDELIVER], 1, keys, mode ? 4 : 2, args);
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        fail_msg("redeliver: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "no array");
+    size_t n = r->elements;
+    assert_true(n <= cap);
+    for (size_t i = 0; i < n; i++)
+        snprintf(taken[i], 96, "%s", r->element[i]->str);
+    freeReplyObject(r);
+    return n;
+}
+
+static double reserved_at(const char *member)
+{
+    char k[KEYS_LEN];
+    key(k, KEYS_RESERVED);
+    redisReply *r = redisCommand(redis, "ZSCORE %s %s", k, member);
+    assert_non_null(r);
+    double score = r->type == REDIS_REPLY_STRING ? atof(r->str) : -1;
+    freeReplyObject(r);
+    return score;
+}
+
+/* reply-after-ack = false: a stale reservation is handed back to Kafka, never expired.
+ * redeliver.lua returns those of the nodes it is given, oldest first, at most max_count,
+ * and moves each to now so that the next reaper pass does not take it again at once; the
+ * order stays PROCESSING, the stock and the user's record untouched. */
+static void test_redeliver_takes_stale_reservations_and_expires_nothing(void **state)
+{
+    (void)state;
+    warm_open(10);
+    static const uint32_t nodes[3] = { 5, 5, 7 };
+    struct xres x[3];
+    char member[3][96];
+    for (int i = 0; i < 3; i++) {
+        orderno_init(&gen, nodes[i]);
+        x[i] = execute_at(i + 1, "10.0.0.1", NOW + i, &NO_LIMITS);
+        assert_str(x[i].status, "OK");
+        member_of(member[i], sizeof(member[i]), x[i].order_no, i + 1);
+    }
+    orderno_init(&gen, (uint32_t)(getpid() & ORDERNO_MAX_NODE));
+    char taken[4][96];
+    /* Younger than the cutoff: nothing. */
+    assert_int_equal(redeliver_nodes(NOW, 1000, NULL, NULL, taken, 4), 0);
+    /* Another live node's: left to it. */
+    assert_int_equal(redeliver_nodes(NOW + 10, 1000, "except", ",5,", taken, 4), 1);
+    assert_string_equal(taken[0], member[2]);
+    /* Oldest first, at most max_count. */
+    assert_int_equal(redeliver_nodes(NOW + 10, 1, "own", "5", taken, 4), 1);
+    assert_string_equal(taken[0], member[0]);
+    /* Taken ones are now in the future of the old cutoff: not taken again. */
+    assert_true(reserved_at(member[0]) > (double)(NOW + 10));
+    assert_int_equal(redeliver_nodes(NOW + 10, 1000, "own", "5", taken, 4), 1);
+    assert_string_equal(taken[0], member[1]);
+    assert_int_equal(redeliver_nodes(NOW + 10, 1000, NULL, NULL, taken, 4), 0);
+    for (int i = 0; i < 3; i++)
+        assert_order_status(x[i].order_no, "PROCESSING");
+    assert_int_equal(stock_left(), 7);
+    assert_int_equal(count("HLEN", KEYS_USERS), 3);
+    /* A queued or claimed one is out of the zset: a late pass (a cutoff in 2100, after any
+     * "now" it was moved to) never brings it back. */
+    assert_int_equal(mark_queued(x[0].order_no, 1), 1);
+    assert_int_equal(redeliver_nodes(4102444800000LL, 1000, NULL, NULL, taken, 4), 2);
+    assert_true(reserved_at(member[0]) < 0);
+    assert_conserved(10);
+}
+
 static void test_confirm_batch_verdicts(void **state)
 {
     (void)state;
@@ -1706,6 +1782,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_confirm_twice_then_finalize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper_cutoff_and_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper_takes_only_the_nodes_it_is_given, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redeliver_takes_stale_reservations_and_expires_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_batch_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_mixed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_random_walk, setup, teardown),

@@ -174,6 +174,20 @@ static void test_format_parse_round_trip(void **state)
     assert_string_equal(tiny, "12345-1");
 }
 
+static void test_time_of_an_id(void **state)
+{
+    (void)state;
+    struct orderno_gen gen;
+    orderno_init(&gen, ORDERNO_MAX_NODE);
+    int64_t now = 1796126400123LL;
+    uint64_t id = orderno_next(&gen, now);
+    assert_int_equal(orderno_time_ms(id), now);
+    /* Past 4096 orders in one millisecond the sequence borrows from the next one. */
+    for (int i = 0; i < 4096; i++)
+        id = orderno_next(&gen, now);
+    assert_int_equal(orderno_time_ms(id), now + 1);
+}
+
 static void test_parse_rejects_junk(void **state)
 {
     (void)state;
@@ -202,6 +216,7 @@ int main(void)
         cmocka_unit_test(test_two_nodes_never_collide),
         cmocka_unit_test(test_format_parse_round_trip),
         cmocka_unit_test(test_parse_rejects_junk),
+        cmocka_unit_test(test_time_of_an_id),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
