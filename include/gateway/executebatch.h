@@ -51,6 +51,9 @@ struct executebatch_req {
      * acknowledged the call's writes, so an OK reservation must be rolled back, never
      * produced. */
     bool unreplicated;
+    /* Set once the call carrying it went to Redis: a NULL verdict after that means its
+     * fate is unknown (the script may still run), before it that it never ran. */
+    bool sent;
 };
 
 struct executebatch;

@@ -12,7 +12,7 @@
 --   {'OK', orderNo, couponId} | {'DUPLICATE', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
 --   | {'OUT_OF_STOCK', buckets} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
---   | {'TOKEN_USED'} | {'WRONG_BUCKET'}
+--   | {'TOKEN_USED'} | {'WRONG_BUCKET'} | {'GONE'} (the order number is already known)
 -- A bucketed activity (bucket.h) has this script's keys once per bucket; its activity hash
 -- names the bucket ('bucket', 'buckets'), and a user whose bucket is another one is refused
 -- WRONG_BUCKET (a gateway that does not know the buckets yet): the one-per-user record of
@@ -50,6 +50,12 @@ local function one(i)
   end
   local k = 5 + 5 * i
   local user, order_no, now = ARGV[8 + 3 * i], ARGV[9 + 3 * i], tonumber(ARGV[10 + 3 * i])
+  -- The number is taken: the gateway lost this call's verdict and has settled the request
+  -- since (release.lua 'forget'); this is a late run of the call, which must reserve
+  -- nothing.
+  if redis.call('HEXISTS', KEYS[4], order_no) == 1 then
+    return {'GONE'}
+  end
   if buckets > 1 and bucket_of(user) ~= bucket then
     return {'WRONG_BUCKET'}
   end

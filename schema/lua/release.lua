@@ -7,6 +7,10 @@
 -- it (the consumer's outcomes pass) exactly when Redis decided it.
 -- KEYS: 1 stock  2 users  3 orders  4 resv  5 failed
 -- ARGV: 'order', orderNo, userId        (gateway rollback after a failed delivery)
+--    or 'forget', orderNo, userId       (as 'order', for a request whose execute verdict
+--                                        was lost: when the order is unknown, its number is
+--                                        marked FAILED so that the execute script, if it
+--                                        still runs, reserves nothing: execute.lua)
 --    or 'older', cutoff_ms, max_count [, 'own', node | , 'except', ',n1,n2,']
 --                                        (reaper: reservations accepted before cutoff; with
 --                                        'own' only those of that node, with 'except' all
@@ -23,7 +27,8 @@ end
 
 local members
 local limit
-if ARGV[1] == 'order' then
+local one_order = ARGV[1] == 'order' or ARGV[1] == 'forget'
+if one_order then
   members = {ARGV[2] .. '|' .. ARGV[3]}
   limit = 1
 else
@@ -33,7 +38,7 @@ else
   members = redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', '(' .. ARGV[2], 'LIMIT', 0, window)
 end
 
-local reason = ARGV[1] == 'order' and 'ROLLED_BACK' or 'EXPIRED'
+local reason = one_order and 'ROLLED_BACK' or 'EXPIRED'
 local t = redis.call('TIME')
 local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
 
@@ -51,10 +56,13 @@ for _, member in ipairs(members) do
   end
 end
 publish_final(KEYS[3], 'FAILED', failed)
-if ARGV[1] == 'order' and released == 0 then
+if one_order and released == 0 then
   local status = redis.call('HGET', KEYS[3], ARGV[2])
   if status and status ~= 'FAILED' then
     return 2
+  end
+  if not status and ARGV[1] == 'forget' then
+    redis.call('HSET', KEYS[3], ARGV[2], 'FAILED')
   end
   return 0
 end

@@ -63,7 +63,10 @@ struct order {
     uint64_t order_id;
     char user[24];
     char order_no[ORDERNO_LEN];
-    bool produced;        /* handed to Kafka: a consumer may have it */
+    /* A consumer may get it, so only Redis can tell what to answer: handed to Kafka, or
+     * (reply-after-ack off) its script's verdict lost, where a reaper would deliver it. */
+    bool may_live;
+    bool forget;          /* its release is release.lua's 'forget' (the verdict was lost) */
     bool promised;        /* told 200: never rolled back from here */
     bool no_retry;        /* its release can no longer be sent (see release_later) */
     struct event *retry;  /* sends the release (or a promised order) again */
@@ -164,9 +167,11 @@ static void forget_winner(struct order *r)
         intmap_remove(&a->winners, r->user_id);
 }
 
-/* release.lua for r in order mode (confirm.lua then refuses a late delivery): 0 sent,
- * -1 not now (its master is not connected), 1 never (rollback off, or the sale left the
- * cache): the reaper returns the stock. */
+/* release.lua for r in order mode (confirm.lua then refuses a late delivery), or in
+ * forget mode when the script's verdict was lost (a script still to run then finds the
+ * order number taken and reserves nothing): 0 sent, -1 not now (its master is not
+ * connected), 1 never (rollback off, or the sale left the cache): the reaper returns the
+ * stock. */
 static int release_send(struct order *r, redisconn_cb cb)
 {
     struct keys_set scratch;
@@ -174,7 +179,8 @@ static int release_send(struct order *r, redisconn_cb cb)
     if (!r->gw->cfg->enable_stock_rollback || !keys)
         return 1;
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], "order", r->order_no, r->user };
+                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], r->forget ? "forget" : "order",
+                           r->order_no, r->user };
     return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
 }
 
@@ -211,7 +217,7 @@ static void retry_link(struct order *r, int64_t after_ms)
 static bool release_later(struct order *r, redisconn_cb cb)
 {
     struct gateway *gw = r->gw;
-    if (!r->produced || r->no_retry || gw->orders_stopped)
+    if (!r->may_live || r->no_retry || gw->orders_stopped)
         return false;
     if (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))
         return false;
@@ -287,13 +293,16 @@ static void on_rolled_back(redisReply *reply, void *privdata)
     if (verdict < 0 && release_later(r, on_rolled_back))
         return;
     if (verdict == 2) {
-        LOG_ORDER_INFO(r->order_no, "delivery reported failed but a consumer has it; answering accepted");
+        LOG_ORDER_INFO(r->order_no, "%s but a consumer has it; answering accepted",
+                       r->forget ? "its script's verdict was lost" : "delivery reported failed");
         remember_winner(r, r->order_no);
         delivery_accept(&r->d);
     } else {
         if (verdict == 1) {
             metrics_inc(METRIC_ORDERS_ROLLED_BACK);
             LOG_ORDER_INFO(r->order_no, "rolled back, stock returned");
+        } else if (verdict == 0 && r->forget) {
+            LOG_ORDER_INFO(r->order_no, "its script's verdict was lost; it reserved nothing and never will");
         } else if (verdict == 0) {
             LOG_ORDER_INFO(r->order_no, "rollback found it already expired");
         } else {
@@ -431,7 +440,7 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         return;
     }
     if (at_produce)
-        r->produced = false;  /* refused: no consumer can ever have it */
+        r->may_live = false;  /* refused: no consumer can ever have it */
     rollback_and_answer(r);
 }
 
@@ -459,7 +468,7 @@ static void produce(struct order *r)
     int len = ordermsg_encode(r->gw->activities, &ev, r->bucket, payload, sizeof(payload));
     /* No key: keyless orders go sticky into one partition per linger window, so a produce
      * request carries many orders (docs/protocol.md, "Orders on the topic"). */
-    r->produced = true;
+    r->may_live = true;
     delivery_send(&r->d, r->gw->kafka, r->gw->cfg->reply_after_ack, NULL, payload, len);
 }
 
@@ -499,6 +508,17 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         reply->element[0]->type != REDIS_REPLY_STRING) {
         if (reply && reply->type == REDIS_REPLY_ERROR)
             LOG_ORDER_WARN(r->order_no, "execute script failed: %s", reply->str);
+        if (!reply && r->script.sent && !r->gw->cfg->reply_after_ack) {
+            /* The script was sent and its verdict lost (a dropped connection): Redis may
+             * still run it, and with reply-after-ack off a reaper delivers a stale
+             * reservation instead of expiring it, so a 503 now could end SUCCESS. The
+             * answer waits for release.lua's 'forget' (also when the deadline answered it
+             * already: the reservation must not outlive that 503). */
+            r->may_live = true;
+            r->forget = true;
+            rollback_and_answer(r);
+            return;
+        }
         answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
         req_finish(r);
         return;
@@ -569,6 +589,10 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
                element_int(reply, 1, 1), NULL);
     } else if (strcmp(status, "TOKEN_USED") == 0) {
         refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_FORBIDDEN, "purchase token already used", 0, NULL);
+    } else if (strcmp(status, "GONE") == 0) {
+        /* Answered only to a late run of a call whose verdict was lost, on a connection
+         * dropped since: nobody reads it. */
+        reply_error(r->d.http, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
     } else if (strcmp(status, "NOT_FOUND") == 0) {
         refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_FOUND, "no such activity", 0, NULL);
     } else {

@@ -178,6 +178,8 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
         executebatch_fail_all(reqs, count);
         return;
     }
+    for (size_t i = 0; i < count; i++)
+        reqs[i]->sent = true;
     metrics_observe_count(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
 }
 

@@ -1282,7 +1282,8 @@ static void test_redeliver_takes_stale_reservations_and_expires_nothing(void **s
     struct xres x[3];
     char member[3][96];
     for (int i = 0; i < 3; i++) {
-        orderno_init(&gen, nodes[i]);
+        if (i == 0 || nodes[i] != nodes[i - 1])
+            orderno_init(&gen, nodes[i]);
         x[i] = execute_at(i + 1, "10.0.0.1", NOW + i, &NO_LIMITS);
         assert_str(x[i].status, "OK");
         member_of(member[i], sizeof(member[i]), x[i].order_no, i + 1);
@@ -1311,6 +1312,44 @@ static void test_redeliver_takes_stale_reservations_and_expires_nothing(void **s
     assert_int_equal(mark_queued(x[0].order_no, 1), 1);
     assert_int_equal(redeliver_nodes(4102444800000LL, 1000, NULL, NULL, taken, 4), 2);
     assert_true(reserved_at(member[0]) < 0);
+    assert_conserved(10);
+}
+
+/* reply-after-ack off, a request whose execute verdict was lost: release.lua 'forget'
+ * settles it whichever runs first. Before the script: the number is marked FAILED and the
+ * late script reserves nothing (GONE). After it: the reservation is released as a
+ * rollback would. */
+static void test_forget_settles_a_lost_verdict_in_either_order(void **state)
+{
+    (void)state;
+    warm_open(10);
+    /* The number the next execute call offers. */
+    char order_no[ORDERNO_LEN], uid[24];
+    struct orderno_gen peek = gen;
+    orderno_format(order_no, sizeof(order_no), orderno_next(&peek, gen_clock), A);
+    snprintf(uid, sizeof(uid), "%d", 1);
+    assert_int_equal(release_call("forget", order_no, uid), 0);
+    assert_order_status(order_no, "FAILED");
+    struct xres late = execute(1);
+    assert_string_equal(late.sent_no, order_no);
+    assert_str(late.status, "GONE");
+    assert_int_equal(stock_left(), 10);
+    assert_int_equal(count("HLEN", KEYS_USERS), 0);
+    /* Forgetting again changes nothing. */
+    assert_int_equal(release_call("forget", order_no, uid), 0);
+
+    struct xres x = execute_ok(2);
+    snprintf(uid, sizeof(uid), "%d", 2);
+    assert_int_equal(release_call("forget", x.order_no, uid), 1);
+    assert_order_status(x.order_no, "FAILED");
+    assert_int_equal(stock_left(), 10);
+    assert_int_equal(count("HLEN", KEYS_USERS), 0);
+    /* Once a consumer has it, it lives on: the request is answered 200. */
+    struct xres y = execute_ok(3);
+    assert_int_equal(mark_queued(y.order_no, 3), 1);
+    snprintf(uid, sizeof(uid), "%d", 3);
+    assert_int_equal(release_call("forget", y.order_no, uid), 2);
+    assert_order_status(y.order_no, "PROCESSING");
     assert_conserved(10);
 }
 
@@ -1783,6 +1822,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reaper_cutoff_and_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper_takes_only_the_nodes_it_is_given, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redeliver_takes_stale_reservations_and_expires_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forget_settles_a_lost_verdict_in_either_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_batch_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_mixed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_random_walk, setup, teardown),
