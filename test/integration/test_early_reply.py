@@ -10,10 +10,12 @@ message timeout while clients buy; every order answered 200 must end SUCCESS, in
 in MariaDB, once it thaws."""
 
 import collections
+import os
+import signal
 import threading
 import time
 
-from conftest import kafka_script, poll_until
+from conftest import ROOT, kafka_script, poll_until
 from gatewayhttp import Api
 
 EARLY = {
@@ -36,6 +38,7 @@ class Buyers:
     def __init__(self, apis, activity_id, ids, threads=8):
         self.accepted = collections.defaultdict(list)
         self.codes = collections.Counter()
+        self.refused = []  # users answered 503
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(i % len(apis), apis[i % len(apis)], activity_id, ids))
@@ -45,11 +48,14 @@ class Buyers:
 
     def _run(self, which, api, activity_id, ids):
         while not self._stop.is_set():
-            r = api.execute(ids(), activity_id)
+            user = ids()
+            r = api.execute(user, activity_id)
             with self._lock:
                 self.codes[r.code] += 1
                 if r.code == 200:
                     self.accepted[which].append(r.json["orderNo"])
+                elif r.code == 503:
+                    self.refused.append(user)
 
     def count(self, which=None):
         with self._lock:
@@ -131,3 +137,40 @@ def test_orders_of_a_gateway_killed_before_delivering_are_delivered_by_another(
     assert_every_200_ends_success(redis, mysql, ctl, conf, sale.activity_id, accepted)
     assert "producing them again" in survivor.log_text(since_start=True)
     assert "expired" not in survivor.log_text(since_start=True)
+
+
+def test_a_503_while_redis_is_frozen_never_ends_success(gateway_with, consumer, ctl, redis, mysql, conf, base_conf,
+                                                        ids):
+    """Redis frozen longer than redis.timeout-ms and the pre-reduce timeout: the gateway
+    drops its connection with scripts on it, which Redis runs when it thaws. Their
+    reservations are already stale then, and a reaper that delivers stale reservations
+    would sell them to clients told 503. The answers wait for release.lua 'forget'
+    instead, which releases such a reservation or stops the script from making it."""
+    g = gateway_with(EARLY)
+    sale = ctl.create_sale(stock=100000)
+    buyers = Buyers([Api(g.base_url)], sale.activity_id, ids)
+    redis_pid = int((base_conf.data_dir(ROOT) / "redis" / "redis.pid").read_text().strip())
+    try:
+        poll_until(lambda: buyers.count() >= 200, 30, "200 orders before the freeze")
+        os.kill(redis_pid, signal.SIGSTOP)
+        try:
+            time.sleep(FREEZE_S - 2)  # the fault's length: past the pre-reduce timeout
+        finally:
+            os.kill(redis_pid, signal.SIGCONT)
+        mark = buyers.count()
+        poll_until(lambda: buyers.count() >= mark + 200, 30, "orders after the thaw")
+    finally:
+        buyers.stop()
+    assert buyers.refused, "no request was refused: the freeze did not reach a script"
+    accepted = buyers.accepted[0]
+    assert_every_200_ends_success(redis, mysql, ctl, conf, sale.activity_id, accepted)
+    poll_until(lambda: redis("ZCARD", conf.key("resv", sale.activity_id)) == 0, 30, "no reservation left")
+    users = conf.key("users", sale.activity_id)
+    orders = conf.key("orders", sale.activity_id)
+    sold = []
+    for user in buyers.refused:
+        order_no = redis("HGET", users, str(user))
+        if order_no and redis("HGET", orders, order_no) != "FAILED":
+            sold.append((user, order_no))
+    assert not sold, f"{len(sold)} of {len(buyers.refused)} users told 503 hold an order: {sold[:3]}"
+    assert "waits for one" in g.log_text(since_start=True), "no answer waited for Redis to settle its order"
