@@ -62,6 +62,13 @@ def evaluate(result):
                 f"contended-{conns}", f"{s['stack_cpu_us_per_accepted_order']:.1f} µs "
                 f"({fmt(c.get('server'), 1)} + {fmt(c.get('redis'), 1)} + {fmt(c.get('kafka'), 1)})",
                 s["stack_cpu_us_per_accepted_order"] <= cpu)
+    e = scenario(result, "contended-early-64")
+    if e and "ratio_to_contended" in e and "early_ratio_64" in t:
+        add(f"reply before the ack, 64 connections: ≥ {t['early_ratio_64']:g} × the default mode's req/s",
+            "contended-early-64", f"{e['ratio_to_contended']:.2f} × ({fmt_int(e['rps'])} req/s)",
+            e["ratio_to_contended"] >= t["early_ratio_64"])
+        add(f"reply before the ack, 64 connections: p99 ≤ {t['early_p99_ms_64']:g} ms", "contended-early-64",
+            f"{e['latency_ms']['p99']:.2f} ms", e["latency_ms"]["p99"] <= t["early_p99_ms_64"])
     for kind, what in (("soldout", "sold-out storm"), ("notstarted", "not-started storm")):
         for conns in (64, 256):
             s = scenario(result, f"{kind}-{conns}")
