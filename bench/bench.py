@@ -44,10 +44,10 @@ from pathlib import Path
 from benchlib import (BUILD, CLK_TCK, CTL, NCPU, ROOT, MySQL, Proc, ctl, ctl_id, delta,
                       environment, http_ok, proc_status_kb, proc_ticks, read_pidfile,
                       redis_persistence, reset_peak_rss, run_wrk, scrape, system_ticks)
-from sale import SaleScenarios
-from bigsale import BigSaleScenarios
 
-sys.path.insert(0, str(ROOT / "test" / "lib"))
+sys.path.insert(0, str(ROOT / "test" / "lib"))  # before the scenarios: bigsale imports bulkfill from there
+from sale import SaleScenarios  # noqa: E402
+from bigsale import BigSaleScenarios  # noqa: E402
 from ctlconf import Conf  # noqa: E402 - test/lib is on the path only from here
 from resp import RedisError, redis_client  # noqa: E402
 
