@@ -9,10 +9,20 @@ Redis keys in the shape execute.lua and finalize.lua leave a sold order in
 rows, so the sale has no correctness check; the run's cleanup removes it.
 """
 
+import threading
 import time
 
 from bulkfill import bulk_fill  # test/lib, on the path since bench.py put it there
+from resp import redis_client  # test/lib
 from sale import ACTIVITY_CACHE_S, env_int, log
+
+
+def info_field(info, name):
+    """One field of an INFO section's text, or None."""
+    for line in (info or "").splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
 
 BIG_ORDERS = env_int("BENCH_BIG_ORDERS", 2_000_000)
 BIG_STOCK = 10_000_000 + BIG_ORDERS
@@ -69,10 +79,49 @@ class BigSaleScenarios:
                         if o:
                             r[f"ratio_to_{other.split('-')[0]}"] = round(r["rps"] / o["rps"], 3)
                     log(f"{prefix}-{conns}: SLOWLOG {count} command(s) over 10 ms, worst {worst_ms} ms {worst_cmd}")
+            self.restart_gateway([])
+            self.rewrite_during_sale(aid)
         finally:
             for k, v in old.items():
                 self.redis("CONFIG", "SET", k, v)
             self.restart_gateway([])
+
+    def rewrite_during_sale(self, aid):
+        """bigsale-rewrite-64: the contended sale at 64 connections on the big sale while
+        Redis rewrites its AOF (BGREWRITEAOF 2 s into the run; the run's automatic rewrites
+        are off, so this is the only one), with Redis's settings as shipped: the fork of a
+        process holding the big sale and the rewrite's disk and CPU land in the run."""
+        time.sleep(ACTIVITY_CACHE_S)
+
+        def rewrite():
+            time.sleep(2)
+            c = redis_client(self.conf, timeout=60)
+            t0 = time.monotonic()
+            c("BGREWRITEAOF")
+            started["ms"] = round((time.monotonic() - t0) * 1000, 1)
+
+        started = {}
+        trigger = threading.Thread(target=rewrite)
+        trigger.start()
+        r = self.http_scenario("bigsale-rewrite-64", f"contended sale holding {BIG_ORDERS:,} orders while Redis "
+                               "rewrites its AOF (settings as shipped), 64 connections", "bigsale-rewrite",
+                               self.gateway.pid, 64, aid, ["OK"], baseline_id="baseline-64")
+        trigger.join()
+        deadline = time.monotonic() + 300
+        while info_field(self.redis("INFO", "persistence"), "aof_rewrite_in_progress") == "1":
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        r["big_orders"] = BIG_ORDERS
+        r["bgrewriteaof_ms"] = started.get("ms")
+        r["fork_ms"] = round(int(info_field(self.redis("INFO", "stats"), "latest_fork_usec") or 0) / 1000, 1)
+        r["rewrite_s"] = int(info_field(self.redis("INFO", "persistence"), "aof_last_rewrite_time_sec") or -1)
+        r["redis_used_memory"] = info_field(self.redis("INFO", "memory"), "used_memory_human")
+        shipped = next((s for s in self.results["scenarios"] if s["id"] == "bigsale-64"), None)
+        if shipped:
+            r["ratio_to_bigsale"] = round(r["rps"] / shipped["rps"], 3)
+        log(f"bigsale-rewrite-64: fork {r['fork_ms']} ms, rewrite {r['rewrite_s']} s of "
+            f"{r['redis_used_memory']}, p99 {r['latency_ms']['p99']} ms, max {r['latency_ms']['max']} ms")
 
     def big_settings(self):
         return {"big_orders": BIG_ORDERS}
