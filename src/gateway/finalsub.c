@@ -76,6 +76,7 @@ struct finalsub {
     bool map_loaded;
     struct slots_req *loading;  /* a CLUSTER SLOTS in flight */
     bool reload;                /* the map is stale: reload before the next subscribe */
+    bool map_failing;           /* the last CLUSTER SLOTS was refused or unusable (logged once) */
     char seed_host[SLOTMAP_HOST_LEN];
     struct slotmap map;
     struct conn *conns[SLOTMAP_MAX_NODES];
@@ -367,9 +368,17 @@ static void on_slots(redisReply *reply, void *privdata)
     fs->loading = NULL;
     char err[160];
     if (!reply || slotmap_load(&fs->map, reply, fs->seed_host, err, sizeof(err)) != 0) {
+        /* Subscriptions wait for a map: say why once, or a stalled long poll has no trace. */
+        if (!fs->map_failing)
+            LOG_WARN("redis cluster: the subscriber's slot map was not loaded (%s); retrying",
+                     reply ? err : "no reply");
+        fs->map_failing = true;
         fs->reload = true;
         return;
     }
+    if (fs->map_failing)
+        LOG_INFO("redis cluster: the subscriber's slot map loaded again");
+    fs->map_failing = false;
     fs->map_loaded = true;
     fs->reload = false;
     reconcile(fs);
