@@ -36,25 +36,75 @@ static int lifecycle_exec(struct consumer *c, struct sqltext *s, uint64_t *chang
     return 0;
 }
 
+/* Activities moved per pass and transition; the rest wait for the next one. */
+#define LIFECYCLE_ACTIVITIES 1000
+
+/* The ids a SELECT returns (at most cap): a consistent read, which locks nothing. */
+static int lifecycle_ids(struct consumer *c, const struct sqltext *s, int64_t *ids, size_t cap, size_t *n)
+{
+    *n = 0;
+    if (s->failed) {
+        LOG_WARN("lifecycle: out of memory building a statement");
+        return -1;
+    }
+    if (mysql_query(c->db, s->data) != 0) {
+        LOG_WARN("lifecycle: %s", mysql_error(c->db));
+        return -1;
+    }
+    MYSQL_RES *res = mysql_store_result(c->db);
+    if (!res) {
+        LOG_WARN("lifecycle: %s", mysql_error(c->db));
+        return -1;
+    }
+    MYSQL_ROW row;
+    while (*n < cap && (row = mysql_fetch_row(res)) != NULL)
+        ids[(*n)++] = row[0] ? strtoll(row[0], NULL, 10) : 0;
+    mysql_free_result(res);
+    return 0;
+}
+
+/* Every activity that `cond` (a WHERE clause on seckill_activity) selects gets `status`.
+ * The candidates come from a read that locks nothing, then each row is changed by its key
+ * with the condition asked again. One UPDATE over the table would scan it: it would wait on
+ * any row another session holds (a persist transaction raising a sale's sold_count, an
+ * operator's transaction) while holding every row it had scanned, and so hold back the
+ * persistence of every other sale behind that one row. */
+static int lifecycle_move(struct consumer *c, const char *status, const char *cond, uint64_t *changed)
+{
+    int64_t ids[LIFECYCLE_ACTIVITIES];
+    size_t n;
+    struct sqltext s = { 0 };
+    sqltext_printf(&s, "SELECT id FROM seckill_activity WHERE %s ORDER BY id LIMIT %d", cond,
+                   LIFECYCLE_ACTIVITIES);
+    int rc = lifecycle_ids(c, &s, ids, LIFECYCLE_ACTIVITIES, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        sqltext_reset(&s);
+        sqltext_printf(&s, "UPDATE seckill_activity SET status = '%s' WHERE id = %" PRId64 " AND %s", status,
+                       ids[i], cond);
+        rc = lifecycle_exec(c, &s, changed);
+    }
+    sqltext_free(&s);
+    return rc;
+}
+
 /* The window opens and closes by the gateways' clock, which the consumer's host shares:
  * the statements compare with the consumer's now, not MySQL's. */
 static int lifecycle_activities(struct consumer *c, int64_t now, struct lifecycle_counts *out)
 {
-    struct sqltext s = { 0 };
-    sqltext_printf(&s, "UPDATE seckill_activity SET status = 'ENDED' "
-                       "WHERE status IN ('PENDING', 'ACTIVE') AND end_time <= ");
-    sqltext_datetime(&s, now);
-    int rc = lifecycle_exec(c, &s, &out->activities_ended);
-    if (rc == 0) {
-        sqltext_reset(&s);
-        sqltext_printf(&s, "UPDATE seckill_activity SET status = 'ACTIVE' "
-                           "WHERE status = 'PENDING' AND start_time <= ");
-        sqltext_datetime(&s, now);
-        sqltext_printf(&s, " AND end_time > ");
-        sqltext_datetime(&s, now);
-        rc = lifecycle_exec(c, &s, &out->activities_started);
-    }
-    sqltext_free(&s);
+    struct sqltext ended = { 0 }, started = { 0 };
+    sqltext_printf(&ended, "status IN ('PENDING', 'ACTIVE') AND end_time <= ");
+    sqltext_datetime(&ended, now);
+    sqltext_printf(&started, "status = 'PENDING' AND start_time <= ");
+    sqltext_datetime(&started, now);
+    sqltext_printf(&started, " AND end_time > ");
+    sqltext_datetime(&started, now);
+    int rc = -1;
+    if (ended.failed || started.failed)
+        LOG_WARN("lifecycle: out of memory building a statement");
+    else if (lifecycle_move(c, "ENDED", ended.data, &out->activities_ended) == 0)
+        rc = lifecycle_move(c, "ACTIVE", started.data, &out->activities_started);
+    sqltext_free(&ended);
+    sqltext_free(&started);
     return rc;
 }
 
@@ -95,24 +145,8 @@ static int lifecycle_coupons(struct consumer *c, int64_t now, struct lifecycle_c
                        "WHERE u.coupon_id = c.id AND u.status = 'UNUSED')) ORDER BY c.id LIMIT %d",
                    LIFECYCLE_COUPONS);
     int64_t ids[LIFECYCLE_COUPONS];
-    size_t n = 0;
-    int rc = -1;
-    if (s.failed) {
-        LOG_WARN("lifecycle: out of memory building a statement");
-    } else if (mysql_query(c->db, s.data) != 0) {
-        LOG_WARN("lifecycle: %s", mysql_error(c->db));
-    } else {
-        MYSQL_RES *res = mysql_store_result(c->db);
-        if (res) {
-            MYSQL_ROW row;
-            while (n < LIFECYCLE_COUPONS && (row = mysql_fetch_row(res)) != NULL)
-                ids[n++] = row[0] ? strtoll(row[0], NULL, 10) : 0;
-            mysql_free_result(res);
-            rc = 0;
-        } else {
-            LOG_WARN("lifecycle: %s", mysql_error(c->db));
-        }
-    }
+    size_t n;
+    int rc = lifecycle_ids(c, &s, ids, LIFECYCLE_COUPONS, &n);
     sqltext_free(&s);
     for (size_t i = 0; rc == 0 && i < n; i++)
         rc = lifecycle_coupon(c, ids[i], out);

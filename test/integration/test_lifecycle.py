@@ -4,10 +4,12 @@ a deactivated coupon can be neither granted, sold (on every gateway, whatever th
 or a warmup say) nor redeemed, until it is activated again."""
 
 import json
+import time
 
 import pytest
 
 from conftest import poll_until, wait_for_consumer
+from test_consumer_poison import RowLock
 from gatewayhttp import Api
 
 # The consumer's lifecycle pass runs often here, so that windows of seconds play out.
@@ -59,6 +61,29 @@ def test_activity_status_follows_the_clock(ctl, mysql, consumer):
                "the activity ACTIVE in MySQL once its window opened")
     poll_until(lambda: status_of(mysql, "seckill_activity", a) == "ENDED", 10,
                "the activity ENDED in MySQL once its window closed")
+
+
+def test_a_locked_activity_row_holds_back_no_other_sale(ctl, mysql, api, consumer, ids):
+    """An operator's transaction holds one sale's row (SELECT ... FOR UPDATE) while another
+    sale, whose row comes before it, sells. The lifecycle pass must not wait on the locked
+    row while holding the other's: an UPDATE over the table did, and the other sale's
+    persistence then waited behind it (MySQL's lock wait, 50 s)."""
+    before = ctl.create_sale(stock=10)
+    locked = ctl.create_sale(stock=10)
+    assert locked.activity_id > before.activity_id
+    lock = RowLock(mysql, f"SELECT id FROM seckill_activity WHERE id = {locked.activity_id}")
+    try:
+        # Lifecycle passes (every 200 ms here) meet the lock before the order arrives.
+        time.sleep(0.5)
+        user = ids()
+        r = buy(api, before.activity_id, user)
+        assert r.code == 200, repr(r)
+        order = r["orderNo"]
+        poll_until(lambda: api.order_status(order) == "SUCCESS", 10,
+                   "the other sale's order persisted while the row is locked")
+    finally:
+        lock.release()
+    assert mysql.scalar(f"SELECT COUNT(*) FROM seckill_order WHERE order_no = '{order}'") == "1"
 
 
 def test_cancelled_activity_stays_cancelled_past_its_end(ctl, mysql, consumer):

@@ -25,8 +25,18 @@ def clone(tmp_path, services):
         shutil.copytree(ROOT / sub, d / sub)
     (d / "build").symlink_to(ROOT / "build")
     yield d
-    subprocess.run(["bash", "scripts/stack.sh", "down", "--apps-only"], cwd=d, env=child_env(),
-                   capture_output=True, text=True, timeout=60)
+    # The configuration names the pid files: every one here shares BASE_CONF's data
+    # directory, so BASE_CONF finds what the test started. Without it `down` looked at
+    # conf/seckill.conf's and left both running, on the shared services, for good.
+    p = subprocess.run(["bash", "scripts/stack.sh", "down", "--apps-only"], cwd=d,
+                       env=dict(child_env(), CONF=str(BASE_CONF)), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = conf_of(BASE_CONF).data_dir(d) / "run"
+    for name in ("order-consumer", "seckill-server"):
+        pidfile = run / f"{name}.pid"
+        if pidfile.exists():
+            pid = int(pidfile.read_text().strip())
+            assert not alive(pid), f"{name} (pid {pid}) still running after stack.sh down"
 
 
 def stack(clone, conf, *args):
