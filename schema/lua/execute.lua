@@ -50,12 +50,6 @@ local function one(i)
   end
   local k = 5 + 5 * i
   local user, order_no, now = ARGV[8 + 3 * i], ARGV[9 + 3 * i], tonumber(ARGV[10 + 3 * i])
-  -- The number is taken: the gateway lost this call's verdict and has settled the request
-  -- since (release.lua 'forget'); this is a late run of the call, which must reserve
-  -- nothing.
-  if redis.call('HEXISTS', KEYS[4], order_no) == 1 then
-    return {'GONE'}
-  end
   if buckets > 1 and bucket_of(user) ~= bucket then
     return {'WRONG_BUCKET'}
   end
@@ -126,9 +120,15 @@ local function one(i)
     return {'OUT_OF_STOCK', buckets}
   end
 
+  -- The number is taken: the gateway lost this call's verdict and has settled the request
+  -- since (release.lua 'forget'); this is a late run of the call, which must reserve
+  -- nothing. (What it counted before, a rate limit or a spent token, belonged to that
+  -- request.)
+  if redis.call('HSETNX', KEYS[4], order_no, 'PROCESSING') == 0 then
+    return {'GONE'}
+  end
   redis.call('DECR', KEYS[2])
   redis.call('HSET', KEYS[3], user, order_no)
-  redis.call('HSET', KEYS[4], order_no, 'PROCESSING')
   redis.call('ZADD', KEYS[5], now, order_no .. '|' .. user)
   return {'OK', order_no, meta[4] or '0'}
 end
