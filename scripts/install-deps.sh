@@ -13,6 +13,7 @@ packages=(
   curl wrk valgrind gnuplot-nox clang libclang-rt-14-dev
   openjdk-17-jre-headless maven
   prometheus   # promtool: checks and unit-tests deploy/prometheus
+  systemd      # systemd-analyze: verifies deploy/systemd (a minimal Debian, a container, has none)
 )
 
 missing=()
