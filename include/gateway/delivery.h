@@ -20,7 +20,8 @@
  *
  * The caller embeds a struct delivery first in its request context and casts back in the
  * callbacks. Ownership: the caller until delivery_send; from there the delivery report,
- * or ops->failed, which undoes, answers a client still waiting and finishes the request
+ * or ops->failed, which undoes (or, for an order its client was told 200 for already,
+ * produces it again), answers a client still waiting and finishes the request
  * (at once or from a later callback of its own). `http` is the client's request until its
  * one reply is sent, NULL after: with reply-after-ack off the reply goes out before the
  * report, which still has to settle the Redis side. */
