@@ -62,6 +62,13 @@ def evaluate(result):
                 f"contended-{conns}", f"{s['stack_cpu_us_per_accepted_order']:.1f} µs "
                 f"({fmt(c.get('server'), 1)} + {fmt(c.get('redis'), 1)} + {fmt(c.get('kafka'), 1)})",
                 s["stack_cpu_us_per_accepted_order"] <= cpu)
+        per_process = t.get(f"process_cpu_us_per_order_{conns}") or {}
+        names = {"server": "gateway", "redis": "Redis", "kafka": "broker"}
+        for proc, limit in per_process.items():
+            if s and s.get("cpu_us_per_request", {}).get(proc) is not None:
+                used = s["cpu_us_per_request"][proc]
+                add(f"contended sale, {conns} connections: {names.get(proc, proc)} ≤ {limit:g} µs CPU per accepted order",
+                    f"contended-{conns}", f"{used:.1f} µs", used <= limit)
     e = scenario(result, "contended-early-64")
     if e and "ratio_to_contended" in e and "early_ratio_64" in t:
         add(f"reply before the ack, 64 connections: ≥ {t['early_ratio_64']:g} × the default mode's req/s",

@@ -15,12 +15,14 @@
 #include "consumer/persist.h"
 #include "consumer/publish.h"
 
+struct writer;
+
 /* The order-consumer process (consumer.c: main and the loop). The modules each do one
  * job on it: backend (Redis and MySQL connections), kafkacons (the group member: set-up,
  * rebalances, pause, lag, commit), intake (reading one batch), deadletter (the DLQ
  * producer), retry (a step until it succeeds), claim (confirm/finalize/abandon in
- * Redis), publish (user coupon records in Redis), pipeline (the steps of one batch in
- * order). persist writes a batch to MySQL, splitting it (split) when MySQL refuses part
+ * Redis), publish (user coupon records in Redis), pipeline (the steps of the batches in
+ * order, two at a time), writer (the MySQL write of a batch on a thread of its own). persist writes a batch to MySQL, splitting it (split) when MySQL refuses part
  * of it for good (sqlerror). */
 
 #define CONSUMER_SLICE_MS 100   /* longest wait without looking at the stop flag */
@@ -36,9 +38,11 @@ struct consumer_stats {
     uint64_t uses;        /* coupon.used events applied or found applied already */
 };
 
-/* Milliseconds spent in each part of the current batch, for the DEBUG line. */
+/* Milliseconds spent in each part of a batch, for the DEBUG line, and when its claim began
+ * (monotonic µs), for its duration. */
 struct consumer_times {
     int64_t fill, dead, claim, persist, publish, finalize, abandon, commit;
+    int64_t started_us;
 };
 
 /* The process: one, static in main. Ownership: every handle, the stash, the batch and the
@@ -53,8 +57,13 @@ struct consumer {
     rd_kafka_t *dlq;             /* idempotent producer of the dead-letter topic (deadletter) */
     char dlq_error[256];         /* last failed dead-letter delivery */
     struct redisroute *redis;    /* one Redis, or the masters of a Redis Cluster */
-    MYSQL *db;
+    MYSQL *db;                   /* every statement but the batches' writes (writer) */
+    struct writer *writer;       /* the batches' writes, on a thread of their own */
+    /* The batch being filled, claimed or finished; the one the writer holds (or held last)
+     * and its times. pipeline.h says how they change places. */
     struct batch batch;
+    struct batch writing;
+    struct consumer_times writing_times;
     /* Messages that arrived while a step was being retried (a rebalance can hand over
      * partitions that are not paused yet): they open the next batch. Owned until
      * intake_fill or kafkacons_close destroys them. */
@@ -63,8 +72,8 @@ struct consumer {
     size_t stash_cap;
     int paused;                  /* the assignment is paused while a step is retried */
     struct publish_cache publish;
-    struct consumer_times times;
-    struct persist_stats persisted;  /* of the current batch */
+    struct consumer_times times;     /* of c->batch */
+    struct persist_stats persisted;  /* of c->batch */
     struct consumer_stats total;
     struct consumer_stats reported;  /* total at the last summary line */
     int64_t reported_ms;

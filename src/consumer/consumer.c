@@ -25,6 +25,7 @@
 #include "consumer/lifecycle.h"
 #include "consumer/pipeline.h"
 #include "consumer/publish.h"
+#include "consumer/writer.h"
 
 extern char **environ;
 
@@ -64,6 +65,9 @@ static void release(struct consumer *c)
     publish_free(&c->publish);
     /* Before the batch: its dead letters are the opaques of messages still queued there. */
     deadletter_close(c);
+    writer_free(c->writer);
+    c->writer = NULL;
+    batch_free(&c->writing);
     batch_free(&c->batch);
     backend_redis_drop(c);
     backend_db_drop(c);
@@ -75,8 +79,14 @@ static int start(struct consumer *c, char *err, size_t errlen)
 {
     if (luascript_load_all(&c->scripts, c->cfg.lua_dir, err, errlen) != 0)
         return -1;
-    if (batch_init(&c->batch, (size_t)c->cfg.consumer_batch_size) != 0) {
+    if (batch_init(&c->batch, (size_t)c->cfg.consumer_batch_size) != 0 ||
+        batch_init(&c->writing, (size_t)c->cfg.consumer_batch_size) != 0) {
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    c->writer = writer_new(&c->cfg);
+    if (!c->writer) {
+        snprintf(err, errlen, "the writer thread: out of resources");
         return -1;
     }
     if (deadletter_start(c, err, errlen) != 0)
@@ -160,10 +170,11 @@ int main(int argc, char **argv)
     c.reported_ms = clock_mono_ms();
 
     int unfinished = 0;
-    while (!c.stop) {
+    /* Once stopping, the batch the writer holds is still finished. */
+    while (!c.stop || writer_holds(c.writer)) {
         batch_reset(&c.batch);
         intake_fill(&c);
-        if (!batch_is_empty(&c.batch) && pipeline_run(&c) != 0) {
+        if (pipeline_turn(&c) != 0) {
             unfinished = 1;
             break;
         }

@@ -1,6 +1,7 @@
 #include "consumer/intake.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,8 @@
 #include "common/orderevent.h"
 #include "common/redeemevent.h"
 #include "consumer/consumer.h"
+#include "consumer/pipeline.h"
+#include "consumer/writer.h"
 
 /* Errors that belong to one message at one offset: it is skipped and dead-lettered. The
  * others (broker down, offset out of range, unknown topic) say nothing about a message,
@@ -87,8 +90,13 @@ void intake_fill(struct consumer *c)
     if (b->messages > 0)
         first_ms = clock_mono_ms();
     memset(&c->times, 0, sizeof(c->times));
+    /* While the writer holds a batch, the fill ends as soon as that write is over: its
+     * batch waits for the rest of its steps, and this one is claimed with what came. */
+    bool writing = writer_holds(c->writer);
     while (!c->stop && b->messages < limit) {
-        int64_t wait = CONSUMER_SLICE_MS;
+        if (writing && writer_finished(c->writer))
+            break;
+        int64_t wait = writing ? PIPELINE_WAIT_MS : CONSUMER_SLICE_MS;
         if (b->messages > 0) {
             int64_t left = first_ms + c->cfg.consumer_batch_timeout_ms - clock_mono_ms();
             if (left <= 0)
@@ -98,7 +106,7 @@ void intake_fill(struct consumer *c)
         }
         rd_kafka_message_t *msg = rd_kafka_consumer_poll(c->rk, (int)wait);
         if (!msg) {
-            if (b->messages == 0)
+            if (b->messages == 0 && !writing)
                 return;  /* idle: let the caller do its periodic work */
             continue;
         }

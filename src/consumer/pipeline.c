@@ -1,12 +1,12 @@
 #include "consumer/pipeline.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "consumer/backend.h"
 #include "consumer/claim.h"
 #include "consumer/consumer.h"
 #include "consumer/consumermetrics.h"
@@ -16,27 +16,30 @@
 #include "consumer/publish.h"
 #include "consumer/retry.h"
 #include "consumer/supersede.h"
+#include "consumer/writer.h"
 
+/* The retry of a write that failed: on the consumer's thread, the writer holding nothing. */
 static int step_persist(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
     if (b->accepted_count == 0 && b->use_count == 0)
         return 0;
-    if (backend_db(c, err, errlen) != 0)
-        return -1;
     int64_t t0 = clock_mono_us();
-    enum persist_result r = persist_batch(c->db, b, &c->persisted, err, errlen);
+    enum persist_result r = writer_persist(c->writer, b, &c->persisted, err, errlen);
     if (r == PERSIST_OK)
         consumermetrics_observe(CONSUMERMETRICS_INSERT_DURATION, clock_mono_us() - t0);
+    return r == PERSIST_OK ? 0 : -1;
+}
+
+static void note_split(const struct consumer *c)
+{
+    const struct batch *b = &c->batch;
     const struct persist_stats *p = &c->persisted;
-    if (r == PERSIST_OK && p->transactions > 1)
+    if (p->transactions > 1)
         LOG_WARN("MySQL refused part of a batch of %zu orders and %zu coupon uses for good: "
                  "split into %zu transactions, %zu orders and %zu uses set aside",
                  b->accepted_count, b->use_count, p->transactions, p->orders_refused,
                  p->uses_refused);
-    if (r == PERSIST_DISCONNECTED)
-        backend_db_drop(c);
-    return r == PERSIST_OK ? 0 : -1;
 }
 
 static void note_rejections(const struct batch *b)
@@ -104,7 +107,7 @@ static int dead_orders(struct consumer *c)
     return 0;
 }
 
-static void account(struct consumer *c, int64_t started, int64_t started_us)
+static void account(struct consumer *c)
 {
     const struct batch *b = &c->batch;
     const struct consumer_times *t = &c->times;
@@ -127,35 +130,42 @@ static void account(struct consumer *c, int64_t started, int64_t started_us)
                         c->persisted.orders_refused + c->persisted.uses_refused);
     consumermetrics_add(CONSUMERMETRICS_COUPON_USES, c->persisted.uses_applied);
     consumermetrics_observe(CONSUMERMETRICS_BATCH_SIZE, (int64_t)b->count);
-    consumermetrics_observe(CONSUMERMETRICS_BATCH_DURATION, clock_mono_us() - started_us);
+    consumermetrics_observe(CONSUMERMETRICS_BATCH_DURATION, clock_mono_us() - t->started_us);
     LOG_DEBUG("batch: %zu messages, %zu orders persisted (%" PRIu64 " new), %zu rejected, "
               "%zu coupon uses (%zu new), %zu dead-lettered, %zu repeated, %" PRId64 " ms: "
               "fill %" PRId64 " ms, dead %" PRId64 " ms, claim %" PRId64 " ms, persist %" PRId64
               " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, abandon %" PRId64
               " ms, commit %" PRId64 " ms",
               b->messages, persisted, c->persisted.orders_added, rejected, uses,
-              c->persisted.uses_applied, b->dead_count, b->duplicates, clock_mono_ms() - started,
+              c->persisted.uses_applied, b->dead_count, b->duplicates, (clock_mono_us() - t->started_us) / 1000,
               t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->abandon,
               t->commit);
 }
 
-int pipeline_run(struct consumer *c)
+/* Up to the write: seal, dead letters, claim. */
+static int front(struct consumer *c)
 {
     struct batch *b = &c->batch;
     struct consumer_times *t = &c->times;
-    int64_t started = clock_mono_ms();
-    int64_t started_us = clock_mono_us();
+    t->started_us = clock_mono_us();
     batch_seal(b);
-    memset(&c->persisted, 0, sizeof(c->persisted));
     if (retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
                    &t->dead) != 0 ||
         retry_step(c, "claim", claim_orders, CONSUMERMETRICS_RETRY_CLAIM, &t->claim) != 0)
         return -1;
     note_rejections(b);
     batch_collect_accepted(b);
+    return 0;
+}
+
+/* After the write: Redis, dead letters, offsets. */
+static int back(struct consumer *c)
+{
+    struct batch *b = &c->batch;
+    struct consumer_times *t = &c->times;
+    note_split(c);
     size_t dead_before = b->dead_count;
-    if (retry_step(c, "persist", step_persist, CONSUMERMETRICS_RETRY_PERSIST, &t->persist) != 0 ||
-        dead_orders(c) != 0 || dead_uses(c) != 0 ||
+    if (dead_orders(c) != 0 || dead_uses(c) != 0 ||
         retry_step(c, "publish coupons", publish_coupons, CONSUMERMETRICS_RETRY_PUBLISH,
                    &t->publish) != 0 ||
         retry_step(c, "finalize", claim_finalize, CONSUMERMETRICS_RETRY_FINALIZE,
@@ -172,6 +182,58 @@ int pipeline_run(struct consumer *c)
     int64_t t0 = clock_mono_ms();
     kafkacons_commit(c);
     t->commit = clock_mono_ms() - t0;
-    account(c, started, started_us);
+    account(c);
     return 0;
+}
+
+/* c->batch and its times change places with the writer's. */
+static void swap_batches(struct consumer *c)
+{
+    struct batch b = c->batch;
+    c->batch = c->writing;
+    c->writing = b;
+    struct consumer_times t = c->times;
+    c->times = c->writing_times;
+    c->writing_times = t;
+}
+
+/* Takes the written batch back into c->batch (the one just claimed goes to the writer's
+ * place) and retries its write on this thread until it is in MySQL. */
+static int take_written(struct consumer *c)
+{
+    /* Blocking, as a write on this thread would: polling Kafka meanwhile would only stash
+     * messages past the batch size. */
+    char err[512];
+    int64_t took_us = 0;
+    enum persist_result r = writer_take(c->writer, &c->persisted, &took_us, err, sizeof(err));
+    swap_batches(c);
+    c->times.persist = took_us / 1000;
+    if (r == PERSIST_OK) {
+        if (c->batch.accepted_count > 0 || c->batch.use_count > 0)
+            consumermetrics_observe(CONSUMERMETRICS_INSERT_DURATION, took_us);
+        return 0;
+    }
+    LOG_WARN("persist failed: %s; retrying", err);
+    consumermetrics_add(CONSUMERMETRICS_RETRY_PERSIST, 1);
+    return retry_step(c, "persist", step_persist, CONSUMERMETRICS_RETRY_PERSIST, &c->times.persist);
+}
+
+int pipeline_turn(struct consumer *c)
+{
+    bool fresh = !batch_is_empty(&c->batch);
+    if (fresh && front(c) != 0)
+        return -1;
+    if (!writer_holds(c->writer)) {
+        if (fresh) {
+            swap_batches(c);
+            writer_start(c->writer, &c->writing);
+        }
+        return 0;
+    }
+    if (take_written(c) != 0)
+        return -1;
+    /* The write of the batch just claimed overlaps the Redis half of the one written. */
+    if (fresh)
+        writer_start(c->writer, &c->writing);
+    return back(c);
 }

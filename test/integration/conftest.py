@@ -173,6 +173,28 @@ class MySQL:
         return int(self.scalar(sql))
 
 
+class RowLock:
+    """A MariaDB session holding a row lock (SELECT ... FOR UPDATE in an open
+    transaction) until release()."""
+
+    def __init__(self, mysql, sql):
+        self.p = subprocess.Popen(mysql.args + ["--unbuffered"], env=mysql.env, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        self.p.stdin.write(f"START TRANSACTION; {sql} FOR UPDATE; SELECT 'locked';\n")
+        self.p.stdin.flush()
+        for line in self.p.stdout:
+            if line.strip() == "locked":
+                return
+        raise AssertionError(f"could not take the lock: {self.p.stderr.read()}")
+
+    def release(self):
+        if self.p.poll() is None:
+            self.p.stdin.write("ROLLBACK;\n")
+            self.p.stdin.close()
+            self.p.wait(timeout=30)
+
+
 # ---- processes ---------------------------------------------------------------------------
 
 

@@ -20,7 +20,7 @@ import time
 import pytest
 import requests
 
-from conftest import ROOT, child_env, poll_until
+from conftest import ROOT, RowLock, child_env, poll_until
 from gatewayhttp import metrics_samples
 
 TOPIC = "seckill.poison.orders"
@@ -320,28 +320,6 @@ def test_poison_orders_are_dead_lettered_and_the_rest_persisted(poison):
     delta = poison.check(poison.wait_settled())
     # A refusal is not retried: the persist step never failed.
     assert delta('seckill_consumer_retries_total{step="persist",backend="mysql"}') == 0
-
-
-class RowLock:
-    """A MariaDB session holding a row lock (SELECT ... FOR UPDATE in an open
-    transaction) until release()."""
-
-    def __init__(self, mysql, sql):
-        self.p = subprocess.Popen(mysql.args + ["--unbuffered"], env=mysql.env, text=True,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
-        self.p.stdin.write(f"START TRANSACTION; {sql} FOR UPDATE; SELECT 'locked';\n")
-        self.p.stdin.flush()
-        for line in self.p.stdout:
-            if line.strip() == "locked":
-                return
-        raise AssertionError(f"could not take the lock: {self.p.stderr.read()}")
-
-    def release(self):
-        if self.p.poll() is None:
-            self.p.stdin.write("ROLLBACK;\n")
-            self.p.stdin.close()
-            self.p.wait(timeout=30)
 
 
 def test_connection_lost_mid_split_retries_without_loss_or_doubling(poison, mysql):

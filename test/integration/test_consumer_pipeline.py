@@ -1,0 +1,49 @@
+"""The consumer claims the next batch while the one before is written to MySQL, and the
+writes keep the order of the batches. Sale A's first batch is held in MySQL (another
+session locks A's counter row); orders of sale B that arrive meanwhile are claimed in
+Redis at once — one batch at a time would leave them queued until A's write ended — yet
+none of B's is written or shown SUCCESS before A's write is over. Once the lock goes, both
+sales end with every order SUCCESS and in MySQL once."""
+
+import requests
+
+from conftest import RowLock, live_reservations, order_rows, poll_until, success_count, wait_for_consumer
+
+B_ORDERS = 5
+
+
+def buy(conf, user, activity):
+    r = requests.post(f"{conf.base_url}/seckill/execute", params={"userId": user, "activityId": activity},
+                      timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()["orderNo"]
+
+
+def test_the_next_batch_is_claimed_while_one_is_written(conf, gateway, consumer, ctl, mysql, redis, ids):
+    a = ctl.create_sale(10).activity_id
+    b = ctl.create_sale(10).activity_id
+    lock = RowLock(mysql, f"SELECT id FROM seckill_activity WHERE id = {a}")
+    try:
+        first = buy(conf, ids(), a)
+        waiting = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() " \
+                  f"AND INFO LIKE 'UPDATE seckill_activity SET sold_count%WHERE id = {a}'"
+        poll_until(lambda: mysql.count(waiting) > 0, 10, f"the write of sale {a}'s batch to wait on the lock")
+        bought = {buy(conf, ids(), b) for _ in range(B_ORDERS)}
+        claimed = conf.key("claimed", b)
+        poll_until(lambda: redis("SCARD", claimed) == B_ORDERS, 3,
+                   f"sale {b}'s orders claimed while sale {a}'s batch is written")
+        assert mysql.count(waiting) > 0, "the write of sale A's batch ended before the check"
+        assert success_count(redis, conf, b) == 0, "a batch was shown SUCCESS before the one before it was written"
+        assert not order_rows(mysql, b), "a batch was written before the one before it"
+    finally:
+        lock.release()
+    wait_for_consumer(mysql, redis, conf, a, 1, consumer, timeout=60)
+    wait_for_consumer(mysql, redis, conf, b, B_ORDERS, consumer, timeout=60)
+    assert set(order_rows(mysql, a)) == {first}
+    assert set(order_rows(mysql, b)) == bought
+    for sale in (a, b):
+        assert live_reservations(redis, conf, sale) == 0
+        assert set(redis("HVALS", conf.key("orders", sale))) == {"SUCCESS"}
+        assert mysql.count(f"SELECT sold_count FROM seckill_activity WHERE id = {sale}") == len(order_rows(mysql, sale))
+        verify = ctl("verify", sale)
+        assert verify.rc == 0, repr(verify)
