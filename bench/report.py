@@ -183,7 +183,7 @@ def wait_cost_section(result):
     L = ["## What redis.wait-replicas costs (cluster)\n",
          "The cluster's contended sale again, the gateways restarted with `redis.wait-replicas` = 0 and "
          "then 1 (a `WAIT 1 <timeout>` behind every coalesced execute call and every queued-mark call). CPU "
-         "summed over both gateways and all six Redis nodes, per accepted order.\n",
+         "summed over both gateways and all the Redis nodes, per accepted order.\n",
          "| conn | wait-replicas | req/s | p50 ms | p99 ms | gateways µs/order | Redis µs/order | WAIT short |",
          "|---|---|---|---|---|---|---|---|"]
     for r in rows:

@@ -54,6 +54,7 @@ conf_get() {
     redis.appendfsync) echo everysec ;;
     redis.nodes) echo "" ;;
     redis.cluster-node-timeout-ms) echo 2000 ;;
+    redis.cluster-replicas) echo 2 ;;
     kafka.brokers) echo 127.0.0.1:19092 ;;
     kafka.topic) echo seckill.orders ;;
     kafka.dead-letter-topic) echo seckill.orders.dlq ;;

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# A Redis Cluster of Debian's redis-server, one process per address of redis.nodes (the
-# first third become masters, the rest their replicas: 6 nodes = 3 masters + 3 replicas),
+# A Redis Cluster of Debian's redis-server, one process per address of redis.nodes (with
+# redis.cluster-replicas = R, the first 1/(R+1) become masters, the rest their replicas:
+# 9 nodes and R = 2 are 3 masters with 2 replicas each),
 # node N under var/redis-cluster/<port>/ of stack.data-dir. Selected by stack.sh when
 # redis.nodes is set; redis.sh serves the single Redis otherwise.
 #   redis-cluster.sh start|stop|status
 # A node's cluster bus listens 100 above its port (cluster-port), inside the stack's range.
 # The first start creates the cluster (redis-cli --cluster create); a later start finds
-# each node's nodes.conf and AOF and the cluster comes back with its data.
+# each node's nodes.conf and AOF and the cluster comes back with its data; an address
+# that is new to a formed cluster (redis.nodes grown, or a lost node replaced with an
+# empty data directory) joins it as a replica of a master with the fewest.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -20,9 +23,11 @@ nodes=$(conf_get redis.nodes | tr -d ' \t')
 [ -n "$nodes" ] || die "redis.nodes is empty in $CONF (the single Redis is scripts/redis.sh)"
 IFS=, read -r -a ADDRS <<<"$nodes"
 COUNT=${#ADDRS[@]}
-# --cluster-replicas 1 needs a replica for every master, and a cluster at least 3 masters.
-{ [ "$COUNT" -ge 6 ] && [ $((COUNT % 2)) = 0 ]; } ||
-  die "redis.nodes: $COUNT addresses; a cluster with one replica per master needs an even number, at least 6"
+REPLICAS=$(conf_get redis.cluster-replicas)
+GROUP=$((REPLICAS + 1))
+# --cluster-replicas R needs R replicas for every master, and a cluster at least 3 masters.
+{ [ "$COUNT" -ge $((3 * GROUP)) ] && [ $((COUNT % GROUP)) = 0 ]; } ||
+  die "redis.nodes: $COUNT addresses; a cluster with redis.cluster-replicas = $REPLICAS needs a multiple of $GROUP, at least $((3 * GROUP))"
 
 node_host() { local a=${ADDRS[$(($1 - 1))]}; echo "${a%:*}"; }
 node_port() { local a=${ADDRS[$(($1 - 1))]}; echo "${a##*:}"; }
@@ -83,11 +88,25 @@ start_node() {
     || { show_log "$(node_dir "$i")/redis.log"; die "$(node_name "$i") failed to start"; }
 }
 
-# Never formed: every node knows only itself and serves no slot.
+# A node that knows only itself and serves no slot.
+alone() { [ "$(info_field "$1" cluster_known_nodes)" = 1 ] && [ "$(info_field "$1" cluster_slots_assigned)" = 0 ]; }
+# Never formed: every node alone.
 unformed() {
   local i
+  for ((i = 1; i <= COUNT; i++)); do alone "$i" || return 1; done
+}
+
+# The nodes alone beside a formed cluster join it as replicas (redis-cli picks a master
+# with the fewest replicas for each).
+join_alone() {
+  local i member=
+  for ((i = 1; i <= COUNT; i++)); do alone "$i" || { member=${ADDRS[$((i - 1))]}; break; }; done
+  [ -n "$member" ] || return 0
   for ((i = 1; i <= COUNT; i++)); do
-    [ "$(info_field "$i" cluster_known_nodes)" = 1 ] && [ "$(info_field "$i" cluster_slots_assigned)" = 0 ] || return 1
+    alone "$i" || continue
+    echo "redis-cluster: ${ADDRS[$((i - 1))]} joins the cluster as a replica"
+    redis-cli --cluster add-node "${ADDRS[$((i - 1))]}" "$member" --cluster-slave >>"$BASE/create.log" 2>&1 \
+      || { cat "$BASE/create.log" >&2; die "redis-cli --cluster add-node ${ADDRS[$((i - 1))]} failed"; }
   done
 }
 
@@ -104,8 +123,10 @@ start() {
   done
   if unformed; then
     echo "redis-cluster: creating the cluster of ${ADDRS[*]}"
-    redis-cli --cluster create "${ADDRS[@]}" --cluster-replicas 1 --cluster-yes >"$BASE/create.log" 2>&1 \
+    redis-cli --cluster create "${ADDRS[@]}" --cluster-replicas "$REPLICAS" --cluster-yes >"$BASE/create.log" 2>&1 \
       || { cat "$BASE/create.log" >&2; die "redis-cli --cluster create failed"; }
+  else
+    join_alone
   fi
   if ! wait_until "$START_TIMEOUT" "cluster_state:ok and all 16384 slots served on every node" all_ok; then
     for ((i = 1; i <= COUNT; i++)); do cli "$i" cluster info 2>&1 | grep -E 'cluster_state|slots_ok' | sed "s/^/$(node_name "$i"): /" >&2 || true; done

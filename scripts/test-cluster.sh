@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test-cluster: the integration tests on the tests' cluster (the modules marked
 # `cluster`: test/integration/conftest.py), with the ASan+UBSan binaries: two gateways on
-# one port and two consumers on a Redis Cluster of three masters and three replicas and
+# one port and two consumers on a Redis Cluster of three masters with two replicas each and
 # three Kafka nodes (build/conf/test-cluster.conf), slot migration, failover, a lost
 # broker. Brings the cluster up once and down after. Ends with one line "N passed, N failed".
 set -uo pipefail

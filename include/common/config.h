@@ -57,6 +57,7 @@ struct config {
     char *redis_nodes;              /* empty: one Redis at redis.host:redis.port */
     int64_t redis_cluster_refresh_ms;
     int64_t redis_cluster_node_timeout_ms;
+    int64_t redis_cluster_replicas; /* replicas of each master the scripts create */
     int64_t redis_wait_replicas;    /* 0: no WAIT; else replicas that must hold a write first */
     int64_t redis_wait_timeout_ms;
 

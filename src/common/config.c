@@ -73,6 +73,7 @@ static const struct config_entry config_table[] = {
     STR("redis.nodes", redis_nodes, ""),
     INT("redis.cluster-refresh-ms", redis_cluster_refresh_ms, "5000", 100, 3600000),
     INT("redis.cluster-node-timeout-ms", redis_cluster_node_timeout_ms, "2000", 100, 600000),
+    INT("redis.cluster-replicas", redis_cluster_replicas, "2", 0, 5),
     INT("redis.wait-replicas", redis_wait_replicas, "0", 0, 16),
     INT("redis.wait-timeout-ms", redis_wait_timeout_ms, "250", 1, 300000),
 

@@ -69,6 +69,10 @@ static redisContext *conn(struct redisroute *rr, int node, char *err, size_t err
         snprintf(err, errlen, "redis %s:%d: %s", a->host, a->port, c ? c->errstr : "out of memory");
         if (c)
             redisFree(c);
+        /* A master that cannot be reached may be gone for good, its slots promoted to a
+         * replica: only a map asked of the other nodes again finds where they went. */
+        if (rr->cluster)
+            rr->stale = true;
         return NULL;
     }
     rr->conns[node] = c;

@@ -44,6 +44,7 @@ class RedisCluster:
 
     def __init__(self, conf, stack):
         self.stack = stack
+        self.replicas = int(conf.get("redis.cluster-replicas") or 2)
         self.addrs = [(h, int(p)) for h, _, p in
                       (a.strip().rpartition(":") for a in conf.get("redis.nodes").split(","))]
         self.conns = {}
@@ -79,8 +80,8 @@ class RedisCluster:
     def node_at(self, addr, skip=()):
         return next(n for n in self.nodes(skip) if n.addr == tuple(addr))
 
-    def replica_of(self, master):
-        return next(n for n in self.nodes() if n.master_id == master.id and not n.failing)
+    def replicas_of(self, master):
+        return [n for n in self.nodes() if n.master_id == master.id and not n.failing]
 
     @staticmethod
     def slot(conf, activity):
@@ -104,17 +105,20 @@ class RedisCluster:
         except (OSError, ConnectionError, RedisError):
             return None
 
-    def wait_owner(self, slot, addr, timeout, skip=()):
-        """Polls until a live node's map has `addr` serving `slot`; the seconds it took."""
+    def wait_owner(self, slot, addrs, timeout, skip=()):
+        """Polls until a live node's map has one of `addrs` serving `slot`, as a master:
+        (that address, the seconds it took)."""
+        addrs = {tuple(a) for a in addrs}
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             try:
-                if self.owner(slot, skip) == tuple(addr) and self.role(addr) == "master":
-                    return time.monotonic() - t0
+                owner = self.owner(slot, skip)
+                if owner in addrs and self.role(owner) == "master":
+                    return owner, time.monotonic() - t0
             except (OSError, ConnectionError, RedisError):
                 pass
             time.sleep(0.02)
-        raise AssertionError(f"slot {slot} not served by {addr} {timeout} s later")
+        raise AssertionError(f"slot {slot} not served by any of {sorted(addrs)} {timeout} s later")
 
     def cut_replication(self, master, replica, timeout=10):
         """The replica cut off from its master, as on a broken link: its link dropped, and
@@ -189,7 +193,7 @@ class RedisCluster:
         if open_slots:
             problems.append(f"open slots {open_slots}")
         masters = sum(1 for n in nodes if n.master and not n.failing)
-        if masters != len(self.addrs) // 2:
+        if masters != len(self.addrs) // (self.replicas + 1):
             problems.append(f"{masters} masters")
         p = subprocess.run(["redis-cli", "--cluster", "check", f"{self.addrs[0][0]}:{self.addrs[0][1]}"],
                            capture_output=True, text=True, timeout=30)

@@ -1,5 +1,5 @@
 """The chaos scenarios of the cluster topology (make chaos TOPOLOGY=cluster): a Redis Cluster
-of 3 masters and 3 replicas, three Kafka nodes with the order topic on three replicas
+of 3 masters with 2 replicas each, three Kafka nodes with the order topic on three replicas
 (min.insync.replicas=2), two gateways and two consumers of one group, a sale under load
 while one part fails: a Kafka broker or two (C1, C2), a gateway (C3), a consumer (C4), the
 Redis master or replica of the sale's slot, or the slot itself moving (R1-R3). chaoslib.run
@@ -7,6 +7,8 @@ does the rest, as for the single stack: I1-I6 and seckillctl verify after each."
 
 import collections
 import concurrent.futures
+import http.client
+import json
 import re
 import time
 
@@ -106,11 +108,11 @@ LAG_S = 1.5               # R1b: how long the replica is cut off before its mast
 
 
 def sale_nodes(ctx):
-    """The cluster, the sale's slot, the master serving it and that master's replica."""
+    """The cluster, the sale's slot, the master serving it and that master's replicas."""
     rc = RedisCluster(ctx.conf, ctx.stack)
     slot = rc.slot(ctx.conf, ctx.a)
     master = rc.node_at(rc.owner(slot))
-    return rc, slot, master, rc.replica_of(master)
+    return rc, slot, master, rc.replicas_of(master)
 
 
 def restored(ctx, rc):
@@ -149,8 +151,8 @@ def window(ctx, t0, what):
 
 
 def master_kill(ctx):
-    """kill -9 of the master serving the sale's slot. Its replica, whose data froze at the
-    kill, is read (READONLY) before the cluster promotes it after cluster-node-timeout;
+    """kill -9 of the master serving the sale's slot. Its replicas, whose data froze at the
+    kill, are read (READONLY) before the cluster promotes one after cluster-node-timeout;
     the killed node is started again once the slot is served and rejoins as a replica.
     After the load, every order answered 200 before the kill must be in that snapshot
     (lost_answered): one missing is a reservation the failover lost after its client was
@@ -159,7 +161,7 @@ def master_kill(ctx):
 
 
 def lagging_master_kill(ctx):
-    """As master_kill, but the replica has been cut off for LAG_S when the master dies:
+    """As master_kill, but its replicas have been cut off for LAG_S when the master dies:
     what the master answered in that time exists nowhere else. With redis.wait-replicas
     the gateway answers none of it 200 (WAIT counts no replica: rollback, 503); without,
     lost_answered finds the orders told 200 that the promoted replica never had
@@ -168,25 +170,29 @@ def lagging_master_kill(ctx):
 
 
 def kill_master(ctx, lag):
-    rc, slot, master, replica = sale_nodes(ctx)
+    rc, slot, master, replicas = sale_nodes(ctx)
     ctx.fault_start()
     if lag:
-        cut = rc.cut_replication(master, replica)
-        ctx.notes.append(f"replication {master} -> {replica} cut {cut:.1f} s after the fault started, "
-                         f"for {lag} s before the kill")
+        for replica in replicas:
+            cut = rc.cut_replication(master, replica)
+            ctx.notes.append(f"replication {master} -> {replica} cut {cut:.1f} s after the fault started, "
+                             f"for {lag} s before the kill")
         time.sleep(lag)
     pid = rc.kill9(master)
     t_kill = time.monotonic()
-    # Replication bytes already in the replica's socket still arrive: a moment for them.
+    # Replication bytes already in the replicas' sockets still arrive: a moment for them.
     time.sleep(0.2)
-    kept, role = rc.replica_keys(replica, ctx.key("orders"))
+    held = {r.addr: rc.replica_keys(r, ctx.key("orders")) for r in replicas}
     try:
-        promoted = rc.wait_owner(slot, replica.addr, PROMOTION_TIMEOUT, skip={master.addr})
+        addr, took = rc.wait_owner(slot, held, PROMOTION_TIMEOUT, skip={master.addr})
     finally:
         if lag:
-            rc.heal(replica)
+            for replica in replicas:
+                rc.heal(replica)
+    replica = next(r for r in replicas if r.addr == addr)
+    kept, role = held[addr]
     ctx.notes.append(f"slot {slot}: killed master {master} (pid {pid}); replica {replica} held "
-                     f"{len(kept)} orders at the kill, promoted {promoted:.1f} s after it")
+                     f"{len(kept)} orders at the kill, promoted {took:.1f} s after it")
     rc.start_missing()
     back = rc.node_at(master.addr)
     ctx.fault_end()
@@ -197,6 +203,86 @@ def kill_master(ctx, lag):
     ctx.redis_fault = dict(t_kill=t_kill, kept=kept, role=role, replica=replica)
     restored(ctx, rc)
     sell_out(ctx)
+
+
+def master_lost(ctx):
+    """kill -9 of the sale's master, never started again in the scenario (a machine gone).
+    One of its two replicas is promoted and still has the other, so redis.wait-replicas = 1
+    holds: the sale goes on, every order told 200 ends SUCCESS, and sales on the other
+    masters never stop persisting: a sale created on each of them right after the promotion
+    has its first orders SUCCESS within OTHERS_SUCCESS_S."""
+    rc, slot, master, replicas = sale_nodes(ctx)
+    ctx.fault_start()
+    pid = rc.kill9(master)
+    addr, took = rc.wait_owner(slot, [r.addr for r in replicas], PROMOTION_TIMEOUT, skip={master.addr})
+    ctx.fault_end()
+    ctx.notes.append(f"slot {slot}: killed master {master} (pid {pid}) for good; {addr[1]} promoted "
+                     f"{took:.1f} s after the kill, with {len(rc.replicas_of(rc.node_at(addr, skip={master.addr})))} "
+                     f"replica(s) left")
+    for other in others_sales(ctx, rc, {addr, master.addr}):
+        known(ctx, other)
+        t0 = time.monotonic()
+        orders = [buy(ctx, other, u) for u in range(1, OTHERS_ORDERS + 1)]
+        accepted = [o for o in orders if o]
+        done = None
+        while time.monotonic() - t0 < OTHERS_SUCCESS_S * 3:
+            statuses = ctx.redis("HMGET", ctx.conf.key("orders", other), *accepted) if accepted else []
+            if accepted and all(s == "SUCCESS" for s in statuses):
+                done = time.monotonic() - t0
+                break
+            time.sleep(0.05)
+        ctx.expect.append((f"sale {other} on another master persists", len(accepted) == OTHERS_ORDERS
+                           and done is not None and done <= OTHERS_SUCCESS_S,
+                           f"{len(accepted)} of {OTHERS_ORDERS} accepted, all SUCCESS "
+                           + (f"{done:.1f} s after the first request" if done is not None else "never")))
+    sell_out(ctx)
+
+
+OTHERS_ORDERS = 5
+OTHERS_SUCCESS_S = 5
+
+
+def others_sales(ctx, rc, skip):
+    """A new sale on each master that is not in `skip` (addresses)."""
+    found = {}
+    masters = {n.addr for n in rc.nodes(skip=skip) if n.master and not n.failing} - set(skip)
+    for _ in range(40):
+        sale = ctx.ctl.create_sale(OTHERS_ORDERS * 2)
+        owner = rc.owner(rc.slot(ctx.conf, sale.activity_id), skip=skip)
+        if owner in masters:
+            found.setdefault(owner, sale.activity_id)
+        if len(found) == len(masters):
+            break
+    return list(found.values())
+
+
+def known(ctx, activity, timeout=10):
+    """Until every gateway's activity cache holds the new sale as ACTIVE."""
+    deadline = time.monotonic() + timeout
+    for g in ctx.gateways:
+        while True:
+            c = http.client.HTTPConnection("127.0.0.1", g.conf.http_port, timeout=5)
+            try:
+                c.request("GET", f"/seckill/activities/{activity}")
+                r = c.getresponse()
+                if r.status == 200 and b"ACTIVE" in r.read():
+                    break
+            finally:
+                c.close()
+            assert time.monotonic() < deadline, f"gateway :{g.conf.http_port} never saw activity {activity}"
+            time.sleep(0.05)
+
+
+def buy(ctx, activity, n):
+    """One order of a new user through the first gateway: its order number, or None."""
+    c = http.client.HTTPConnection("127.0.0.1", ctx.gateways[0].conf.http_port, timeout=10)
+    try:
+        c.request("POST", f"/seckill/execute?userId={9 * 10**14 + activity * 1000 + n}&activityId={activity}")
+        r = c.getresponse()
+        body = json.loads(r.read() or b"{}")
+        return body.get("orderNo") if r.status == 200 else None
+    finally:
+        c.close()
 
 
 def lost_answered(ctx):
@@ -248,7 +334,8 @@ def redirects_seen(ctx):
 def replica_kill(ctx):
     """kill -9 of the replica of the sale's master, started again REPLICA_DOWN_S later; it
     resyncs from its master. The master goes on serving the slot."""
-    rc, slot, master, replica = sale_nodes(ctx)
+    rc, slot, master, replicas = sale_nodes(ctx)
+    replica = replicas[0]
     ctx.fault_start()
     pid = rc.kill9(replica)
     time.sleep(REPLICA_DOWN_S)
@@ -304,6 +391,8 @@ SCENARIOS = [
              expect_503=True, post=lost_answered, **REDIS),
     Scenario("R1b", f"Redis master of the sale kill -9 after {LAG_S} s of its replica cut off",
              lagging_master_kill, expect_503=True, post=lost_answered, **REDIS),
+    Scenario("R4", "Redis master of the sale kill -9, never started again (a machine gone)", master_lost,
+             expect_503=True, **REDIS),
     Scenario("R2", "the sale's slot migrated to another master (ASK, MOVED)", slot_migrate,
              expect_503=True, post=redirects_seen, **REDIS),
     Scenario("R3", f"Redis replica of the sale's master kill -9, back {REPLICA_DOWN_S} s later",

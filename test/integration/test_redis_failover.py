@@ -1,20 +1,20 @@
 """A Redis Cluster master failover in the middle of a sale, with and without
 redis.wait-replicas (docs/protocol.md, "Redis failover").
 
-Replication is asynchronous: a write a master answered may not be on its replica yet. The
-tests make that window as wide as they like by stopping the replica (SIGSTOP: it neither
-reads the replication stream nor acknowledges it, so WAIT counts 0), then kill the master
+Replication is asynchronous: a write a master answered may not be on its replicas yet. The
+tests make that window as wide as they like by stopping the replicas (SIGSTOP: they neither
+read the replication stream nor acknowledge it, so WAIT counts 0), then kill the master
 (kill -9), let the replica take over (CLUSTER FAILOVER TAKEOVER, at once, instead of
 waiting out cluster-node-timeout) and restart the killed node, which rejoins as a replica.
 
-- wait-replicas = 1, replica stopped: the execute is answered 503 with Retry-After and
+- wait-replicas = 1, replicas stopped: the execute is answered 503 with Retry-After and
   changes nothing (the reservation is rolled back, no order reaches Kafka).
-- wait-replicas = 0, replica stopped: two users' orders are persisted on the old master
+- wait-replicas = 0, replicas stopped: two users' orders are persisted on the old master
   only; after the failover the promoted replica has never heard of them and sells the
   same user and the same units again. MySQL, the last line, keeps at most the stock and
   one row per user; the losers end FAILED in Redis without their unit coming back, and
   `seckillctl verify` passes.
-- wait-replicas = 1, replica healthy: the master is killed right after a burst of 200s;
+- wait-replicas = 1, replicas healthy: the master is killed right after a burst of 200s;
   every one of them ends SUCCESS and nothing is oversold.
 
 The module runs on the tests' cluster (build/conf/test-cluster.conf) with its own gateway
@@ -41,21 +41,22 @@ FAILOVER_S = 60
 
 
 class Shard:
-    """The master serving one activity's slot, and its replica."""
+    """The master serving one activity's slot, and its replicas (replica_id: the one a
+    failover here promotes)."""
 
     def __init__(self, cluster, activity):
         self.cluster = cluster
         self.master_id = cluster.owner(activity)
         self.nodes = {}    # node id -> (host, port)
-        replica = None
+        self.replica_ids = []
         for line in cluster.redis_nodes()[0]("CLUSTER", "NODES").splitlines():
             node_id, addr, flags, master = line.split()[:4]
             host, _, port = addr.split("@")[0].rpartition(":")
             self.nodes[node_id] = (host, int(port))
             if master == self.master_id and "fail" not in flags:
-                replica = node_id
-        assert replica, f"master {self.master_id} has no live replica"
-        self.replica_id = replica
+                self.replica_ids.append(node_id)
+        assert self.replica_ids, f"master {self.master_id} has no live replica"
+        self.replica_id = self.replica_ids[0]
 
     def client(self, node_id):
         return Redis(*self.nodes[node_id], timeout=5)
@@ -98,16 +99,18 @@ def fail_over(shard, replica_behind=False):
     """kill -9 of the shard's master, its replica takes over, the killed node is restarted
     and rejoins as the new master's replica. Returns the (old master, new master) ids.
 
-    replica_behind: the replica is SIGSTOPped and must take over without what it missed.
-    Resuming it would not do: the kernel already holds the master's replication stream in
-    its socket, and it would apply it. So it is killed too and started again from its own
-    AOF, which ends where it stopped."""
+    replica_behind: the replicas are SIGSTOPped and one must take over without what they
+    missed. Resuming them would not do: the kernel already holds the master's replication
+    stream in their sockets, and they would apply it. So they are killed too, the one to
+    take over started again from its own AOF, which ends where it stopped, and the others
+    by redis-cluster.sh start below, after the takeover (they resync from the new master)."""
     old, new = shard.master_id, shard.replica_id
     os.kill(shard.pid(old), signal.SIGKILL)
     poll_until(lambda: shard.role(old) is None, 10, "the killed master gone")
     if replica_behind:
-        os.kill(shard.pid(new), signal.SIGKILL)
-        poll_until(lambda: shard.role(new) is None, 10, "the stopped replica gone")
+        for replica in shard.replica_ids:
+            os.kill(shard.pid(replica), signal.SIGKILL)
+            poll_until(lambda: shard.role(replica) is None, 10, "the stopped replica gone")
         conf = shard.cluster.data / "redis-cluster" / str(shard.nodes[new][1]) / "redis.conf"
         subprocess.run(["redis-server", str(conf)], check=True, capture_output=True, timeout=30)
         poll_until(lambda: shard.loaded(new), 30, "the replica restarted and its AOF loaded")
@@ -231,7 +234,8 @@ def test_wait_refuses_what_no_replica_holds(stack, stopped_replica, ids):
     stack.start(wait_replicas=1)
     sale = stack.ctl.create_sale(stock=3)
     shard = Shard(stack.cluster, sale.activity_id)
-    stopped_replica(shard.pid(shard.replica_id))
+    for replica in shard.replica_ids:
+        stopped_replica(shard.pid(replica))
     user = ids()
     t0 = time.monotonic()
     r = stack.api.execute(user, sale.activity_id)
@@ -242,7 +246,8 @@ def test_wait_refuses_what_no_replica_holds(stack, stopped_replica, ids):
     # Nothing reserved: the stock and the user as before.
     assert stack.stock(sale.activity_id) == 3
     assert stack.holder(sale.activity_id, user) is None
-    os.kill(shard.pid(shard.replica_id), signal.SIGCONT)
+    for replica in shard.replica_ids:
+        os.kill(shard.pid(replica), signal.SIGCONT)
     # Nothing reached Kafka: once a later order is through, MySQL holds that one alone.
     poll_until(lambda: node_healthy(stack.cluster), FAILOVER_S, "the replica back in sync")
     other = ids()
@@ -260,7 +265,8 @@ def test_without_wait_a_failover_resells_and_mysql_keeps_the_stock(stack, stoppe
     sale = stack.ctl.create_sale(stock=stock)
     a = sale.activity_id
     shard = Shard(stack.cluster, a)
-    stopped_replica(shard.pid(shard.replica_id))
+    for replica in shard.replica_ids:
+        stopped_replica(shard.pid(replica))
     # Two orders the replica never sees, persisted from the old master.
     u, v = ids(), ids()
     first = {}
