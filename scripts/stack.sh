@@ -34,15 +34,17 @@ case ${2:-} in
 esac
 
 # Kafka takes longest (Maven fetch on a fresh clone, then the JVM), so it starts in the
-# background first (kafka.sh start runs kafka-fetch.sh) while Redis and MariaDB come up;
-# its report is printed after theirs to keep the output in one piece per service.
+# background while MariaDB comes up; its report is printed after theirs to keep the output
+# in one piece per service. Redis first, on its own: its ports lie in the kernel's
+# ephemeral range, and the brokers' first connections to each other, made while a Redis
+# Cluster's nodes were still starting one by one, took one of them as a local port once.
 services_up() {
   local failed=0 kafka_out kafka_job
   "$S/install-deps.sh"
+  "$S/$REDIS.sh" start || failed=1
   kafka_out=$(mktemp)
   "$S/kafka.sh" start create-topics >"$kafka_out" 2>&1 &
   kafka_job=$!
-  "$S/$REDIS.sh" start || failed=1
   { "$S/mariadb.sh" start && "$S/mariadb.sh" schema; } || failed=1
   wait "$kafka_job" || failed=1
   cat "$kafka_out"

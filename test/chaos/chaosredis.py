@@ -80,8 +80,8 @@ class RedisCluster:
     def node_at(self, addr, skip=()):
         return next(n for n in self.nodes(skip) if n.addr == tuple(addr))
 
-    def replicas_of(self, master):
-        return [n for n in self.nodes() if n.master_id == master.id and not n.failing]
+    def replicas_of(self, master, skip=()):
+        return [n for n in self.nodes(skip) if n.master_id == master.id and not n.failing]
 
     @staticmethod
     def slot(conf, activity):
@@ -119,6 +119,19 @@ class RedisCluster:
                 pass
             time.sleep(0.02)
         raise AssertionError(f"slot {slot} not served by any of {sorted(addrs)} {timeout} s later")
+
+    def wait_state_ok(self, timeout, skip=()):
+        """Polls until every node but `skip` says cluster_state:ok; the seconds it took."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout:
+            try:
+                if all("cluster_state:ok" in self.client(a)("CLUSTER", "INFO")
+                       for a in self.addrs if a not in skip):
+                    return time.monotonic() - t0
+            except (OSError, ConnectionError, RedisError):
+                pass
+            time.sleep(0.05)
+        raise AssertionError(f"cluster_state not ok on every node {timeout} s later")
 
     def cut_replication(self, master, replica, timeout=10):
         """The replica cut off from its master, as on a broken link: its link dropped, and

@@ -215,15 +215,23 @@ def master_lost(ctx):
     ctx.fault_start()
     pid = rc.kill9(master)
     addr, took = rc.wait_owner(slot, [r.addr for r in replicas], PROMOTION_TIMEOUT, skip={master.addr})
+    # Each node learns of the promotion by gossip: until then some still answer CLUSTERDOWN.
+    settled = rc.wait_state_ok(PROMOTION_TIMEOUT, skip={master.addr})
     ctx.fault_end()
+    t0, left = time.monotonic(), []
+    while not left and time.monotonic() - t0 < PROMOTION_TIMEOUT:
+        left = rc.replicas_of(rc.node_at(addr, skip={master.addr}), skip={master.addr})
+        time.sleep(0.05)
     ctx.notes.append(f"slot {slot}: killed master {master} (pid {pid}) for good; {addr[1]} promoted "
-                     f"{took:.1f} s after the kill, with {len(rc.replicas_of(rc.node_at(addr, skip={master.addr})))} "
-                     f"replica(s) left")
+                     f"{took:.1f} s after the kill, cluster_state:ok on every live node {settled:.1f} s after it; "
+                     f"its old master's other replica followed it {time.monotonic() - t0 + took + settled:.1f} s "
+                     f"after the kill" if left else "no replica followed it")
     for other in others_sales(ctx, rc, {addr, master.addr}):
         known(ctx, other)
         t0 = time.monotonic()
-        orders = [buy(ctx, other, u) for u in range(1, OTHERS_ORDERS + 1)]
-        accepted = [o for o in orders if o]
+        answers = [buy(ctx, other, u) for u in range(1, OTHERS_ORDERS + 1)]
+        accepted = [body["orderNo"] for status, body in answers if status == 200]
+        refused = [f"{status} {body.get('message')}" for status, body in answers if status != 200]
         done = None
         while time.monotonic() - t0 < OTHERS_SUCCESS_S * 3:
             statuses = ctx.redis("HMGET", ctx.conf.key("orders", other), *accepted) if accepted else []
@@ -234,7 +242,8 @@ def master_lost(ctx):
         ctx.expect.append((f"sale {other} on another master persists", len(accepted) == OTHERS_ORDERS
                            and done is not None and done <= OTHERS_SUCCESS_S,
                            f"{len(accepted)} of {OTHERS_ORDERS} accepted, all SUCCESS "
-                           + (f"{done:.1f} s after the first request" if done is not None else "never")))
+                           + (f"{done:.1f} s after the first request" if done is not None else "never")
+                           + (f"; refused: {refused[:2]}" if refused else "")))
     sell_out(ctx)
 
 
@@ -274,13 +283,12 @@ def known(ctx, activity, timeout=10):
 
 
 def buy(ctx, activity, n):
-    """One order of a new user through the first gateway: its order number, or None."""
+    """One order of a new user through the first gateway: (status, body)."""
     c = http.client.HTTPConnection("127.0.0.1", ctx.gateways[0].conf.http_port, timeout=10)
     try:
         c.request("POST", f"/seckill/execute?userId={9 * 10**14 + activity * 1000 + n}&activityId={activity}")
         r = c.getresponse()
-        body = json.loads(r.read() or b"{}")
-        return body.get("orderNo") if r.status == 200 else None
+        return r.status, json.loads(r.read() or b"{}")
     finally:
         c.close()
 
