@@ -20,10 +20,12 @@ struct logline {
 /* Large enough for a message of LOGLINE_MESSAGE_MAX bytes escaped at its worst (every byte
  * a \u00XX) plus the fields around it. */
 #define LOGLINE_MESSAGE_MAX 2047
-#define LOGLINE_MAX (6 * LOGLINE_MESSAGE_MAX + 512)
+#define LOGLINE_MAX (6 * LOGLINE_MESSAGE_MAX + 512)  /* \u00XX is the longest escape */
 
 /* Writes the line, ending in '\n', into out and returns its length (at most outlen - 1;
- * outlen must be at least 64). Text: "TIME LEVEL COMPONENT: [order N: ]MESSAGE". JSON:
+ * outlen must be at least 64). Text: "TIME LEVEL COMPONENT: [order N: ]MESSAGE", a
+ * backslash in the order number or the message doubled, control characters and bytes that
+ * are not UTF-8 written \n, \r, \t or \xHH, so that one call is one line. JSON:
  * {"time":..,"level":..,"component":..,["orderNo":..,]"message":..}: quotes, backslashes
  * and control characters escaped, bytes that are not UTF-8 replaced by U+FFFD, so every
  * line parses whatever the message holds. A line that does not fit is cut at a character

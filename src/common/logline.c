@@ -117,7 +117,37 @@ static size_t format_time(char *buf, size_t len, const struct timespec *ts)
     return n < 0 ? 0 : (size_t)n;
 }
 
-/* The text line as it always was; a message cut short is cut at a UTF-8 boundary. */
+/* A text field: UTF-8 as it is; a backslash doubled; control characters and bytes that
+ * are not UTF-8 as \n, \r, \t or \xHH. A message carries what a client sent (a request
+ * path), and a raw CR or LF in it would start a line of its own that forges an entry. */
+static void out_text_field(struct logline_out *o, const char *value)
+{
+    const unsigned char *p = (const unsigned char *)value;
+    while (*p && !o->full) {
+        unsigned char c = *p;
+        size_t n = utf8_sequence(p);
+        if (c == '\\') {
+            out_put(o, "\\\\", 2);
+            p++;
+        } else if (n == 0 || c < 0x20 || c == 0x7F) {
+            const char *named = c == '\n' ? "\\n" : c == '\r' ? "\\r" : c == '\t' ? "\\t" : NULL;
+            char esc[8];
+            if (named)
+                out_str(o, named);
+            else {
+                snprintf(esc, sizeof(esc), "\\x%02x", c);
+                out_put(o, esc, 4);
+            }
+            p++;
+        } else {
+            out_put(o, (const char *)p, n);
+            p += n;
+        }
+    }
+}
+
+/* The text line as it always was, every byte of it printable; a message cut short is cut
+ * at a character boundary. */
 static void format_text(struct logline_out *o, const char *time, const struct logline *line)
 {
     out_str(o, time);
@@ -128,16 +158,10 @@ static void format_text(struct logline_out *o, const char *time, const struct lo
     out_str(o, ": ");
     if (line->order_no) {
         out_str(o, "order ");
-        out_str(o, line->order_no);
+        out_text_field(o, line->order_no);
         out_str(o, ": ");
     }
-    const unsigned char *p = (const unsigned char *)line->message;
-    while (*p && !o->full) {
-        size_t n = utf8_sequence(p);
-        n = n ? n : 1;
-        out_put(o, (const char *)p, n);
-        p += n;
-    }
+    out_text_field(o, line->message);
 }
 
 static void format_json(struct logline_out *o, const char *time, const struct logline *line)

@@ -5,6 +5,7 @@ agreeing with `seckillctl verify`, and bad requests changing nothing in MySQL or
 
 import http.client
 import json
+import socket
 import subprocess
 
 import pytest
@@ -262,3 +263,18 @@ def test_every_documented_route_is_served(admin):
             assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
             seen += 1
     assert seen == 13
+
+
+def test_a_control_byte_in_a_path_forges_no_log_line(admin_server):
+    """The audit line of a request whose path holds a raw CR (and an entry made up after
+    it) shows the CR escaped: nothing a client sends starts a line of the log."""
+    forged = "POST/admin/activities/7/cancel->200"
+    with socket.create_connection(("127.0.0.1", admin_server.port), timeout=5) as s:
+        s.sendall(b"POST /admin/x\r" + forged.encode() + b" HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")
+        answer = s.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 "), answer
+    log = poll_until(lambda: (lambda t: t if forged in t else None)(admin_server.log_text(since_start=True)), 10,
+                     "the request's audit line")
+    assert "\r" not in log, [line for line in log.splitlines() if forged in line]
+    line = next(line for line in log.splitlines() if forged in line)
+    assert "/admin/x\\r" + forged in line and " seckill-admin: POST " in line, line

@@ -201,6 +201,33 @@ static void test_text_cut_at_character_boundary(void **state)
     assert_int_equal((size_t)(buf + len - 1 - body) % 3, 0);
 }
 
+/* A client's path with a CR LF and a made-up entry after it: one line, the entry visible
+ * as part of this one's message, not as a line of its own. */
+static void test_text_escapes_what_would_forge_a_line(void **state)
+{
+    (void)state;
+    struct logline l = line_of(NULL, "POST /admin/x\r\n2026-12-01T20:00:00.123Z info seckill-admin: "
+                                     "POST /admin/activities/7/cancel -> 200 -> 404");
+    size_t len = logline_format(out, sizeof(out), LOGLINE_TEXT, &l);
+    assert_int_equal(len, strlen(out));
+    assert_null(memchr(out, '\n', len - 1));
+    assert_null(memchr(out, '\r', len));
+    assert_string_equal(out, "2026-12-01T20:00:00.123Z warn seckill-server: POST /admin/x\\r\\n"
+                             "2026-12-01T20:00:00.123Z info seckill-admin: POST /admin/activities/7/cancel "
+                             "-> 200 -> 404\n");
+}
+
+static void test_text_escapes_control_bytes_backslashes_and_bytes_not_utf8(void **state)
+{
+    (void)state;
+    struct logline l = line_of("1-\x1b", "a\tb\x01" "c\\d\x7f e\xff\xc3(f \xe7\xa7\x92");
+    logline_format(out, sizeof(out), LOGLINE_TEXT, &l);
+    assert_string_equal(out, "2026-12-01T20:00:00.123Z warn seckill-server: order 1-\\x1b: "
+                             "a\\tb\\x01c\\\\d\\x7f e\\xff\\xc3(f \xe7\xa7\x92\n");
+    for (const unsigned char *p = (const unsigned char *)out; *p != '\n'; p++)
+        assert_true(*p >= 0x20 && *p != 0x7F);
+}
+
 static void test_parse_format(void **state)
 {
     (void)state;
@@ -227,6 +254,8 @@ int main(void)
         cmocka_unit_test(test_json_cut_line_stays_whole),
         cmocka_unit_test(test_text_layout_unchanged),
         cmocka_unit_test(test_text_cut_at_character_boundary),
+        cmocka_unit_test(test_text_escapes_what_would_forge_a_line),
+        cmocka_unit_test(test_text_escapes_control_bytes_backslashes_and_bytes_not_utf8),
         cmocka_unit_test(test_parse_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
