@@ -9,6 +9,7 @@
 
 #include "ctl/ctlargs.h"
 #include "ctl/ctlbuckets.h"
+#include "ctl/ctlcoupon.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
@@ -352,6 +353,7 @@ static int ctlactivitywarmup_bucket(struct ctlrun *ctl, const struct ctlactivity
     if (!c)
         return CTLRUN_FAIL;
     bool cancelled = ctlactivity_is_cancelled(row);
+    struct ctlactivity_row now = *row;
     int rc = CTLACTIVITYWARMUP_RETRY;
     for (int attempt = 0; attempt < CTLACTIVITYWARMUP_ATTEMPTS && rc == CTLACTIVITYWARMUP_RETRY; attempt++) {
         /* The activity hash is watched too: a cancel running meanwhile must not be undone
@@ -374,6 +376,20 @@ static int ctlactivitywarmup_bucket(struct ctlrun *ctl, const struct ctlactivity
         bool redis_cancelled = st->type == REDIS_REPLY_STRING && strcmp(st->str, "CANCELLED") == 0;
         freeReplyObject(e);
         freeReplyObject(st);
+        /* The coupon's status is read again under the WATCH: a deactivate that ran since the
+         * row was read has set it in MySQL before it paused the sale in Redis, so either
+         * this read sees INACTIVE or the pause, coming later, aborts the EXEC (the next
+         * attempt reads again), or lands after it. With the status read before the WATCH,
+         * a later attempt wrote paused = 0 over the deactivate's pause. */
+        struct ctlcoupon_row cp;
+        if (ctlcoupon_load(ctl, row->coupon_id, false, &cp) != CTLRUN_OK) {
+            const char *unwatch[] = { "UNWATCH" };
+            r = ctlredis_on(ctl, c, 1, unwatch);
+            if (r)
+                freeReplyObject(r);
+            return CTLRUN_FAIL;
+        }
+        now.coupon_inactive = strcmp(cp.status, "INACTIVE") == 0;
         if (redis_cancelled && !cancelled) {
             const char *unwatch[] = { "UNWATCH" };
             r = ctlredis_on(ctl, c, 1, unwatch);
@@ -383,8 +399,8 @@ static int ctlactivitywarmup_bucket(struct ctlrun *ctl, const struct ctlactivity
                                "interrupted 'activity cancel'?): run 'seckillctl activity cancel %" PRId64
                                "' to finish it; warming it would reopen the sale", row->id, row->id);
         }
-        rc = present ? ctlactivitywarmup_refresh(ctl, c, row, &k, part, report, reportlen)
-                     : ctlactivitywarmup_rebuild(ctl, c, row, &k, part, report, reportlen);
+        rc = present ? ctlactivitywarmup_refresh(ctl, c, &now, &k, part, report, reportlen)
+                     : ctlactivitywarmup_rebuild(ctl, c, &now, &k, part, report, reportlen);
     }
     if (rc == CTLACTIVITYWARMUP_RETRY)
         return ctlout_fail(ctl, "activity %" PRId64 ": the activity kept changing during warmup; "

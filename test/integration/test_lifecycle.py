@@ -4,13 +4,15 @@ a deactivated coupon can be neither granted, sold (on every gateway, whatever th
 or a warmup say) nor redeemed, until it is activated again."""
 
 import json
+import subprocess
+import threading
 import time
 
 import pytest
 
-from conftest import poll_until, wait_for_consumer
-from test_consumer_poison import RowLock
+from conftest import ROOT, RowLock, child_env, conf_of, poll_until, wait_for_consumer
 from gatewayhttp import Api
+from stallproxy import StallProxy
 
 # The consumer's lifecycle pass runs often here, so that windows of seconds play out.
 CONF_OVERRIDES = {"consumer.lifecycle-interval-ms": "200"}
@@ -191,3 +193,37 @@ def test_deactivate_bad_input_changes_nothing(ctl, mysql, args, rc, words):
     r = ctl(*args)
     assert r.rc == rc and words in r.stderr, repr(r)
     assert mysql.rows("SELECT id, status FROM coupon ORDER BY id") == before
+
+
+WARMUP_LAG_S = 0.8
+
+
+def test_a_warmup_racing_a_deactivate_leaves_the_sale_paused(ctl, conf, redis, api, tmp_path, ids):
+    """`activity warmup` reads the sale (and its coupon's status) from MySQL, then writes
+    the activity hash under WATCH. A `coupon deactivate` that lands in between pauses the
+    sale in Redis, which aborts the warmup's transaction; the warmup's next attempt must
+    not write the status it read before: the sale stays paused. The warmup's Redis answers
+    come WARMUP_LAG_S late through a proxy, so the deactivate always lands in between."""
+    c = coupon(ctl)
+    a = ctl.create_id("activity", "create", "--coupon", c, "--stock", 5, "--start", "now", "--end", "+1h")
+    proxy = StallProxy(conf.get("redis.host"), conf.get("redis.port"))
+    proxy.delay = WARMUP_LAG_S
+    slow = tmp_path / "slow-redis.conf"
+    slow.write_text(conf.path.read_text(encoding="utf-8") + f"\nredis.port = {proxy.port}\n"
+                    f"redis.timeout-ms = {int(WARMUP_LAG_S * 2000)}\n", encoding="utf-8")
+    slow_ctl = [str(ctl.binary), "-c", str(conf_of(slow).path), "activity", "warmup", str(a)]
+    result = {}
+    warmup = threading.Thread(target=lambda: result.setdefault("p", subprocess.run(
+        slow_ctl, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60)))
+    try:
+        warmup.start()
+        time.sleep(WARMUP_LAG_S / 3)
+        ctl.run_ok("coupon", "deactivate", c)
+        warmup.join(60)
+    finally:
+        proxy.close()
+    p = result["p"]
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert redis("HGET", conf.key("activity", a), "paused") == "1"
+    r = buy(api, a, ids())
+    assert r.code == 409 and r["status"] == "INACTIVE", repr(r)
