@@ -32,6 +32,7 @@ struct config {
     bool http_trust_forwarded_for;
     int64_t http_max_connections;
     int64_t http_max_waiting;    /* long-poll requests held at once; 0: wait is ignored */
+    int64_t http_max_waiting_per_client;  /* of them, from one client address */
     bool http_reuse_port;            /* SO_REUSEPORT: several gateways on one http.port */
     int64_t http_header_timeout_ms;
     char *http_metrics_port;   /* "main", "off" or a port: see config_metrics_port */

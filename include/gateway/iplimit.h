@@ -41,6 +41,10 @@ void iplimit_free(struct iplimit *t);
  * *retry_after gets whole seconds until its next permit (at least 1). */
 bool iplimit_take(struct iplimit *t, const char *ip, int64_t now_us, int64_t *retry_after);
 
+/* The 16 bytes a client counts as (clientip's text form in): IPv4 as mapped IPv6, IPv6 cut
+ * to its /64, anything else "::". The other per-client bounds count by it too. */
+void iplimit_client(const char *ip, uint8_t out[16]);
+
 /* SipHash-2-4 of data under key (exposed for its test vector). */
 uint64_t iplimit_siphash(const uint8_t key[16], const uint8_t *data, size_t len);
 

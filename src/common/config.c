@@ -51,6 +51,7 @@ static const struct config_entry config_table[] = {
     BOOL("http.trust-forwarded-for", http_trust_forwarded_for, "false"),
     INT("http.max-connections", http_max_connections, "20000", 1, 1000000),
     INT("http.max-waiting", http_max_waiting, "10000", 0, 1000000),
+    INT("http.max-waiting-per-client", http_max_waiting_per_client, "100", 1, 1000000),
     BOOL("http.reuse-port", http_reuse_port, "false"),
     INT("http.header-timeout-ms", http_header_timeout_ms, "10000", 100, 3600000),
     STR("http.metrics-port", http_metrics_port, "main"),

@@ -72,8 +72,7 @@ uint64_t iplimit_siphash(const uint8_t key[16], const uint8_t *data, size_t len)
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
-/* The 16 bytes a client is counted under: IPv4 as mapped IPv6, IPv6 cut to its /64. */
-static void client_key(const char *ip, uint8_t out[16])
+void iplimit_client(const char *ip, uint8_t out[16])
 {
     struct in_addr v4;
     memset(out, 0, 16);
@@ -165,7 +164,7 @@ static struct iplimit_entry *find_or_claim(struct iplimit *t, const uint8_t addr
 bool iplimit_take(struct iplimit *t, const char *ip, int64_t now_us, int64_t *retry_after)
 {
     uint8_t addr[16];
-    client_key(ip, addr);
+    iplimit_client(ip, addr);
     struct iplimit_entry *e = find_or_claim(t, addr, now_us);
     struct tokenbucket tb = as_bucket(t, e);
     bool ok = tokenbucket_take(&tb, now_us);

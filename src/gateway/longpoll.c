@@ -2,6 +2,9 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <event2/util.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -14,7 +17,10 @@
 #include "common/json.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "gateway/clientip.h"
 #include "gateway/finalsub.h"
+#include "gateway/intmap.h"
+#include "gateway/iplimit.h"
 #include "gateway/metrics.h"
 #include "gateway/reply.h"
 #include "gateway/waiters.h"
@@ -38,6 +44,7 @@ struct hold {
     bool again;                     /* read once more when the one in flight answers */
     bool expired;                   /* the deadline passed: the next read answers */
     bool holds_channel;
+    int64_t client;                 /* its key in longpoll.per_client while counted, else 0 */
 };
 
 struct longpoll {
@@ -46,6 +53,11 @@ struct longpoll {
     struct redisconn *redis;
     struct finalsub *sub;
     struct waiters reg;
+    /* Held requests per client address (iplimit_client, hashed under `key` so that nobody
+     * outside can make two addresses share a count): one client cannot take the room
+     * http.max-waiting gives everybody. */
+    struct intmap per_client;
+    uint8_t key[16];
     bool closed;
 };
 
@@ -116,6 +128,14 @@ static void hold_detach(struct hold *h)
 {
     struct longpoll *lp = h->lp;
     waiters_remove(&lp->reg, &h->w);
+    uint64_t held;
+    if (h->client && intmap_get(&lp->per_client, h->client, &held)) {
+        if (held > 1)
+            intmap_put(&lp->per_client, h->client, held - 1);
+        else
+            intmap_remove(&lp->per_client, h->client);
+    }
+    h->client = 0;
     if (h->holds_channel) {
         finalsub_release(lp->sub, h->w.tag);
         h->holds_channel = false;
@@ -252,6 +272,8 @@ struct longpoll *longpoll_new(struct event_base *base, const struct config *cfg,
     lp->cfg = cfg;
     lp->redis = redis;
     waiters_init(&lp->reg, (size_t)cfg->http_max_waiting);
+    intmap_init(&lp->per_client);
+    evutil_secure_rng_get_bytes(lp->key, sizeof(lp->key));
     lp->sub = finalsub_new(base, cfg, redis, on_final, on_subscribed, lp);
     if (!lp->sub) {
         free(lp);
@@ -268,6 +290,7 @@ void longpoll_free(struct longpoll *lp)
         LOG_ERROR("%zu held requests still open at exit", waiters_count(&lp->reg));
     finalsub_free(lp->sub);
     waiters_free(&lp->reg);
+    intmap_free(&lp->per_client);
     free(lp);
 }
 
@@ -321,9 +344,27 @@ void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct
         reply_error(req, REPLY_UNAVAILABLE, msg, 1, NULL, NULL);
         return;
     }
+    char ip[64];
+    uint8_t addr[16];
+    clientip_of(lp->cfg, req, ip, sizeof(ip));
+    iplimit_client(ip, addr);
+    /* Never 0, the map's empty key. */
+    int64_t client = (int64_t)(iplimit_siphash(lp->key, addr, sizeof(addr)) | 1);
+    uint64_t held = 0;
+    intmap_get(&lp->per_client, client, &held);
+    if (held >= (uint64_t)lp->cfg->http_max_waiting_per_client) {
+        metrics_inc(METRIC_LONGPOLL_REFUSED);
+        char msg[160];
+        snprintf(msg, sizeof(msg), "too many requests waiting from this address (http.max-waiting-per-client = %" PRId64
+                 "); retry later or without wait", lp->cfg->http_max_waiting_per_client);
+        reply_error(req, REPLY_RATE_LIMITED, msg, 1, NULL, NULL);
+        return;
+    }
     struct hold *h = hold_new(lp, req, o);
-    if (!h || waiters_add(&lp->reg, &h->w) != 0) {
+    bool added = h && waiters_add(&lp->reg, &h->w) == 0;
+    if (!added || intmap_put(&lp->per_client, client, held + 1) != 0) {
         if (h) {
+            waiters_remove(&lp->reg, &h->w);
             event_free(h->timer);
             event_free(h->watch);
             free(h);
@@ -332,6 +373,7 @@ void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct
         return;
     }
     h->http = req;
+    h->client = client;
     struct timeval tv = { wait_s, 0 };
     evtimer_add(h->timer, &tv);
     event_add(h->watch, NULL);

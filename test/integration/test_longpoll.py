@@ -41,9 +41,9 @@ CONF_OVERRIDES = {
 class Held(threading.Thread):
     """One GET on its own connection, timed from send to answer."""
 
-    def __init__(self, port, path):
+    def __init__(self, port, path, headers=None):
         super().__init__(daemon=True)
-        self.port, self.path = port, path
+        self.port, self.path, self.send_headers = port, path, headers or {}
         self.code = self.body = self.headers = None
         self.answered_at = None
 
@@ -52,7 +52,7 @@ class Held(threading.Thread):
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
             self.sent_at = time.monotonic()
-            c.request("GET", self.path)
+            c.request("GET", self.path, headers=self.send_headers)
             r = c.getresponse()
             data = r.read()
             self.answered_at = time.monotonic()
@@ -273,6 +273,40 @@ def test_beyond_max_waiting_503_and_zero_turns_long_polling_off(gateway_with, co
     assert code == 200 and body["status"] == "PROCESSING", body
     assert h.answered_at - h.sent_at < 1.0, "http.max-waiting = 0 still held the request"
     release(redis, conf, a, order)
+
+
+def test_one_address_cannot_take_every_held_request(gateway_with, conf, redis, sale, ids):
+    """http.max-waiting-per-client: beyond it, 429 for that address alone; another address
+    is still held, and the first one's room comes back as its requests end."""
+    a = sale.activity_id
+    g = gateway_with(dict(CONF_OVERRIDES, **{"http.max-waiting-per-client": "2", "http.trust-forwarded-for": "true"}))
+    port = g.conf.http_port
+    mine, theirs = {"X-Forwarded-For": "198.51.100.7"}, {"X-Forwarded-For": "198.51.100.8"}
+    orders = [stuck_order(redis, conf, a, ids()) for _ in range(4)]
+    held = [Held(port, f"/seckill/orders/{o}?wait=20", mine) for o in orders[:2]]
+    for h in held:
+        h.start()
+    waiting(port, 2)
+    refused = metric(port, REFUSED)
+    third = Held(port, f"/seckill/orders/{orders[2]}?wait=20", mine)
+    third.start()
+    code, body = third.result(10)
+    assert code == 429 and body["status"] == "RATE_LIMITED", body
+    assert "http.max-waiting-per-client" in body["message"], body
+    assert third.headers.get("Retry-After") == "1", third.headers
+    assert metric(port, REFUSED) == refused + 1
+    other = Held(port, f"/seckill/orders/{orders[3]}?wait=20", theirs)
+    other.start()
+    waiting(port, 3)
+    release(redis, conf, a, orders[0])
+    assert held[0].result(10)[1]["status"] == "FAILED"
+    waiting(port, 2)
+    again = Held(port, f"/seckill/orders/{orders[2]}?wait=20", mine)
+    again.start()
+    waiting(port, 3)
+    for o in orders[1:]:
+        release(redis, conf, a, o)
+    assert [h.result(10)[1]["status"] for h in (held[1], again, other)] == ["FAILED"] * 3
 
 
 def test_a_client_that_hangs_up_while_held_is_forgotten(gateway_with, conf, redis, sale, ids):
