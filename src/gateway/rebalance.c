@@ -1,6 +1,8 @@
 #include "gateway/rebalance.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,28 @@ static struct activity *sale_of(struct rebalance *rb, int64_t id, int from, int 
     return a && from < a->nbuckets && to < a->nbuckets ? a : NULL;
 }
 
+/* Replicas that acknowledged a step, for a step sent without WAIT (redis.wait-replicas 0). */
+#define REBALANCE_UNWAITED LLONG_MAX
+
+/* 'out', 'in' and the views go with a WAIT behind them when redis.wait-replicas > 0, and a
+ * transfer moves on only once a replica holds its last step: delivered after an 'out' a
+ * replica missed, a failover to that replica would find the units in both buckets; done
+ * after an 'in' it missed, in neither. A step short of replicas stays where it is (the
+ * record in the source's transfer hash); a later pass whose view is acknowledged resumes
+ * it. 'done' needs no WAIT: lost, it leaves a record whose 'in' is idempotent. */
+static int step(struct rebalance *rb, int nkeys, int nargs, const char *const *argv, redisconn_cb plain,
+                redisconn_wait_cb waited, void *privdata)
+{
+    if (rb->cfg->redis_wait_replicas > 0)
+        return redisconn_eval_wait(rb->redis, LUASCRIPT_REBALANCE, nkeys, nargs, argv, NULL, waited, privdata);
+    return redisconn_eval(rb->redis, LUASCRIPT_REBALANCE, nkeys, nargs, argv, NULL, plain, privdata);
+}
+
+static bool replicated(const struct rebalance *rb, long long replicas)
+{
+    return replicas >= rb->cfg->redis_wait_replicas;
+}
+
 static void on_done(redisReply *reply, void *privdata)
 {
     struct rebalance_move *mv = privdata;
@@ -96,10 +120,17 @@ static void on_done(redisReply *reply, void *privdata)
     free(mv);
 }
 
-static void on_in(redisReply *reply, void *privdata)
+static void on_in_waited(redisReply *reply, long long replicas, void *privdata)
 {
     struct rebalance_move *mv = privdata;
     struct activity *a = sale_of(mv->rb, mv->id, mv->from, mv->to);
+    if (reply && reply->type == REDIS_REPLY_INTEGER && !replicated(mv->rb, replicas)) {
+        metrics_inc(METRIC_REDIS_WAIT_SHORT);
+        LOG_WARN("activity %" PRId64 ": transfer %s delivered, but %lld replica(s) acknowledged it: "
+                 "its record stays until a pass finds it replicated", mv->id, mv->xfer, replicas);
+        free(mv);
+        return;
+    }
     if (!a || !reply || reply->type != REDIS_REPLY_INTEGER) {
         LOG_WARN("activity %" PRId64 ": transfer %s of %" PRId64 " unit(s) in transit (next pass delivers it)",
                  mv->id, mv->xfer, mv->units);
@@ -120,6 +151,11 @@ static void on_in(redisReply *reply, void *privdata)
         free(mv);
 }
 
+static void on_in(redisReply *reply, void *privdata)
+{
+    on_in_waited(reply, REBALANCE_UNWAITED, privdata);
+}
+
 /* Steps 2 and 3 of a transfer whose 'out' has happened. Takes mv. */
 static void deliver(struct rebalance_move *mv)
 {
@@ -132,11 +168,11 @@ static void deliver(struct rebalance_move *mv)
     char units[24];
     snprintf(units, sizeof(units), "%" PRId64, mv->units);
     const char *argv[] = { dst->name[KEYS_STOCK], dst->name[KEYS_XFER_IN], "in", mv->xfer, units };
-    if (redisconn_eval(mv->rb->redis, LUASCRIPT_REBALANCE, 2, 3, argv, NULL, on_in, mv) != 0)
+    if (step(mv->rb, 2, 3, argv, on_in, on_in_waited, mv) != 0)
         free(mv);
 }
 
-static void on_out(redisReply *reply, void *privdata)
+static void on_out_waited(redisReply *reply, long long replicas, void *privdata)
 {
     struct rebalance_move *mv = privdata;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
@@ -153,7 +189,20 @@ static void on_out(redisReply *reply, void *privdata)
         if (a->buckets[mv->from].stock_left < 0)
             a->buckets[mv->from].stock_left = 0;
     }
+    if (!replicated(mv->rb, replicas)) {
+        metrics_inc(METRIC_REDIS_WAIT_SHORT);
+        LOG_WARN("activity %" PRId64 ": transfer %s of %" PRId64 " unit(s) left bucket %d, but %lld replica(s) "
+                 "acknowledged it: not delivered until a pass finds it replicated", mv->id, mv->xfer, mv->units,
+                 mv->from, replicas);
+        free(mv);
+        return;
+    }
     deliver(mv);
+}
+
+static void on_out(redisReply *reply, void *privdata)
+{
+    on_out_waited(reply, REBALANCE_UNWAITED, privdata);
 }
 
 static struct rebalance_move *move_new(struct rebalance *rb, int64_t id, int from, int to, int64_t units)
@@ -188,7 +237,7 @@ static void plan_sale(struct rebalance_sale *sale)
     snprintf(s_units, sizeof(s_units), "%" PRId64, units);
     const char *argv[] = { src->name[KEYS_ACTIVITY], src->name[KEYS_STOCK], src->name[KEYS_XFER_OUT],
                            "out", s_to, s_units, src->tag };
-    if (redisconn_eval(sale->rb->redis, LUASCRIPT_REBALANCE, 3, 4, argv, NULL, on_out, mv) != 0)
+    if (step(sale->rb, 3, 4, argv, on_out, on_out_waited, mv) != 0)
         free(mv);
 }
 
@@ -209,7 +258,7 @@ static void resume_transfer(struct rebalance *rb, struct activity *a, int from, 
     deliver(mv);
 }
 
-static void on_view(redisReply *reply, void *privdata)
+static void on_view_waited(redisReply *reply, long long replicas, void *privdata)
 {
     struct rebalance_view *view = privdata;
     struct rebalance_sale *sale = view->sale;
@@ -218,8 +267,10 @@ static void on_view(redisReply *reply, void *privdata)
     int b = view->bucket;
     free(view);
     int64_t stock;
+    /* A view no replica acknowledged plans nothing and resumes nothing: what it read may
+     * be what a failover loses. */
     if (!a || a->nbuckets != sale->nbuckets || !reply || reply->type != REDIS_REPLY_ARRAY ||
-        reply->elements < 1 || reply->element[0]->type != REDIS_REPLY_STRING) {
+        reply->elements < 1 || reply->element[0]->type != REDIS_REPLY_STRING || !replicated(rb, replicas)) {
         sale->failed = true;
     } else {
         stock = strtoll(reply->element[0]->str, NULL, 10);
@@ -252,6 +303,11 @@ static void on_view(redisReply *reply, void *privdata)
     free(sale);
 }
 
+static void on_view(redisReply *reply, void *privdata)
+{
+    on_view_waited(reply, REBALANCE_UNWAITED, privdata);
+}
+
 static void view_sale(struct rebalance *rb, struct activity *a)
 {
     struct rebalance_sale *sale = calloc(1, sizeof(*sale));
@@ -269,7 +325,7 @@ static void view_sale(struct rebalance *rb, struct activity *a)
         view->bucket = b;
         const struct keys_set *k = bucket_keys(a, b);
         const char *argv[] = { k->name[KEYS_STOCK], k->name[KEYS_XFER_OUT], "view" };
-        if (redisconn_eval(rb->redis, LUASCRIPT_REBALANCE, 2, 1, argv, NULL, on_view, view) != 0) {
+        if (step(rb, 2, 1, argv, on_view, on_view_waited, view) != 0) {
             free(view);
             sale->failed = true;
             break;

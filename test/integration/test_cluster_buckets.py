@@ -6,12 +6,14 @@ empty, and a transfer cut between its steps loses and creates nothing
 
 import collections
 import json
+import os
+import signal
 import time
 
 from buckets import bucket_key, bucket_of, buckets_of, buy, run_script, users_of_bucket
 from conftest import poll_until
 from resp import key_slot, redis_client
-from test_cluster_topology import NODE_BITS_SHIFT, cluster  # noqa: F401 - the module's cluster fixture
+from test_cluster_topology import NODE_BITS_SHIFT, cluster, node_pid, replicas_of  # noqa: F401 - the module's cluster fixture
 
 
 def create_bucketed(ctl, stock, buckets, start="now"):
@@ -104,6 +106,43 @@ def test_a_transfer_cut_between_its_steps_loses_and_creates_nothing(cluster, ids
     statuses = collections.Counter(buy(cluster.execute, ids(), activity)[0] for _ in range(12))
     assert statuses == {200: 9, 409: 3}, statuses
     poll_until(lambda: cluster.rows(activity) == 9, 60, "the 9 orders in MariaDB")
+    r = cluster.ctl("verify", activity)
+    assert r.rc == 0, repr(r)
+    redis.close()
+
+
+REPLICAS_STOPPED_S = 1.0
+
+
+def test_a_transfer_goes_on_only_once_a_replica_holds_its_step(cluster, ids):
+    """redis.wait-replicas covers the rebalance too: with the replicas of the masters of
+    buckets 1 and 2 stopped, their stock may leave them ('out') but is not delivered to
+    bucket 0 (a failover to a replica that missed the 'out' would find the units in the
+    source bucket too, and they would be sold twice); once a replica holds it again, the
+    next pass delivers it, and the sale sells its stock exactly."""
+    redis = redis_client(cluster.conf)
+    activity = create_bucketed(cluster.ctl, stock=30, buckets=3)
+    tags = [b["tag"] for b in buckets_of(cluster.ctl, activity)[0]]
+    stock0 = bucket_key(cluster.conf, "stock", tags[0])
+    stopped = [node_pid(cluster, r) for t in tags[1:] for r in replicas_of(cluster, master_of_tag(cluster, t))]
+    assert len(stopped) == 4, stopped
+    for pid in stopped:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        first = [cluster.execute(u, activity) for u in users_of_bucket(ids, 0, 3, 10)]
+        assert [s for s, _ in first] == [200] * 10, first
+        deadline = time.monotonic() + REPLICAS_STOPPED_S
+        while time.monotonic() < deadline:
+            assert int(redis("GET", stock0)) == 0, "units delivered that no replica of their source holds"
+            time.sleep(0.05)
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    status, body, _ = buy(cluster.execute, users_of_bucket(ids, 0, 3, 1)[0], activity)
+    assert status == 200, body
+    rest = collections.Counter(buy(cluster.execute, ids(), activity)[0] for _ in range(22))
+    assert rest == {200: 19, 409: 3}, rest
+    poll_until(lambda: cluster.rows(activity) == 30, 60, "the 30 orders in MariaDB")
     r = cluster.ctl("verify", activity)
     assert r.rc == 0, repr(r)
     redis.close()
