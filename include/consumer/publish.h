@@ -10,7 +10,8 @@ struct consumer;
 
 /* The Redis record of each user coupon a batch issued (GET /coupons and use.lua read
  * it), written after the COMMIT and before SUCCESS shows, so that a winner who looks
- * finds the coupon too. */
+ * finds the coupon too; and the used mark of each redemption the batch wrote, where Redis
+ * lost it. */
 
 #define PUBLISH_TERMS_CACHE 64   /* coupons whose terms are kept between batches */
 

@@ -1,10 +1,13 @@
 #include "consumer/publish.h"
 
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
+#include "common/redeemevent.h"
 #include "common/usercoupon.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
@@ -93,14 +96,52 @@ static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t n,
     return rc;
 }
 
+/* The used mark of every redemption MySQL holds (applied now or before), written again
+ * where it is missing: Redis can lose it (a failover without redis.wait-replicas, a Redis
+ * restarted from an AOF a second behind), and without it use.lua would let another
+ * checkout redeem the same coupon. HSETNX in use.lua's format: a mark there stays. */
+static int publish_uses(struct consumer *c, char *err, size_t errlen)
+{
+    const struct batch *b = &c->batch;
+    for (size_t i = 0; i < b->use_count; i++) {
+        enum batch_use_verdict v = b->use_results[i].verdict;
+        if (v != BATCH_USE_APPLIED && v != BATCH_USE_REPEATED)
+            continue;
+        const struct redeemevent *ev = &b->uses[i];
+        char key[64], field[40], mark[USERCOUPON_REF_LEN + 80];
+        usercoupon_key(key, sizeof(key), ev->user_id);
+        snprintf(field, sizeof(field), "%" PRId64 ":used", ev->user_coupon_id);
+        snprintf(mark, sizeof(mark), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, ev->order_ref, ev->discount, ev->payable,
+                 ev->used_ms);
+        const char *argv[] = { "HSETNX", key, field, mark };
+        redisReply *r = redisroute_argv(c->redis, 4, argv, NULL, 1, err, errlen);
+        if (!r)
+            return -1;
+        bool ok = r->type == REDIS_REPLY_INTEGER;
+        if (ok && r->integer == 1)
+            LOG_WARN("user coupon %" PRId64 " order '%s': its used mark was missing in Redis; written again",
+                     ev->user_coupon_id, ev->order_ref);
+        if (!ok)
+            snprintf(err, errlen, "HSETNX %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        if (!ok)
+            return -1;
+    }
+    return 0;
+}
+
 int publish_coupons(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
     struct publish_cache *p = &c->publish;
-    if (b->accepted_count == 0)
+    if (b->accepted_count == 0 && b->use_count == 0)
         return 0;
     if (backend_redis(c, err, errlen) != 0)
         return -1;
+    if (publish_uses(c, err, errlen) != 0)
+        return -1;
+    if (b->accepted_count == 0)
+        return 0;
     if (b->accepted_count > p->records_cap) {
         struct usercoupon *grown = realloc(p->records, b->accepted_count * sizeof(*grown));
         if (!grown) {

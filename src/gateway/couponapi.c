@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,7 +342,7 @@ static void answer_used(struct redeem *r, const char *used, const redisReply *pe
     }
 }
 
-static void on_use(redisReply *reply, void *privdata)
+static void on_use_waited(redisReply *reply, long long replicas, void *privdata)
 {
     struct redeem *r = privdata;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
@@ -351,6 +352,17 @@ static void on_use(redisReply *reply, void *privdata)
         return;
     }
     const char *verdict = reply->element[0]->str;
+    if (strcmp(verdict, "OK") == 0 && replicas < r->gw->cfg->redis_wait_replicas) {
+        /* The used mark may not outlive a failover: redeemed on its strength, the coupon
+         * could be redeemed again by another checkout on the promoted replica. */
+        metrics_inc(METRIC_REDIS_WAIT_SHORT);
+        LOG_WARN("user coupon %s order %s: %lld replica(s) acknowledged the redemption; undone", r->id_text,
+                 r->ev.order_ref, replicas);
+        undo(r);
+        redeem_fail(r, REPLY_UNAVAILABLE, "coupon service not replicated in time, please retry");
+        finish(r);
+        return;
+    }
     if (strcmp(verdict, "OK") == 0) {
         publish(r);
         return;
@@ -369,6 +381,11 @@ static void on_use(redisReply *reply, void *privdata)
         r->d.http = NULL;
     }
     finish(r);
+}
+
+static void on_use(redisReply *reply, void *privdata)
+{
+    on_use_waited(reply, LLONG_MAX, privdata);
 }
 
 static void on_coupon_status(redisReply *reply, void *privdata)
@@ -396,7 +413,10 @@ static void on_coupon_status(redisReply *reply, void *privdata)
     snprintf(used_at, sizeof(used_at), "%" PRId64, now);
     snprintf(until, sizeof(until), "%" PRId64, pending_until(r, now));
     const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at, until };
-    if (redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r) == 0)
+    int sent = r->gw->cfg->redis_wait_replicas > 0
+                   ? redisconn_eval_wait(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use_waited, r)
+                   : redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r);
+    if (sent == 0)
         return;
     redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
     finish(r);

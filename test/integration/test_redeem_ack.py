@@ -126,3 +126,41 @@ def test_same_ref_while_the_delivery_is_pending_is_not_answered_200(
     repeat = use(api, uc_id, user, ref)
     assert repeat.code == 200 and repeat["payable"] == "95.00", repr(repeat)
     mysql_agrees(mysql, redis, key, uc_id, ref)
+
+
+def test_a_redemption_no_replica_acknowledged_is_undone(gateway_with, api, gateway, consumer, ctl, mysql, redis, ids):
+    """With redis.wait-replicas the used mark must be on a replica before the redemption
+    goes to Kafka: a failover could otherwise lose the mark while the checkout holds the
+    discount, and the coupon would discount another checkout. The single Redis has no
+    replica, so WAIT counts none: 503, the mark undone, nothing in Kafka."""
+    user, uc_id, key = won_coupon(ctl, api, mysql, redis, ids)
+    waiting = gateway_with({"redis.wait-replicas": "1"})
+    r = use(Api(waiting.base_url), uc_id, user, f"lonely-{user}")
+    assert r.code == 503 and r.status == "UNAVAILABLE" and "replicated" in r["message"], repr(r)
+    assert "Retry-After" in r.headers, repr(r)
+    poll_until(lambda: redis("HEXISTS", key, f"{uc_id}:used") == 0, 10, "the redemption's mark undone")
+    second = use(api, uc_id, user, f"second-{user}")
+    assert second.code == 200, repr(second)
+    mysql_agrees(mysql, redis, key, uc_id, f"second-{user}")
+
+
+def test_a_used_mark_redis_lost_is_written_again_by_the_consumer(api, gateway, consumer, ctl, mysql, redis, ids):
+    """Redis loses a redemption's used mark after the checkout got its 200 (a failover
+    without redis.wait-replicas, a restart from an AOF a second behind): once the consumer
+    has the redemption in MySQL it writes the mark again, and another checkout is refused
+    rather than discounted a second time."""
+    user, uc_id, key = won_coupon(ctl, api, mysql, redis, ids)
+    consumer.stop()
+    try:
+        first = use(api, uc_id, user, f"first-{user}")
+        assert first.code == 200, repr(first)
+        poll_until(lambda: redis("HEXISTS", key, f"{uc_id}:pending") == 0, 10, "the ack to clear the pending mark")
+        assert redis("HDEL", key, f"{uc_id}:used") == 1
+    finally:
+        consumer.start()
+    poll_until(lambda: mysql.scalar(f"SELECT status FROM user_coupon WHERE id = {uc_id}") == "USED", 30,
+               "the redemption in MySQL")
+    poll_until(lambda: redis("HEXISTS", key, f"{uc_id}:used") == 1, 10, "the used mark written again")
+    second = use(api, uc_id, user, f"second-{user}")
+    assert second.code == 409 and second.status == "USED", repr(second)
+    mysql_agrees(mysql, redis, key, uc_id, f"first-{user}")
