@@ -8,7 +8,9 @@
 --               spread over the ids), or -1 when all NODES ids are held
 --   renew    ARGV "renew", TOKEN, TTL_MS, ID
 --            -> 1 held (also when it had expired and nobody took it since), 0 another
---               gateway holds it now
+--               gateway holds it now, or Redis lost it (no field: a failover or a restart
+--               that lost the write): another gateway may have taken the id meanwhile,
+--               so its holder must take a new one, not write this one back
 --   release  ARGV "release", TOKEN, ID -> 1 released, 0 it was not ours
 --   live     ARGV "live" -> the ids whose lease has not expired (the reaper's view)
 local t = redis.call('TIME')
@@ -40,8 +42,8 @@ if mode == 'acquire' then
   return -1
 elseif mode == 'renew' then
   local token, ttl, id = ARGV[2], tonumber(ARGV[3]), ARGV[4]
-  local h = holder(id)
-  if h and h ~= token then
+  local v = redis.call('HGET', KEYS[1], id)
+  if not v or string.sub(v, 1, #token + 1) ~= token .. ':' then
     return 0
   end
   redis.call('HSET', KEYS[1], id, token .. ':' .. (now + ttl))

@@ -51,7 +51,7 @@ void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_
                            size_t start, size_t end)
 {
     sqltext_reset(s);
-    sqltext_printf(s, "SELECT order_no FROM seckill_order WHERE order_no IN (");
+    sqltext_printf(s, "SELECT order_no, user_id FROM seckill_order WHERE order_no IN (");
     for (size_t i = start; i < end; i++) {
         if (i > start)
             sqltext_printf(s, ",");
@@ -61,10 +61,12 @@ void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_
 }
 
 /* Fewer rows added than orders: a replay, a row the upsert lost (below), or an order
- * refused by UNIQUE(user, activity). Asks which order numbers have their row, so that
- * only those are shown as SUCCESS: with a locking read, which like the upsert reads what
- * is committed now (a snapshot read would miss a row another consumer committed after
- * this transaction's first read, and call its order a conflict). */
+ * refused by UNIQUE(user, activity) or UNIQUE(order_no). Asks which orders have their row,
+ * so that only those are shown as SUCCESS: with a locking read, which like the upsert reads
+ * what is committed now (a snapshot read would miss a row another consumer committed after
+ * this transaction's first read, and call its order a conflict). A row of the same number
+ * and another user is not this order's: two gateways that held one node id at once (a
+ * lease Redis lost) can issue one number to two users, in two buckets of a sale. */
 static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
 {
     for (size_t start = 0; start < r->count; start += PERSIST_ROWS_PER_STATEMENT) {
@@ -75,7 +77,8 @@ static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
         MYSQL_ROW row;
         while ((row = mysql_fetch_row(res)) != NULL) {
             size_t pos;
-            if (row[0] && orderrows_find(r, row[0], &pos) == 0)
+            if (row[0] && row[1] && orderrows_find(r, row[0], &pos) == 0 &&
+                strtoll(row[1], NULL, 10) == r->orders[pos].user_id)
                 r->in_db[pos] = 1;
         }
         mysql_free_result(res);
@@ -237,7 +240,7 @@ int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct pers
             continue;
         const struct orderevent *ev = &r->orders[i];
         LOG_ORDER_ERROR(ev->order_no, "user %" PRId64 " already holds another order of activity %" PRId64
-                  " in MySQL; not persisted", ev->user_id, r->activity_id);
+                  " in MySQL, or this number is another user's there; not persisted", ev->user_id, r->activity_id);
         stats->conflicts++;
     }
     coupons_added = 0;

@@ -3,6 +3,8 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +34,22 @@ struct nodelease {
 
 static void acquire(struct nodelease *lease);
 
-static void on_acquire(redisReply *reply, void *privdata)
+/* With redis.wait-replicas the lease counts only once a replica holds it: one lost in a
+ * failover lets another gateway take the id while this one issues numbers with it. */
+static bool replicated(const struct nodelease *lease, long long replicas)
+{
+    return replicas >= lease->gw->cfg->redis_wait_replicas;
+}
+
+static int lease_eval(struct nodelease *lease, int nargs, const char *const *argv, redisconn_cb plain,
+                redisconn_wait_cb waited)
+{
+    if (lease->gw->cfg->redis_wait_replicas > 0)
+        return redisconn_eval_wait(lease->gw->redis, LUASCRIPT_NODELEASE, 2, nargs, argv, NULL, waited, lease);
+    return redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, nargs, argv, NULL, plain, lease);
+}
+
+static void on_acquire_waited(redisReply *reply, long long replicas, void *privdata)
 {
     struct nodelease *lease = privdata;
     lease->pending = false;
@@ -41,6 +58,11 @@ static void on_acquire(redisReply *reply, void *privdata)
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         LOG_WARN("order-number node lease: acquire failed (%s); orders wait, retrying",
                  reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "Redis unreachable");
+        return;
+    }
+    if (reply->integer >= 0 && !replicated(lease, replicas)) {
+        LOG_WARN("order-number node lease %lld: %lld replica(s) acknowledged it; not used, retrying",
+                 reply->integer, replicas);
         return;
     }
     if (reply->integer < 0) {
@@ -59,7 +81,12 @@ static void on_acquire(redisReply *reply, void *privdata)
              lease->node, lease->ttl_ms, lease->ttl_ms / 3);
 }
 
-static void on_renew(redisReply *reply, void *privdata)
+static void on_acquire(redisReply *reply, void *privdata)
+{
+    on_acquire_waited(reply, LLONG_MAX, privdata);
+}
+
+static void on_renew_waited(redisReply *reply, long long replicas, void *privdata)
 {
     struct nodelease *lease = privdata;
     lease->pending = false;
@@ -71,14 +98,24 @@ static void on_renew(redisReply *reply, void *privdata)
                  reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "Redis unreachable");
         return;
     }
+    if (reply->integer == 1 && !replicated(lease, replicas)) {
+        /* Still ours until valid_until_ms; the next tick tries again. */
+        LOG_WARN("order-number node lease %d: %lld replica(s) acknowledged its renewal", lease->node, replicas);
+        return;
+    }
     if (reply->integer == 1) {
         lease->valid_until_ms = lease->sent_ms + lease->ttl_ms - lease->margin_ms;
         return;
     }
-    LOG_ERROR("order-number node lease %d: another gateway holds it now; seeking another id",
+    LOG_ERROR("order-number node lease %d: another gateway holds it now, or Redis lost it; seeking another id",
               lease->node);
     lease->node = -1;
     acquire(lease);
+}
+
+static void on_renew(redisReply *reply, void *privdata)
+{
+    on_renew_waited(reply, LLONG_MAX, privdata);
 }
 
 static void acquire(struct nodelease *lease)
@@ -89,7 +126,7 @@ static void acquire(struct nodelease *lease)
     snprintf(nodes, sizeof(nodes), "%d", ORDERNO_MAX_NODE + 1);
     const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "acquire", lease->token, lease->ttl_text, nodes };
     lease->sent_ms = clock_mono_ms();
-    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_acquire, lease) == 0)
+    if (lease_eval(lease, 4, argv, on_acquire, on_acquire_waited) == 0)
         lease->pending = true;
 }
 
@@ -99,7 +136,7 @@ static void renew(struct nodelease *lease)
         return;
     const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "renew", lease->token, lease->ttl_text, lease->node_text };
     lease->sent_ms = clock_mono_ms();
-    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_renew, lease) == 0)
+    if (lease_eval(lease, 4, argv, on_renew, on_renew_waited) == 0)
         lease->pending = true;
 }
 

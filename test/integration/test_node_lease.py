@@ -91,3 +91,21 @@ def test_sigterm_gives_the_id_back(gateway_with, redis):
     assert redis("HEXISTS", LEASES, str(a)) == 1
     assert g.stop() == 0
     assert redis("HEXISTS", LEASES, str(a)) == 0
+
+
+def test_a_lease_redis_lost_is_not_written_back_by_its_holder(gateway_with, ctl, redis, ids):
+    """Redis loses a gateway's lease (a failover or a restart that lost the write): another
+    gateway may take that id meanwhile, so the holder's next renewal must not write it back
+    as its own; it takes another id, and sells on with it."""
+    g = gateway_with(CONF_OVERRIDES)
+    a = node_in_log(g)
+    token = redis("HGET", LEASES, str(a)).split(":")[0]
+    assert redis("HDEL", LEASES, str(a)) == 1
+    poll_until(lambda: node_in_log(g) != a, LEASE_MS / 1000 * 3, "the gateway to take another node id")
+    assert "or Redis lost it" in g.log_text(since_start=True)
+    held = redis("HGET", LEASES, str(a))
+    assert held is None or not held.startswith(token + ":"), held
+    sale = ctl.create_sale(stock=5)
+    r = poll_until(lambda: (lambda x: x if x.code == 200 else None)(Api(g.base_url).execute(ids(), sale.activity_id)),
+                   10, "an order accepted with the new id")
+    assert node_of(r["orderNo"]) == node_in_log(g) != a

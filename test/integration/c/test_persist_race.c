@@ -111,6 +111,19 @@ static int teardown(void **state)
     return 0;
 }
 
+/* A coupon and a running sale of it, for 1000. */
+static void make_sale(MYSQL *db, int64_t *coupon, int64_t *activity)
+{
+    sql(db, "INSERT INTO coupon (name, type, amount, total_count, start_time, end_time) VALUES "
+            "('race', 'CASH', 5.00, 1000, UTC_TIMESTAMP() - INTERVAL 1 DAY, "
+            "UTC_TIMESTAMP() + INTERVAL 1 DAY)");
+    *coupon = (int64_t)mysql_insert_id(db);
+    sql(db, "INSERT INTO seckill_activity (name, coupon_id, stock, start_time, end_time, status) "
+            "VALUES ('race', %" PRId64 ", 1000, UTC_TIMESTAMP() - INTERVAL 1 DAY, "
+            "UTC_TIMESTAMP() + INTERVAL 1 DAY, 'ACTIVE')", *coupon);
+    *activity = (int64_t)mysql_insert_id(db);
+}
+
 /* The sale's orders: same-length order numbers, so that batch_seal's order is theirs. */
 static void make_orders(struct orderevent *ev, int64_t base, int64_t activity, int64_t coupon)
 {
@@ -166,14 +179,8 @@ static void race(enum table t)
 {
     MYSQL *db = connect_db(), *holder = connect_db();
     int64_t base = (int64_t)time(NULL) % 100000000 * 1000 + getpid() % 1000;
-    sql(db, "INSERT INTO coupon (name, type, amount, total_count, start_time, end_time) VALUES "
-            "('race', 'CASH', 5.00, 1000, UTC_TIMESTAMP() - INTERVAL 1 DAY, "
-            "UTC_TIMESTAMP() + INTERVAL 1 DAY)");
-    int64_t coupon = (int64_t)mysql_insert_id(db);
-    sql(db, "INSERT INTO seckill_activity (name, coupon_id, stock, start_time, end_time, status) "
-            "VALUES ('race', %" PRId64 ", 1000, UTC_TIMESTAMP() - INTERVAL 1 DAY, "
-            "UTC_TIMESTAMP() + INTERVAL 1 DAY, 'ACTIVE')", coupon);
-    int64_t activity = (int64_t)mysql_insert_id(db);
+    int64_t coupon, activity;
+    make_sale(db, &coupon, &activity);
     struct orderevent ev[ORDERS];
     make_orders(ev, base, activity, coupon);
 
@@ -261,11 +268,68 @@ static void test_every_order_keeps_its_row_when_ids_are_taken_mid_insert(void **
     race(ORDERS_TABLE);
 }
 
+/* One batch of one claimed order, persisted on db; the order's in_db and the conflicts. */
+static void persist_one(MYSQL *db, const struct orderevent *ev, int *in_db, size_t *conflicts)
+{
+    char err[512];
+    struct batch b;
+    assert_int_equal(batch_init(&b, 1), 0);
+    assert_int_equal(batch_add_order(&b, ev, 0, 0), 0);
+    batch_seal(&b);
+    b.verdicts[0] = BATCH_ACCEPTED;
+    batch_collect_accepted(&b);
+    struct persist_stats stats;
+    memset(&stats, 0, sizeof(stats));
+    if (persist_batch(db, &b, &stats, err, sizeof(err)) != PERSIST_OK)
+        fail_msg("persist_batch: %s", err);
+    *in_db = b.in_db[0];
+    *conflicts = stats.conflicts;
+    batch_free(&b);
+}
+
+/* Two gateways that held one node id at once can give one order number to two users (in
+ * two buckets of a sale, whose orders hashes are apart): MySQL keeps the first, and the
+ * second is not taken for a replay of it (which would show it SUCCESS without a row, its
+ * user holding another user's coupon). */
+static void test_a_number_another_user_holds_is_no_row_of_this_user(void **state)
+{
+    (void)state;
+    MYSQL *db = connect_db();
+    int64_t coupon, activity;
+    make_sale(db, &coupon, &activity);
+    int64_t base = (int64_t)time(NULL) % 100000000 * 1000 + getpid() % 1000;
+    struct orderevent first;
+    memset(&first, 0, sizeof(first));
+    snprintf(first.order_no, sizeof(first.order_no), "%" PRId64 "7-%" PRId64, base, activity);
+    first.user_id = base * 100 + 91;  /* apart from the users of race() */
+    first.activity_id = activity;
+    first.coupon_id = coupon;
+    first.created_ms = (int64_t)time(NULL) * 1000;
+    struct orderevent other = first;
+    other.user_id = base * 100 + 92;
+    int in_db;
+    size_t conflicts;
+    persist_one(db, &first, &in_db, &conflicts);
+    assert_true(in_db && conflicts == 0);
+    persist_one(db, &other, &in_db, &conflicts);
+    assert_false(in_db);
+    assert_int_equal(conflicts, 1);
+    assert_int_equal(scalar(db, "SELECT user_id FROM seckill_order WHERE order_no = '%s'", first.order_no),
+                     first.user_id);
+    assert_int_equal(scalar(db, "SELECT COUNT(*) FROM user_coupon WHERE user_id = %" PRId64, other.user_id), 0);
+    /* The first one's replay is still a replay. */
+    persist_one(db, &first, &in_db, &conflicts);
+    assert_true(in_db && conflicts == 0);
+    assert_int_equal(scalar(db, "SELECT sold_count FROM seckill_activity WHERE id = %" PRId64, activity), 1);
+    mysql_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_order_keeps_its_user_coupon_when_ids_are_taken_mid_insert),
         cmocka_unit_test(test_every_order_keeps_its_row_when_ids_are_taken_mid_insert),
+        cmocka_unit_test(test_a_number_another_user_holds_is_no_row_of_this_user),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -206,7 +206,7 @@ static void test_order_statements(void **state)
     assert_int_equal(rows[0].user_id, 3);
 
     orderrows_present_sql(&s, quoter, &r, 1, 3);
-    assert_string_equal(s.data, "SELECT order_no FROM seckill_order WHERE order_no IN "
+    assert_string_equal(s.data, "SELECT order_no, user_id FROM seckill_order WHERE order_no IN "
                                 "('200-5','300-5') LOCK IN SHARE MODE");
 
     /* Only the orders that have their row get a user coupon. */
