@@ -262,9 +262,10 @@ struct adminhttp *adminhttp_new(struct event_base *base, struct ctlrun *ctl, cha
     evhttp_set_max_body_size(h->evhttp, 4 * ADMINHTTP_MAX_BODY);
     evhttp_set_max_headers_size(h->evhttp, ADMINHTTP_MAX_HEADERS);
     evhttp_set_timeout(h->evhttp, ADMINHTTP_TIMEOUT_S);
-    evhttp_set_allowed_methods(h->evhttp, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-                                              EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
-                                              EVHTTP_REQ_TRACE);
+    /* Every method reaches on_request, which answers the JSON 405 with Allow for one a path
+     * does not serve: evhttp would answer CONNECT and every method it does not know (QUERY,
+     * BREW) with its 501 HTML page. */
+    evhttp_set_allowed_methods(h->evhttp, 0xffff);
     evhttp_set_gencb(h->evhttp, on_request, h);
     int64_t port = config_admin_port(&ctl->cfg);
     if (evhttp_bind_socket(h->evhttp, ctl->cfg.admin_host, (uint16_t)port) != 0) {

@@ -111,7 +111,7 @@ def test_a_transfer_cut_between_its_steps_loses_and_creates_nothing(cluster, ids
     redis.close()
 
 
-REPLICAS_STOPPED_S = 1.0
+REPLICAS_STOPPED_S = 0.5
 
 
 def test_a_transfer_goes_on_only_once_a_replica_holds_its_step(cluster, ids):
@@ -124,8 +124,10 @@ def test_a_transfer_goes_on_only_once_a_replica_holds_its_step(cluster, ids):
     activity = create_bucketed(cluster.ctl, stock=30, buckets=3)
     tags = [b["tag"] for b in buckets_of(cluster.ctl, activity)[0]]
     stock0 = bucket_key(cluster.conf, "stock", tags[0])
+    # Every replica of both (two each as shipped; replica migration after earlier faults may
+    # have moved one), for less than cluster-node-timeout: no failover, no migration.
     stopped = [node_pid(cluster, r) for t in tags[1:] for r in replicas_of(cluster, master_of_tag(cluster, t))]
-    assert len(stopped) == 4, stopped
+    assert len(stopped) >= 2, stopped
     for pid in stopped:
         os.kill(pid, signal.SIGSTOP)
     try:

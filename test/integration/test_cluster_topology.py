@@ -408,8 +408,11 @@ def test_a_redis_master_lost_for_good_stops_no_sale(cluster, ids):
     sales = sales_on_different_masters(cluster, 3, stock=60)
     for sale in sales:
         sells_and_persists(cluster, ids, sale, 5, within=20)
+    # The sale of the master with the most replicas goes first: two as shipped (replica
+    # migration after earlier faults may have moved one between masters).
+    sales.sort(key=lambda s: -len(replicas_of(cluster, cluster.owner(s.activity_id))))
     lost = cluster.owner(sales[0].activity_id)
-    assert len(replicas_of(cluster, lost)) == 2, "the shipped cluster has two replicas of each master"
+    assert len(replicas_of(cluster, lost)) >= 2, "the shipped cluster has two replicas of each master"
     lose_for_good(cluster, cluster.masters()[lost])
     try:
         # At once, before the promotion: the other masters' sales sell, and their buyers'
