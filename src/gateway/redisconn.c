@@ -370,9 +370,14 @@ static void on_wait(redisReply *reply, void *privdata)
     long long replicas = reply && reply->type == REDIS_REPLY_INTEGER ? reply->integer : -1;
     if (reply && reply->type == REDIS_REPLY_ERROR)
         LOG_WARN("redis: WAIT failed: %s", reply->str);
-    struct redisconn_cmd *cmd = q->covered;
-    while (cmd) {
-        struct redisconn_cmd *following = cmd->wnext;
+    /* Taken off the queue first: a caller's callback may send another waited call to this
+     * node, whose queue_kick sends the next WAIT and makes q->next the new q->covered. */
+    struct redisconn_cmd *covered = q->covered;
+    q->covered = NULL;
+    if (covered)
+        covered->wprev = &covered;
+    while (covered) {
+        struct redisconn_cmd *cmd = covered;
         if (cmd->replied) {
             wait_deliver(cmd, replicas);
             queue_leave(cmd);
@@ -380,7 +385,6 @@ static void on_wait(redisReply *reply, void *privdata)
             list_unlink(cmd);
             list_push(&q->next, cmd);
         }
-        cmd = following;
     }
     queue_kick(q);
 }

@@ -374,6 +374,45 @@ static void test_calls_sent_while_a_wait_is_out_share_the_next_one(void **state)
     redisconn_free(rc);
 }
 
+/* Two calls under one WAIT; the first one's callback sends a third waited call to the
+ * same node at once, as the rebalance does (a view's answer sends the 'out'). The WAIT
+ * that callback makes go out must not drop the second call, nor the third. */
+struct chained {
+    struct redisconn *rc;
+    struct waited first, second, third;
+};
+
+static void on_first_then_send(redisReply *reply, long long replicas, void *privdata)
+{
+    struct chained *c = privdata;
+    on_waited(reply, replicas, &c->first);
+    const char *argv[] = { "foo" };
+    assert_int_equal(redisconn_eval_wait(c->rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &c->third), 0);
+}
+
+static bool all_three(void *arg)
+{
+    struct chained *c = arg;
+    return c->first.done && c->second.done && c->third.done;
+}
+
+static void test_a_waited_call_sent_from_a_waited_callback_loses_no_call(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    fake->node[1].wait_acks = 1;
+    struct chained c = { .rc = rc };
+    const char *argv[] = { "foo" };
+    assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_first_then_send, &c), 0);
+    assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &c.second), 0);
+    assert_true(run_until(all_three, &c));
+    assert_string_equal(c.second.text, "B:foo");
+    assert_int_equal(c.second.replicas, 1);
+    assert_string_equal(c.third.text, "B:foo");
+    assert_int_equal(c.third.replicas, 1);
+    redisconn_free(rc);
+}
+
 static void test_a_late_replica_costs_one_wait_timeout_not_one_per_call(void **state)
 {
     (void)state;
@@ -427,6 +466,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait_overtaken_by_a_noscript_retry_is_sent_again, setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_sent_while_a_wait_is_out_share_the_next_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_late_replica_costs_one_wait_timeout_not_one_per_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_waited_call_sent_from_a_waited_callback_loses_no_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gateway_that_did_not_run_does_not_blame_redis, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
