@@ -12,20 +12,11 @@
 #   bash bench/quick-consumer.sh "consumer.batch-size = 2000"
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/quicklib.sh"
 cd "$ROOT" || exit 1
 out_dir=$VAR/quick-consumer
-mkdir -p "$out_dir"
-conf=$out_dir/quick.conf
-run_id=$(date +%s)
-{ cat conf/seckill.conf bench/conf/bench.conf
-  echo "kafka.topic = seckill.quick.$run_id"
-  echo "consumer.group-id = seckill-quick-$run_id"
-  for l in "$@"; do echo "$l"; done; } > "$conf"
-export CONF=$conf
-ctl() { build/seckillctl -c "$conf" "$@"; }
 want=${ORDERS:-300000}
-bash scripts/stack.sh up --services-only > "$out_dir/stack.log" 2>&1 || die "the services did not start ($out_dir/stack.log)"
-port=$(ctl config get http.port)
+quick_setup "$out_dir" "seckill.quick.$(date +%s)" "$@"
 build/seckill-server -c "$conf" > "$out_dir/gateway.log" 2>&1 &
 gw=$!
 cons=

@@ -12,18 +12,10 @@
 #   bash bench/quick.sh "kafka.producer.linger.ms = 5"
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../scripts/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/quicklib.sh"
 cd "$ROOT" || exit 1
 out_dir=$VAR/quick
-mkdir -p "$out_dir"
-conf=$out_dir/quick.conf
-{ cat conf/seckill.conf bench/conf/bench.conf
-  echo "kafka.topic = seckill.quick"
-  echo "consumer.group-id = seckill-quick"
-  for l in "$@"; do echo "$l"; done; } > "$conf"
-export CONF=$conf
-ctl() { build/seckillctl -c "$conf" "$@"; }
-bash scripts/stack.sh up --services-only > "$out_dir/stack.log" 2>&1 || die "the services did not start ($out_dir/stack.log)"
-port=$(ctl config get http.port)
+quick_setup "$out_dir" seckill.quick "$@"
 build/seckill-server -c "$conf" > "$out_dir/gateway.log" 2>&1 &
 gw=$!
 trap 'kill $gw 2>/dev/null; wait $gw 2>/dev/null; bash scripts/stack.sh down >/dev/null 2>&1' EXIT
