@@ -606,7 +606,7 @@ def cluster_sh(env, script, *args, timeout=120):
 @pytest.fixture(scope="session")
 def cluster_services():
     """The tests' cluster services (build/conf/test-cluster.conf: a Redis Cluster of three
-    masters and three replicas, three Kafka nodes, MariaDB), up once for every module on
+    masters with two replicas each, three Kafka nodes, MariaDB), up once for every module on
     them, and down after the last (pytest_collection_modifyitems keeps them together). A
     module starts what it runs on top of them and leaves them healthy; an `up` at the
     start of a module starts again whatever a module before it left stopped. Returns the
