@@ -3,6 +3,7 @@
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
+#include <limits.h>
 #include <stdbool.h>
 
 #include "common/config.h"
@@ -58,6 +59,14 @@ typedef void (*redisconn_wait_cb)(redisReply *reply, long long replicas, void *p
 int redisconn_eval_wait(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                         const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,
                         void *privdata);
+/* What redisconn_eval_replicated gives cb for the replicas when redis.wait-replicas is 0:
+ * no WAIT was sent, and none was asked for. */
+#define REDISCONN_UNWAITED LLONG_MAX
+/* redisconn_eval_wait when redis.wait-replicas > 0; else the script alone, cb given
+ * REDISCONN_UNWAITED. For callers that decide the same way whichever the setting. */
+int redisconn_eval_replicated(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                              const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,
+                              void *privdata);
 int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *argv,
                            const size_t *argvlen, redisconn_cb cb, void *privdata);
 

@@ -2,7 +2,6 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,7 +341,7 @@ static void answer_used(struct redeem *r, const char *used, const redisReply *pe
     }
 }
 
-static void on_use_waited(redisReply *reply, long long replicas, void *privdata)
+static void on_use(redisReply *reply, long long replicas, void *privdata)
 {
     struct redeem *r = privdata;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
@@ -383,11 +382,6 @@ static void on_use_waited(redisReply *reply, long long replicas, void *privdata)
     finish(r);
 }
 
-static void on_use(redisReply *reply, void *privdata)
-{
-    on_use_waited(reply, LLONG_MAX, privdata);
-}
-
 static void on_coupon_status(redisReply *reply, void *privdata)
 {
     struct redeem *r = privdata;
@@ -413,10 +407,7 @@ static void on_coupon_status(redisReply *reply, void *privdata)
     snprintf(used_at, sizeof(used_at), "%" PRId64, now);
     snprintf(until, sizeof(until), "%" PRId64, pending_until(r, now));
     const char *argv[] = { r->key, r->id_text, r->ev.order_ref, discount, payable, used_at, until };
-    int sent = r->gw->cfg->redis_wait_replicas > 0
-                   ? redisconn_eval_wait(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use_waited, r)
-                   : redisconn_eval(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r);
-    if (sent == 0)
+    if (redisconn_eval_replicated(r->gw->redis, LUASCRIPT_USE, 1, 6, argv, NULL, on_use, r) == 0)
         return;
     redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
     finish(r);

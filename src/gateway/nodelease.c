@@ -3,7 +3,6 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,22 +33,15 @@ struct nodelease {
 
 static void acquire(struct nodelease *lease);
 
-/* With redis.wait-replicas the lease counts only once a replica holds it: one lost in a
- * failover lets another gateway take the id while this one issues numbers with it. */
+/* With redis.wait-replicas the lease counts only once a replica holds it
+ * (redisconn_eval_replicated): one lost in a failover lets another gateway take the id
+ * while this one issues numbers with it. */
 static bool replicated(const struct nodelease *lease, long long replicas)
 {
     return replicas >= lease->gw->cfg->redis_wait_replicas;
 }
 
-static int lease_eval(struct nodelease *lease, int nargs, const char *const *argv, redisconn_cb plain,
-                redisconn_wait_cb waited)
-{
-    if (lease->gw->cfg->redis_wait_replicas > 0)
-        return redisconn_eval_wait(lease->gw->redis, LUASCRIPT_NODELEASE, 2, nargs, argv, NULL, waited, lease);
-    return redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, nargs, argv, NULL, plain, lease);
-}
-
-static void on_acquire_waited(redisReply *reply, long long replicas, void *privdata)
+static void on_acquire(redisReply *reply, long long replicas, void *privdata)
 {
     struct nodelease *lease = privdata;
     lease->pending = false;
@@ -81,12 +73,7 @@ static void on_acquire_waited(redisReply *reply, long long replicas, void *privd
              lease->node, lease->ttl_ms, lease->ttl_ms / 3);
 }
 
-static void on_acquire(redisReply *reply, void *privdata)
-{
-    on_acquire_waited(reply, LLONG_MAX, privdata);
-}
-
-static void on_renew_waited(redisReply *reply, long long replicas, void *privdata)
+static void on_renew(redisReply *reply, long long replicas, void *privdata)
 {
     struct nodelease *lease = privdata;
     lease->pending = false;
@@ -113,11 +100,6 @@ static void on_renew_waited(redisReply *reply, long long replicas, void *privdat
     acquire(lease);
 }
 
-static void on_renew(redisReply *reply, void *privdata)
-{
-    on_renew_waited(reply, LLONG_MAX, privdata);
-}
-
 static void acquire(struct nodelease *lease)
 {
     if (lease->pending || lease->released)
@@ -126,7 +108,7 @@ static void acquire(struct nodelease *lease)
     snprintf(nodes, sizeof(nodes), "%d", ORDERNO_MAX_NODE + 1);
     const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "acquire", lease->token, lease->ttl_text, nodes };
     lease->sent_ms = clock_mono_ms();
-    if (lease_eval(lease, 4, argv, on_acquire, on_acquire_waited) == 0)
+    if (redisconn_eval_replicated(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_acquire, lease) == 0)
         lease->pending = true;
 }
 
@@ -136,7 +118,7 @@ static void renew(struct nodelease *lease)
         return;
     const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "renew", lease->token, lease->ttl_text, lease->node_text };
     lease->sent_ms = clock_mono_ms();
-    if (lease_eval(lease, 4, argv, on_renew, on_renew_waited) == 0)
+    if (redisconn_eval_replicated(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_renew, lease) == 0)
         lease->pending = true;
 }
 

@@ -1,7 +1,6 @@
 #include "gateway/rebalance.h"
 
 #include <inttypes.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,23 +88,13 @@ static struct activity *sale_of(struct rebalance *rb, int64_t id, int from, int 
     return a && from < a->nbuckets && to < a->nbuckets ? a : NULL;
 }
 
-/* Replicas that acknowledged a step, for a step sent without WAIT (redis.wait-replicas 0). */
-#define REBALANCE_UNWAITED LLONG_MAX
-
-/* 'out', 'in' and the views go with a WAIT behind them when redis.wait-replicas > 0, and a
- * transfer moves on only once a replica holds its last step: delivered after an 'out' a
- * replica missed, a failover to that replica would find the units in both buckets; done
- * after an 'in' it missed, in neither. A step short of replicas stays where it is (the
- * record in the source's transfer hash); a later pass whose view is acknowledged resumes
- * it. 'done' needs no WAIT: lost, it leaves a record whose 'in' is idempotent. */
-static int step(struct rebalance *rb, int nkeys, int nargs, const char *const *argv, redisconn_cb plain,
-                redisconn_wait_cb waited, void *privdata)
-{
-    if (rb->cfg->redis_wait_replicas > 0)
-        return redisconn_eval_wait(rb->redis, LUASCRIPT_REBALANCE, nkeys, nargs, argv, NULL, waited, privdata);
-    return redisconn_eval(rb->redis, LUASCRIPT_REBALANCE, nkeys, nargs, argv, NULL, plain, privdata);
-}
-
+/* 'out', 'in' and the views go with a WAIT behind them when redis.wait-replicas > 0
+ * (redisconn_eval_replicated), and a transfer moves on only once a replica holds its last
+ * step: delivered after an 'out' a replica missed, a failover to that replica would find
+ * the units in both buckets; done after an 'in' it missed, in neither. A step short of
+ * replicas stays where it is (the record in the source's transfer hash); a later pass
+ * whose view is acknowledged resumes it. 'done' needs no WAIT: lost, it leaves a record
+ * whose 'in' is idempotent. */
 static bool replicated(const struct rebalance *rb, long long replicas)
 {
     return replicas >= rb->cfg->redis_wait_replicas;
@@ -120,7 +109,7 @@ static void on_done(redisReply *reply, void *privdata)
     free(mv);
 }
 
-static void on_in_waited(redisReply *reply, long long replicas, void *privdata)
+static void on_in(redisReply *reply, long long replicas, void *privdata)
 {
     struct rebalance_move *mv = privdata;
     struct activity *a = sale_of(mv->rb, mv->id, mv->from, mv->to);
@@ -151,10 +140,6 @@ static void on_in_waited(redisReply *reply, long long replicas, void *privdata)
         free(mv);
 }
 
-static void on_in(redisReply *reply, void *privdata)
-{
-    on_in_waited(reply, REBALANCE_UNWAITED, privdata);
-}
 
 /* Steps 2 and 3 of a transfer whose 'out' has happened. Takes mv. */
 static void deliver(struct rebalance_move *mv)
@@ -168,11 +153,11 @@ static void deliver(struct rebalance_move *mv)
     char units[24];
     snprintf(units, sizeof(units), "%" PRId64, mv->units);
     const char *argv[] = { dst->name[KEYS_STOCK], dst->name[KEYS_XFER_IN], "in", mv->xfer, units };
-    if (step(mv->rb, 2, 3, argv, on_in, on_in_waited, mv) != 0)
+    if (redisconn_eval_replicated(mv->rb->redis, LUASCRIPT_REBALANCE, 2, 3, argv, NULL, on_in, mv) != 0)
         free(mv);
 }
 
-static void on_out_waited(redisReply *reply, long long replicas, void *privdata)
+static void on_out(redisReply *reply, long long replicas, void *privdata)
 {
     struct rebalance_move *mv = privdata;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
@@ -200,10 +185,6 @@ static void on_out_waited(redisReply *reply, long long replicas, void *privdata)
     deliver(mv);
 }
 
-static void on_out(redisReply *reply, void *privdata)
-{
-    on_out_waited(reply, REBALANCE_UNWAITED, privdata);
-}
 
 static struct rebalance_move *move_new(struct rebalance *rb, int64_t id, int from, int to, int64_t units)
 {
@@ -237,7 +218,7 @@ static void plan_sale(struct rebalance_sale *sale)
     snprintf(s_units, sizeof(s_units), "%" PRId64, units);
     const char *argv[] = { src->name[KEYS_ACTIVITY], src->name[KEYS_STOCK], src->name[KEYS_XFER_OUT],
                            "out", s_to, s_units, src->tag };
-    if (step(sale->rb, 3, 4, argv, on_out, on_out_waited, mv) != 0)
+    if (redisconn_eval_replicated(sale->rb->redis, LUASCRIPT_REBALANCE, 3, 4, argv, NULL, on_out, mv) != 0)
         free(mv);
 }
 
@@ -258,7 +239,7 @@ static void resume_transfer(struct rebalance *rb, struct activity *a, int from, 
     deliver(mv);
 }
 
-static void on_view_waited(redisReply *reply, long long replicas, void *privdata)
+static void on_view(redisReply *reply, long long replicas, void *privdata)
 {
     struct rebalance_view *view = privdata;
     struct rebalance_sale *sale = view->sale;
@@ -303,10 +284,6 @@ static void on_view_waited(redisReply *reply, long long replicas, void *privdata
     free(sale);
 }
 
-static void on_view(redisReply *reply, void *privdata)
-{
-    on_view_waited(reply, REBALANCE_UNWAITED, privdata);
-}
 
 static void view_sale(struct rebalance *rb, struct activity *a)
 {
@@ -325,7 +302,7 @@ static void view_sale(struct rebalance *rb, struct activity *a)
         view->bucket = b;
         const struct keys_set *k = bucket_keys(a, b);
         const char *argv[] = { k->name[KEYS_STOCK], k->name[KEYS_XFER_OUT], "view" };
-        if (step(rb, 2, 1, argv, on_view, on_view_waited, view) != 0) {
+        if (redisconn_eval_replicated(rb->redis, LUASCRIPT_REBALANCE, 2, 1, argv, NULL, on_view, view) != 0) {
             free(view);
             sale->failed = true;
             break;

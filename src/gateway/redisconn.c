@@ -27,8 +27,9 @@ struct redisconn_cmd {
     size_t len;
     enum luascript_id script;
     int hops;
-    /* redisconn_eval_wait only: */
+    /* redisconn_eval_wait and redisconn_eval_replicated only: */
     redisconn_wait_cb wait_cb;
+    bool unwaited;                   /* no WAIT: wait_cb gets REDISCONN_UNWAITED */
     unsigned refs;
     struct redisconn_waitq *queue;   /* the node it was sent to last, until delivered */
     struct redisconn_cmd **wprev, *wnext;
@@ -396,7 +397,7 @@ static int send_to(struct redisconn_cmd *cmd, int i, bool asking)
     struct redisnode *n = node_at(cmd->rc, i);
     if (!n || redisnode_send(n, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
         return -1;
-    if (cmd->wait_cb) {
+    if (cmd->wait_cb && !cmd->unwaited) {
         queue_leave(cmd);
         struct redisconn_waitq *q = &cmd->rc->waitq[i];
         cmd->refs++;
@@ -440,7 +441,9 @@ static void on_reply(redisReply *reply, void *privdata)
             return;
         reply = NULL;
     }
-    if (cmd->wait_cb)
+    if (cmd->wait_cb && cmd->unwaited)
+        cmd->wait_cb(reply, REDISCONN_UNWAITED, cmd->privdata);
+    else if (cmd->wait_cb)
         wait_replied(cmd, reply);
     else
         cmd->cb(reply, cmd->privdata);
@@ -449,7 +452,8 @@ static void on_reply(redisReply *reply, void *privdata)
 
 /* Sends the formatted bytes (taken over) to the master of key's slot (key NULL: any). */
 static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf, size_t len,
-                 enum luascript_id script, redisconn_cb cb, redisconn_wait_cb wait_cb, void *privdata)
+                 enum luascript_id script, redisconn_cb cb, redisconn_wait_cb wait_cb, bool unwaited,
+                 void *privdata)
 {
     int node = -1;
     if (rc->map_loaded)
@@ -467,7 +471,7 @@ static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf
         return -1;
     }
     *cmd = (struct redisconn_cmd){ .rc = rc, .cb = cb, .privdata = privdata, .buf = buf, .len = len,
-                                   .script = script, .wait_cb = wait_cb, .refs = 1 };
+                                   .script = script, .wait_cb = wait_cb, .unwaited = unwaited, .refs = 1 };
     if (send_to(cmd, node, false) != 0) {
         cmd_unref(cmd);
         return -1;
@@ -477,7 +481,7 @@ static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf
 
 static int eval_routed(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                        const char *const *argv, const size_t *argvlen, redisconn_cb cb,
-                       redisconn_wait_cb wait_cb, void *privdata)
+                       redisconn_wait_cb wait_cb, bool unwaited, void *privdata)
 {
     /* Small calls (every request) gather their arguments on the stack; batches (marks,
      * confirms) on the heap. */
@@ -512,7 +516,7 @@ static int eval_routed(struct redisconn *rc, enum luascript_id script, int nkeys
     int sent = -1;
     if (len >= 0)
         sent = route(rc, nkeys > 0 ? full[3] : NULL, nkeys > 0 ? lens[3] : 0, buf, (size_t)len, script, cb,
-                     wait_cb, privdata);
+                     wait_cb, unwaited, privdata);
     if (full != stack_args) {
         free(full);
         free(lens);
@@ -523,14 +527,22 @@ static int eval_routed(struct redisconn *rc, enum luascript_id script, int nkeys
 int redisconn_eval(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                    const char *const *argv, const size_t *argvlen, redisconn_cb cb, void *privdata)
 {
-    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, cb, NULL, privdata);
+    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, cb, NULL, false, privdata);
 }
 
 int redisconn_eval_wait(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
                         const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,
                         void *privdata)
 {
-    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, NULL, cb, privdata);
+    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, NULL, cb, false, privdata);
+}
+
+int redisconn_eval_replicated(struct redisconn *rc, enum luascript_id script, int nkeys, int nargs,
+                              const char *const *argv, const size_t *argvlen, redisconn_wait_cb cb,
+                              void *privdata)
+{
+    return eval_routed(rc, script, nkeys, nargs, argv, argvlen, NULL, cb, rc->cfg->redis_wait_replicas <= 0,
+                       privdata);
 }
 
 int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *argv,
@@ -542,5 +554,5 @@ int redisconn_command_argv(struct redisconn *rc, int argc, const char *const *ar
         return -1;
     const char *key = argc > 1 ? argv[1] : NULL;
     size_t keylen = key ? (argvlen ? argvlen[1] : strlen(key)) : 0;
-    return route(rc, key, keylen, buf, (size_t)len, LUASCRIPT_COUNT, cb, NULL, privdata);
+    return route(rc, key, keylen, buf, (size_t)len, LUASCRIPT_COUNT, cb, NULL, false, privdata);
 }

@@ -413,6 +413,29 @@ static void test_a_waited_call_sent_from_a_waited_callback_loses_no_call(void **
     redisconn_free(rc);
 }
 
+/* redisconn_eval_replicated: the WAIT only when redis.wait-replicas asks for one. */
+static void test_replicated_waits_only_when_replicas_are_asked_for(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    fake->node[1].wait_acks = 1;
+    const char *argv[] = { "foo" };
+    struct waited w = { 0 };
+    assert_int_equal(redisconn_eval_replicated(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &w), 0);
+    assert_true(run_until(waited_done, &w));
+    assert_string_equal(w.text, "B:foo");
+    assert_int_equal(w.replicas, 1);
+    assert_int_equal(fake->node[1].waits, 1);
+    cfg.redis_wait_replicas = 0;
+    struct waited u = { 0 };
+    assert_int_equal(redisconn_eval_replicated(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &u), 0);
+    assert_true(run_until(waited_done, &u));
+    assert_string_equal(u.text, "B:foo");
+    assert_true(u.replicas == REDISCONN_UNWAITED);
+    assert_int_equal(fake->node[1].waits, 1);
+    redisconn_free(rc);
+}
+
 static void test_a_late_replica_costs_one_wait_timeout_not_one_per_call(void **state)
 {
     (void)state;
@@ -467,6 +490,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_calls_sent_while_a_wait_is_out_share_the_next_one, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_late_replica_costs_one_wait_timeout_not_one_per_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_waited_call_sent_from_a_waited_callback_loses_no_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replicated_waits_only_when_replicas_are_asked_for, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_gateway_that_did_not_run_does_not_blame_redis, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
