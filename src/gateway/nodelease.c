@@ -3,7 +3,6 @@
 #include <event2/event.h>
 #include <event2/util.h>
 #include <inttypes.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +32,12 @@ struct nodelease {
 
 static void acquire(struct nodelease *lease);
 
-/* With redis.wait-replicas the lease counts only once a replica holds it
- * (redisconn_eval_replicated): one lost in a failover lets another gateway take the id
- * while this one issues numbers with it. */
-static bool replicated(const struct nodelease *lease, long long replicas)
-{
-    return replicas >= lease->gw->cfg->redis_wait_replicas;
-}
-
-static void on_acquire(redisReply *reply, long long replicas, void *privdata)
+/* No WAIT behind the leases: while the master of seckill:{nodes} has no replica that
+ * acknowledges (one resyncing after a failover), no gateway could take or keep an id, and
+ * every sale would answer 503. A lease a failover loses is met by the renewal (which then
+ * takes another id); two gateways making one number meanwhile are refused by execute.lua
+ * (one number per orders hash) and by the consumer (a row is only its own user's). */
+static void on_acquire(redisReply *reply, void *privdata)
 {
     struct nodelease *lease = privdata;
     lease->pending = false;
@@ -50,11 +46,6 @@ static void on_acquire(redisReply *reply, long long replicas, void *privdata)
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
         LOG_WARN("order-number node lease: acquire failed (%s); orders wait, retrying",
                  reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "Redis unreachable");
-        return;
-    }
-    if (reply->integer >= 0 && !replicated(lease, replicas)) {
-        LOG_WARN("order-number node lease %lld: %lld replica(s) acknowledged it; not used, retrying",
-                 reply->integer, replicas);
         return;
     }
     if (reply->integer < 0) {
@@ -73,7 +64,7 @@ static void on_acquire(redisReply *reply, long long replicas, void *privdata)
              lease->node, lease->ttl_ms, lease->ttl_ms / 3);
 }
 
-static void on_renew(redisReply *reply, long long replicas, void *privdata)
+static void on_renew(redisReply *reply, void *privdata)
 {
     struct nodelease *lease = privdata;
     lease->pending = false;
@@ -83,11 +74,6 @@ static void on_renew(redisReply *reply, long long replicas, void *privdata)
         /* Still ours until valid_until_ms; the next tick tries again. */
         LOG_WARN("order-number node lease %d: renew failed (%s)", lease->node,
                  reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "Redis unreachable");
-        return;
-    }
-    if (reply->integer == 1 && !replicated(lease, replicas)) {
-        /* Still ours until valid_until_ms; the next tick tries again. */
-        LOG_WARN("order-number node lease %d: %lld replica(s) acknowledged its renewal", lease->node, replicas);
         return;
     }
     if (reply->integer == 1) {
@@ -108,7 +94,7 @@ static void acquire(struct nodelease *lease)
     snprintf(nodes, sizeof(nodes), "%d", ORDERNO_MAX_NODE + 1);
     const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "acquire", lease->token, lease->ttl_text, nodes };
     lease->sent_ms = clock_mono_ms();
-    if (redisconn_eval_replicated(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_acquire, lease) == 0)
+    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_acquire, lease) == 0)
         lease->pending = true;
 }
 
@@ -118,7 +104,7 @@ static void renew(struct nodelease *lease)
         return;
     const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "renew", lease->token, lease->ttl_text, lease->node_text };
     lease->sent_ms = clock_mono_ms();
-    if (redisconn_eval_replicated(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_renew, lease) == 0)
+    if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_renew, lease) == 0)
         lease->pending = true;
 }
 
