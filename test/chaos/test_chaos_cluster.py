@@ -7,14 +7,13 @@ does the rest, as for the single stack: I1-I6 and seckillctl verify after each."
 
 import collections
 import concurrent.futures
-import http.client
-import json
 import re
 import time
 
 import pytest
 
 from chaoslib import Scenario, log
+from gatewayhttp import Api
 from chaosredis import RedisCluster
 from resp import RedisError
 
@@ -230,8 +229,8 @@ def master_lost(ctx):
         known(ctx, other)
         t0 = time.monotonic()
         answers = [buy(ctx, other, u) for u in range(1, OTHERS_ORDERS + 1)]
-        accepted = [body["orderNo"] for status, body in answers if status == 200]
-        refused = [f"{status} {body.get('message')}" for status, body in answers if status != 200]
+        accepted = [r["orderNo"] for r in answers if r.code == 200]
+        refused = [f"{r.code} {r.get('message')}" for r in answers if r.code != 200]
         done = None
         while time.monotonic() - t0 < OTHERS_SUCCESS_S * 3:
             statuses = ctx.redis("HMGET", ctx.conf.key("orders", other), *accepted) if accepted else []
@@ -267,30 +266,17 @@ def others_sales(ctx, rc, skip):
 
 def known(ctx, activity, timeout=10):
     """Until every gateway's activity cache holds the new sale as ACTIVE."""
-    deadline = time.monotonic() + timeout
     for g in ctx.gateways:
-        while True:
-            c = http.client.HTTPConnection("127.0.0.1", g.conf.http_port, timeout=5)
-            try:
-                c.request("GET", f"/seckill/activities/{activity}")
-                r = c.getresponse()
-                if r.status == 200 and b"ACTIVE" in r.read():
-                    break
-            finally:
-                c.close()
-            assert time.monotonic() < deadline, f"gateway :{g.conf.http_port} never saw activity {activity}"
+        api = Api(g.base_url)
+        deadline = time.monotonic() + timeout
+        while api.get(f"/seckill/activities/{activity}").get("status") != "ACTIVE":
+            assert time.monotonic() < deadline, f"gateway {g.base_url} never saw activity {activity}"
             time.sleep(0.05)
 
 
 def buy(ctx, activity, n):
-    """One order of a new user through the first gateway: (status, body)."""
-    c = http.client.HTTPConnection("127.0.0.1", ctx.gateways[0].conf.http_port, timeout=10)
-    try:
-        c.request("POST", f"/seckill/execute?userId={9 * 10**14 + activity * 1000 + n}&activityId={activity}")
-        r = c.getresponse()
-        return r.status, json.loads(r.read() or b"{}")
-    finally:
-        c.close()
+    """One order of a new user through the first gateway."""
+    return Api(ctx.gateways[0].base_url).execute(9 * 10**14 + activity * 1000 + n, activity)
 
 
 def lost_answered(ctx):

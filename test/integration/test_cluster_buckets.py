@@ -31,6 +31,16 @@ def master_of_tag(cluster, tag):
     raise AssertionError(f"slot {slot} has no master")
 
 
+def sells_the_rest(cluster, ids, activity, left, sold):
+    """New buyers take exactly what is left: `left` of them answered 200 and three more 409;
+    MariaDB then holds the sale's `sold` rows and verify passes."""
+    statuses = collections.Counter(buy(cluster.execute, ids(), activity)[0] for _ in range(left + 3))
+    assert statuses == {200: left, 409: 3}, statuses
+    poll_until(lambda: cluster.rows(activity) == sold, 60, f"the {sold} orders in MariaDB")
+    r = cluster.ctl("verify", activity)
+    assert r.rc == 0, repr(r)
+
+
 def test_three_buckets_are_served_by_three_masters(cluster):
     activity = create_bucketed(cluster.ctl, stock=30, buckets=3)
     buckets, _ = buckets_of(cluster.ctl, activity)
@@ -103,11 +113,7 @@ def test_a_transfer_cut_between_its_steps_loses_and_creates_nothing(cluster, ids
                "the 9 units back in the buckets' stock keys")
     # Step 2 once more (a pass that crashed before step 3 and is replayed): nothing added.
     assert run_script(redis, dst, "in", xfer, str(units)) == 0
-    statuses = collections.Counter(buy(cluster.execute, ids(), activity)[0] for _ in range(12))
-    assert statuses == {200: 9, 409: 3}, statuses
-    poll_until(lambda: cluster.rows(activity) == 9, 60, "the 9 orders in MariaDB")
-    r = cluster.ctl("verify", activity)
-    assert r.rc == 0, repr(r)
+    sells_the_rest(cluster, ids, activity, left=9, sold=9)
     redis.close()
 
 
@@ -142,11 +148,7 @@ def test_a_transfer_goes_on_only_once_a_replica_holds_its_step(cluster, ids):
             os.kill(pid, signal.SIGCONT)
     status, body, _ = buy(cluster.execute, users_of_bucket(ids, 0, 3, 1)[0], activity)
     assert status == 200, body
-    rest = collections.Counter(buy(cluster.execute, ids(), activity)[0] for _ in range(22))
-    assert rest == {200: 19, 409: 3}, rest
-    poll_until(lambda: cluster.rows(activity) == 30, 60, "the 30 orders in MariaDB")
-    r = cluster.ctl("verify", activity)
-    assert r.rc == 0, repr(r)
+    sells_the_rest(cluster, ids, activity, left=19, sold=30)
     redis.close()
 
 
