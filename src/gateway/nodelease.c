@@ -119,6 +119,24 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         renew(lease);
 }
 
+/* While the master of seckill:{nodes} is down no renew gets through. The last good one
+ * may have been sent a renew interval before the kill, so the lease outlives a failover
+ * only if two thirds of it, less the margin, cover cluster-node-timeout plus the
+ * election (up to about 2 s with two replicas); otherwise every sale answers 503 from the
+ * lease's end until the promotion. */
+static void warn_if_shorter_than_failover(const struct config *cfg, int64_t ttl_ms, int64_t margin_ms)
+{
+    if (cfg->redis_nodes[0] == '\0')
+        return;
+    int64_t failover_ms = cfg->redis_cluster_node_timeout_ms + 2000;
+    int64_t outlives_ms = ttl_ms - ttl_ms / 3 - margin_ms;
+    if (outlives_ms <= failover_ms)
+        LOG_WARN("seckill.node-lease-ms = %" PRId64 " lasts %" PRId64 " ms without a renew, a failover of "
+                 "the master holding it takes up to %" PRId64 " ms (redis.cluster-node-timeout-ms + 2 s): "
+                 "every sale would answer 503 meanwhile; use at least %" PRId64,
+                 ttl_ms, outlives_ms, failover_ms, (failover_ms + 1000) * 3 / 2 + 1);
+}
+
 struct nodelease *nodelease_new(struct gateway *gw)
 {
     struct nodelease *lease = calloc(1, sizeof(*lease));
@@ -130,6 +148,7 @@ struct nodelease *nodelease_new(struct gateway *gw)
     /* Covers the renew's own round trip and timer lateness on a busy loop. */
     lease->margin_ms = lease->ttl_ms / 10 < 1000 ? lease->ttl_ms / 10 : 1000;
     snprintf(lease->ttl_text, sizeof(lease->ttl_text), "%" PRId64, lease->ttl_ms);
+    warn_if_shorter_than_failover(gw->cfg, lease->ttl_ms, lease->margin_ms);
     unsigned char random[16];
     evutil_secure_rng_get_bytes(random, sizeof(random));
     for (size_t i = 0; i < sizeof(random); i++)

@@ -8,9 +8,10 @@ dropped one user's accepted order as a duplicate."""
 import collections
 import re
 
+import pytest
 from gatewayhttp import Api
 
-from conftest import order_rows, poll_until
+from conftest import Gateway, order_rows, poll_until, write_conf
 
 NODE_SEQ = "seckill:{nodes}:seq"
 LEASES = "seckill:{nodes}"
@@ -109,3 +110,29 @@ def test_a_lease_redis_lost_is_not_written_back_by_its_holder(gateway_with, ctl,
     r = poll_until(lambda: (lambda x: x if x.code == 200 else None)(Api(g.base_url).execute(ids(), sale.activity_id)),
                    10, "an order accepted with the new id")
     assert node_of(r["orderNo"]) == node_in_log(g) != a
+
+
+class Listening(Gateway):
+    """Ready once it listens: pointed at a Redis that is not a cluster, it never loads a
+    slot map, but its lease settings are judged at start."""
+
+    def is_ready(self):
+        return "listening on" in self.log_text(since_start=True)
+
+
+FAILOVER_WARNING = "every sale would answer 503 meanwhile"
+
+
+@pytest.mark.parametrize("lease_ms, warned", [(7000, True), (7600, False)])
+def test_a_lease_shorter_than_a_failover_is_warned_of_at_start(tmp_path, base_conf, lease_ms, warned):
+    """Two thirds of the lease, less its margin, against cluster-node-timeout (2 s) plus 2 s
+    of election: 7000 lasts 3,967 ms without a renew, 7600 lasts 4,307 ms."""
+    redis_addr = f"{base_conf.get('redis.host')}:{base_conf.get('redis.port')}"
+    g = Listening(write_conf(tmp_path / "seckill.conf", {"seckill.node-lease-ms": str(lease_ms),
+                                                          "redis.nodes": redis_addr,
+                                                          "redis.cluster-node-timeout-ms": "2000"}), tmp_path)
+    g.start()
+    try:
+        assert (FAILOVER_WARNING in g.log_text(since_start=True)) == warned, g.log_tail()
+    finally:
+        g.finish()
