@@ -112,6 +112,7 @@ struct config {
     char *consumer_group_id;
     int64_t consumer_retry_min_ms;
     int64_t consumer_retry_max_ms;
+    int64_t consumer_parked_max;
     int64_t consumer_lifecycle_interval_ms;
     char *consumer_metrics_host;
     int64_t consumer_metrics_port;   /* 0: no metrics server */

@@ -17,6 +17,7 @@ enum batch_verdict {
     BATCH_PENDING,   /* not yet claimed in Redis */
     BATCH_ACCEPTED,  /* claimed or already confirmed: write it */
     BATCH_REJECTED,  /* released before it could be persisted: skip it */
+    BATCH_PARKED,    /* its slot could not be claimed in: set aside (parking.h) */
 };
 
 #define BATCH_ERROR_LEN 256   /* a dead letter's reason, with MySQL's message */
@@ -113,7 +114,11 @@ struct batch {
     struct batch_coupon *coupons;    /* parallel to accepted: the user coupon it issued */
     unsigned char *refused;          /* parallel to accepted: MySQL refused it for good,
                                       * BATCH_REFUSED or BATCH_REFUSED_SOLD_OUT; 0 if not */
+    unsigned char *parked;           /* parallel to accepted: in MySQL, but a Redis step
+                                      * after the write failed on its slot (parking.h) */
     size_t accepted_count;
+    size_t parked_count;             /* orders and accepted orders set aside */
+    uint64_t serial;                 /* which batch this is, from 1 (parking.h) */
     struct batch_refusal *refusals;  /* the refused ones, with their reasons */
     size_t refusal_count;
     size_t refusal_cap;
@@ -164,6 +169,8 @@ void batch_clear_refusals(struct batch *b);
  * codec is strict, so this is the message's content), without a key (orders are
  * produced without one), from the partition and offset it arrived at. */
 int batch_dead_order(struct batch *b, size_t i, const char *error);
+/* Where the order of that number arrived: its partition and offset, or -1 and -1. */
+void batch_origin(const struct batch *b, const char *order_no, int32_t *partition, int64_t *offset);
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset);
 
 /* Sorts the orders by activity, coupon, then order number and drops repeated order
@@ -181,8 +188,8 @@ size_t batch_run_end(const struct orderevent *orders, size_t count, size_t start
 size_t batch_bucket_run_end(const struct orderevent *orders, size_t count, size_t start);
 /* The same for the run sharing activity and coupon id. */
 size_t batch_coupon_run_end(const struct orderevent *orders, size_t count, size_t start);
-/* Copies the ACCEPTED orders into b->accepted and clears in_db, coupons, refused and the
- * refusals. */
+/* Copies the ACCEPTED orders into b->accepted and clears in_db, coupons, refused, parked
+ * and the refusals. */
 void batch_collect_accepted(struct batch *b);
 
 /* True when the batch holds nothing to do: no order, no use, no dead letter, no offset. */

@@ -2,6 +2,7 @@
 #define SK_CLAIM_H
 
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "common/luascript.h"
@@ -15,11 +16,26 @@ struct consumer;
 
 #define CLAIM_CHUNK 500   /* orders per confirm.lua / finalize.lua call */
 
+/* Why the last script call of a step failed. */
+enum claim_failure {
+    CLAIM_FAILURE_RUN,       /* the script or its answer, for these orders only */
+    CLAIM_FAILURE_LINK,      /* no connection or no answer */
+    CLAIM_FAILURE_REPLICAS,  /* fewer replicas than redis.wait-replicas acknowledged it */
+};
+
 /* A step: sets c->batch.verdicts of every order. Returns 0, or -1 with err set. */
 int claim_orders(struct consumer *c, char *err, size_t errlen);
 /* A step, only after the COMMIT (I6: SUCCESS is never visible before the row is): every
- * accepted order with its row in MySQL becomes SUCCESS. Returns 0, or -1 with err set. */
+ * accepted order with its row in MySQL becomes SUCCESS. Returns 0, or -1 with err set.
+ * claim_orders parks the runs (an activity's bucket) it cannot claim in, claim_finalize
+ * those it cannot finalize (parking.h), while the lot has room; the rest go on. */
 int claim_finalize(struct consumer *c, char *err, size_t errlen);
+/* Whether the orders of a failed call may be parked: in a Redis Cluster always (the
+ * others are on other masters), on one Redis only when the script failed on them alone. */
+bool claim_may_park(const struct consumer *c);
+/* Parks accepted order i of the batch (a later step failed on it). Returns 0, or -1 when
+ * the lot has no room. */
+int claim_park_accepted(struct consumer *c, size_t i);
 /* One script call routed by keys[0], followed by a WAIT when redis.wait-replicas > 0:
  * the reply (caller frees), or NULL with err on an error reply, a lost connection (then
  * dropped) or fewer replicas than asked. */

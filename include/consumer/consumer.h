@@ -12,6 +12,7 @@
 #include "common/luascript.h"
 #include "common/redisroute.h"
 #include "consumer/batch.h"
+#include "consumer/parking.h"
 #include "consumer/persist.h"
 #include "consumer/publish.h"
 
@@ -21,9 +22,10 @@ struct writer;
  * job on it: backend (Redis and MySQL connections), kafkacons (the group member: set-up,
  * rebalances, pause, lag, commit), intake (reading one batch), deadletter (the DLQ
  * producer), retry (a step until it succeeds), claim (confirm/finalize/abandon in
- * Redis), publish (user coupon records in Redis), pipeline (the steps of the batches in
- * order, two at a time), writer (the MySQL write of a batch on a thread of its own). persist writes a batch to MySQL, splitting it (split) when MySQL refuses part
- * of it for good (sqlerror). */
+ * Redis), publish (user coupon records in Redis), parking (orders set aside while their
+ * slot cannot be written), pipeline (the steps of the batches in order, two at a time),
+ * writer (the MySQL write of a batch on a thread of its own). persist writes a batch to
+ * MySQL, splitting it (split) when MySQL refuses part of it for good (sqlerror). */
 
 #define CONSUMER_SLICE_MS 100   /* longest wait without looking at the stop flag */
 
@@ -72,6 +74,9 @@ struct consumer {
     size_t stash_cap;
     int paused;                  /* the assignment is paused while a step is retried */
     struct publish_cache publish;
+    struct parking parking;          /* orders set aside while their slot cannot be written */
+    int claim_failure;               /* enum claim_failure of the last failed script call */
+    uint64_t serials;                /* batches numbered so far (batch.serial) */
     struct consumer_times times;     /* of c->batch */
     struct persist_stats persisted;  /* of c->batch */
     struct consumer_stats total;

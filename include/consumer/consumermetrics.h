@@ -40,6 +40,9 @@
       "A batch from the end of its poll to its offsets committed")                               \
     X(LAG, GAUGE, "seckill_consumer_lag", "",                                                    \
       "Messages behind: high watermark minus position, summed over the assigned partitions")    \
+    X(PARKED, GAUGE, "seckill_consumer_parked_orders", "",                                       \
+      "Orders set aside because a Redis step could not be done on their slot; their "          \
+      "partitions' offsets are not committed past them")                                        \
     X(READY, GAUGE, "seckill_consumer_ready", "",                                                \
       "1 while consuming, 0 while starting, retrying a failed step or stopping")
 

@@ -25,15 +25,18 @@ struct publish_terms {
 /* Ownership: records is the cache's, freed by publish_free; kept between batches. */
 struct publish_cache {
     struct usercoupon *records;   /* the records of the current batch */
+    size_t *owners;               /* parallel to records: the accepted order it belongs to */
     size_t records_cap;
     struct publish_terms terms[PUBLISH_TERMS_CACHE];
     size_t terms_count;
     size_t terms_next;            /* the entry a new coupon replaces when full */
 };
 
-/* A step: one pipeline for the whole batch. Written once (HSETNX): a repeat changes
+/* A step: one pipeline per Redis master. Written once (HSETNX): a repeat changes
  * nothing. Returns 0, or -1 with err set (Redis or MySQL failed: retry). A coupon whose
- * row is missing or malformed is logged and its records skipped: no retry mends it. */
+ * row is missing or malformed is logged and its records skipped: no retry mends it. The
+ * orders whose records a master did not take are parked (parking.h) while the lot has
+ * room: the rest of the batch goes on. */
 int publish_coupons(struct consumer *c, char *err, size_t errlen);
 void publish_free(struct publish_cache *p);
 

@@ -13,7 +13,7 @@ static size_t grown_cap(size_t cap, size_t need)
     return n;
 }
 
-/* orders, verdicts, accepted, in_db, coupons and refused always share one capacity. */
+/* orders, verdicts, accepted, in_db, coupons, refused and parked always share one capacity. */
 static int grow_orders(struct batch *b, size_t need)
 {
     if (need <= b->cap)
@@ -43,6 +43,10 @@ static int grow_orders(struct batch *b, size_t need)
     if (!refused)
         return -1;
     b->refused = refused;
+    unsigned char *parked = realloc(b->parked, n);
+    if (!parked)
+        return -1;
+    b->parked = parked;
     b->cap = n;
     return 0;
 }
@@ -78,6 +82,7 @@ void batch_reset(struct batch *b)
     b->use_count = 0;
     b->count = 0;
     b->accepted_count = 0;
+    b->parked_count = 0;
     b->refusal_count = 0;
     b->origin_count = 0;
     b->offset_count = 0;
@@ -94,6 +99,7 @@ void batch_free(struct batch *b)
     free(b->in_db);
     free(b->coupons);
     free(b->refused);
+    free(b->parked);
     free(b->refusals);
     free(b->origins);
     free(b->uses);
@@ -234,8 +240,8 @@ void batch_clear_refusals(struct batch *b)
     b->refusal_count = 0;
 }
 
-/* Only refused orders are looked up, rarely: a linear search is enough. A repeat keeps
- * the first arrival. */
+/* Only refused and parked orders are looked up, rarely: a linear search is enough. A
+ * repeat keeps the first arrival. */
 static const struct batch_origin *origin_of(const struct batch *b, const char *order_no)
 {
     for (size_t i = 0; i < b->origin_count; i++)
@@ -254,6 +260,13 @@ int batch_dead_order(struct batch *b, size_t i, const char *error)
     const struct batch_origin *o = origin_of(b, ev->order_no);
     return batch_add_dead(b, payload, (size_t)len, NULL, 0, o ? o->partition : -1,
                           o ? o->offset : -1, error);
+}
+
+void batch_origin(const struct batch *b, const char *order_no, int32_t *partition, int64_t *offset)
+{
+    const struct batch_origin *o = origin_of(b, order_no);
+    *partition = o ? o->partition : -1;
+    *offset = o ? o->offset : -1;
 }
 
 int batch_note_offset(struct batch *b, int32_t partition, int64_t offset)
@@ -350,6 +363,7 @@ void batch_collect_accepted(struct batch *b)
         b->in_db[b->accepted_count] = 0;
         b->coupons[b->accepted_count] = (struct batch_coupon){ 0, 0 };
         b->refused[b->accepted_count] = 0;
+        b->parked[b->accepted_count] = 0;
         b->accepted_count++;
     }
     b->refusal_count = 0;

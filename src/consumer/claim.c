@@ -1,13 +1,17 @@
 #include "consumer/claim.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/keys.h"
+#include "common/log.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
+#include "consumer/parking.h"
 
 /* KEYS of confirm.lua, in its order; finalize.lua takes orders, claimed and the activity
  * hash (whose 'sold' it counts). */
@@ -73,12 +77,17 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
     char why[256];
     long long replicas = 0;
     int64_t wanted = c->cfg.redis_wait_replicas;
+    if (backend_redis(c, err, errlen) != 0) {
+        c->claim_failure = CLAIM_FAILURE_LINK;
+        return NULL;
+    }
     redisReply *reply = wanted > 0
         ? redisroute_script_wait(c->redis, s, nkeys, keys, nargs, args, &replicas, why, sizeof(why))
         : redisroute_script(c->redis, s, nkeys, keys, nargs, args, why, sizeof(why));
     if (!reply) {
         snprintf(err, errlen, "%s.lua: %s", s->name, why);
         backend_redis_drop(c);
+        c->claim_failure = CLAIM_FAILURE_LINK;
         return NULL;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -87,6 +96,7 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
         return NULL;
     }
     if (wanted > 0 && replicas < wanted) {
+        c->claim_failure = CLAIM_FAILURE_REPLICAS;
         snprintf(err, errlen, "%s.lua: %lld of %" PRId64 " replicas acknowledged it within %" PRId64 " ms", s->name,
                  replicas < 0 ? 0 : replicas, wanted, c->cfg.redis_wait_timeout_ms);
         freeReplyObject(reply);
@@ -139,14 +149,47 @@ out:
 typedef int (*chunk_fn)(struct consumer *c, const struct script_keys *k, size_t first,
                         const struct pair_args *a, char *err, size_t errlen);
 
-/* Calls fn for each bucket run of orders (sorted by activity and bucket), CLAIM_CHUNK orders at a
- * time, leaving out the orders whose keep[i] is not want (keep NULL: none is left out). */
+/* Which orders of a run a step's calls take. */
+struct run_filter {
+    const unsigned char *keep;   /* keep[i] must equal want; NULL: every order */
+    unsigned char want;
+    const unsigned char *skip;   /* skip[i] set: left out; NULL: none */
+};
+
+static bool taken(const struct run_filter *f, size_t i)
+{
+    return (!f->keep || f->keep[i] == f->want) && (!f->skip || !f->skip[i]);
+}
+
+/* What a step does with a run its calls failed on (or that must wait behind parked
+ * orders): sets its orders aside and returns 0, or returns -1 when they cannot be (the
+ * step then fails and is retried whole). */
+typedef int (*park_fn)(struct consumer *c, size_t start, size_t end, const struct run_filter *f);
+
+static void warn_parked(const struct orderevent *first, size_t n, const char *why)
+{
+    LOG_WARN("activity %" PRId64 "%s%s: %zu orders set aside, the rest of the batch goes on: %s",
+             first->activity_id, first->bucket_tag[0] ? " bucket " : "", first->bucket_tag, n, why);
+}
+
+bool claim_may_park(const struct consumer *c)
+{
+    /* One Redis that fails fails every slot: the step waits for it whole, partitions
+     * paused, rather than read on and set everything aside. A script failing on one run
+     * (an error reply) is that run's alone, in either topology. */
+    return c->cfg.redis_nodes[0] != '\0' || c->claim_failure == CLAIM_FAILURE_RUN;
+}
+
+/* Calls fn for each bucket run of orders (sorted by activity and bucket), CLAIM_CHUNK orders
+ * at a time, on the orders f takes. With park, a run whose calls fail is parked (when
+ * claim_may_park) and the others go on. */
 static int each_chunk(struct consumer *c, const struct orderevent *orders, size_t count,
-                      const unsigned char *keep, unsigned char want, const enum keys_kind *kinds, int nkeys,
-                      chunk_fn fn, char *err, size_t errlen)
+                      const struct run_filter *f, const enum keys_kind *kinds, int nkeys,
+                      chunk_fn fn, park_fn park, char *err, size_t errlen)
 {
     if (count == 0)
         return 0;
+    /* Redis unreachable as a whole: nothing to tell one slot from another. */
     if (backend_redis(c, err, errlen) != 0)
         return -1;
     struct pair_args *a = malloc(sizeof(*a));
@@ -158,33 +201,96 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
     int rc = 0;
     for (size_t start = 0; start < count && rc == 0;) {
         size_t end = batch_bucket_run_end(orders, count, start);
-        rc = script_keys_make(&k, &c->cfg, &orders[start], kinds, nkeys, err, errlen);
+        c->claim_failure = CLAIM_FAILURE_RUN;
+        int run = script_keys_make(&k, &c->cfg, &orders[start], kinds, nkeys, err, errlen);
         a->count = 0;
         size_t first = start;
-        for (size_t i = start; i < end && rc == 0; i++) {
-            if (keep && keep[i] != want)
+        for (size_t i = start; i < end && run == 0; i++) {
+            if (!taken(f, i))
                 continue;
             if (a->count == 0)
                 first = i;
             pair_args_add(a, &orders[i]);
             if (a->count == CLAIM_CHUNK) {
-                rc = fn(c, &k, first, a, err, errlen);
+                run = fn(c, &k, first, a, err, errlen);
                 a->count = 0;
             }
         }
-        if (rc == 0 && a->count > 0)
-            rc = fn(c, &k, first, a, err, errlen);
+        if (run == 0 && a->count > 0)
+            run = fn(c, &k, first, a, err, errlen);
+        if (run != 0 && park && claim_may_park(c) && park(c, start, end, f) == 0) {
+            warn_parked(&orders[start], end - start, err);
+            run = 0;
+        }
+        rc = run;
         start = end;
     }
     free(a);
     return rc;
 }
 
+/* Parks the orders [start, end) of the batch's accepted ones that f takes, marking them. */
+static int park_accepted(struct consumer *c, size_t start, size_t end, const struct run_filter *f)
+{
+    struct batch *b = &c->batch;
+    size_t n = 0;
+    for (size_t i = start; i < end; i++)
+        n += taken(f, i);
+    if (!parking_has_room(&c->parking, n))
+        return -1;
+    for (size_t i = start; i < end; i++) {
+        if (!taken(f, i))
+            continue;
+        int32_t partition;
+        int64_t offset;
+        batch_origin(b, b->accepted[i].order_no, &partition, &offset);
+        if (parking_add(&c->parking, &b->accepted[i], partition, offset, clock_mono_ms()) != 0)
+            return -1;
+        b->parked[i] = 1;
+        b->parked_count++;
+    }
+    return 0;
+}
+
+/* Parks the orders [start, end) of the batch before their claim. */
+static int park_orders(struct consumer *c, size_t start, size_t end, const struct run_filter *f)
+{
+    (void)f;
+    struct batch *b = &c->batch;
+    if (!parking_has_room(&c->parking, end - start))
+        return -1;
+    for (size_t i = start; i < end; i++) {
+        int32_t partition;
+        int64_t offset;
+        batch_origin(b, b->orders[i].order_no, &partition, &offset);
+        if (parking_add(&c->parking, &b->orders[i], partition, offset, clock_mono_ms()) != 0)
+            return -1;
+        b->verdicts[i] = BATCH_PARKED;
+        b->parked_count++;
+    }
+    return 0;
+}
+
+/* Orders of a run with orders parked before them wait with those: claimed first, they
+ * would overtake them. */
+static int claim_or_wait(struct consumer *c, const struct script_keys *k, size_t first,
+                         const struct pair_args *a, char *err, size_t errlen)
+{
+    const struct orderevent *ev = &c->batch.orders[first];
+    if (parking_waits_for(&c->parking, ev->activity_id, ev->bucket_tag)) {
+        snprintf(err, errlen, "earlier orders of theirs are set aside");
+        return -1;
+    }
+    return claim_chunk(c, k, first, a, err, errlen);
+}
+
 int claim_orders(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    return each_chunk(c, b->orders, b->count, NULL, 0, confirm_kinds, CONFIRM_KEYS, claim_chunk,
-                      err, errlen);
+    const struct run_filter all = { NULL, 0, NULL };
+    b->parked_count = 0;
+    return each_chunk(c, b->orders, b->count, &all, confirm_kinds, CONFIRM_KEYS, claim_or_wait,
+                      park_orders, err, errlen);
 }
 
 static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_t first,
@@ -206,8 +312,15 @@ static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_
 int claim_finalize(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    return each_chunk(c, b->accepted, b->accepted_count, b->in_db, 1, finalize_kinds, FINALIZE_KEYS,
-                      finalize_chunk, err, errlen);
+    const struct run_filter written = { b->in_db, 1, b->parked };
+    return each_chunk(c, b->accepted, b->accepted_count, &written, finalize_kinds, FINALIZE_KEYS,
+                      finalize_chunk, park_accepted, err, errlen);
+}
+
+int claim_park_accepted(struct consumer *c, size_t i)
+{
+    const struct run_filter one = { NULL, 0, c->batch.parked };
+    return park_accepted(c, i, i + 1, &one);
 }
 
 /* A repeat (the batch replayed after a crash between this and the offset commit) ends
@@ -234,6 +347,7 @@ int claim_abandon(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     if (b->refusal_count == 0)
         return 0;
-    return each_chunk(c, b->accepted, b->accepted_count, b->refused, BATCH_REFUSED, abandon_kinds,
-                      ABANDON_KEYS, abandon_chunk, err, errlen);
+    const struct run_filter refused = { b->refused, BATCH_REFUSED, NULL };
+    return each_chunk(c, b->accepted, b->accepted_count, &refused, abandon_kinds, ABANDON_KEYS,
+                      abandon_chunk, NULL, err, errlen);
 }

@@ -63,6 +63,7 @@ static void release(struct consumer *c)
     kafkacons_close(c);
     free(c->stash);
     publish_free(&c->publish);
+    parking_free(&c->parking);
     /* Before the batch: its dead letters are the opaques of messages still queued there. */
     deadletter_close(c);
     writer_free(c->writer);
@@ -84,6 +85,8 @@ static int start(struct consumer *c, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    parking_init(&c->parking, (size_t)c->cfg.consumer_parked_max, c->cfg.consumer_retry_min_ms,
+                 c->cfg.consumer_retry_max_ms);
     c->writer = writer_new(&c->cfg);
     if (!c->writer) {
         snprintf(err, errlen, "the writer thread: out of resources");
@@ -173,6 +176,12 @@ int main(int argc, char **argv)
     /* Once stopping, the batch the writer holds is still finished. */
     while (!c.stop || writer_holds(c.writer)) {
         batch_reset(&c.batch);
+        c.batch.serial = ++c.serials;
+        if (!c.stop && parking_feed(&c.parking, &c.batch, c.batch.serial,
+                                     (size_t)c.cfg.consumer_batch_size, clock_mono_ms()) < 0) {
+            LOG_ERROR("out of memory feeding parked orders again; stopping (they replay)");
+            c.stop = 1;
+        }
         intake_fill(&c);
         if (pipeline_turn(&c) != 0) {
             unfinished = 1;
@@ -184,11 +193,16 @@ int main(int argc, char **argv)
         summary(&c);
     }
     consumermetrics_set(CONSUMERMETRICS_READY, 0);
+    /* Before the close, whose revocation forgets them. */
+    if (c.parking.count > 0)
+        LOG_WARN("stopped with %zu orders set aside: their offsets were not committed, they replay",
+                 c.parking.count);
     /* A batch being filled when SIGTERM came was finished above before the loop ended. */
     kafkacons_close(&c);
     const struct consumer_stats *t = &c.total;
     if (unfinished)
         LOG_WARN("stopped with an unfinished batch: it replays at the next start");
+
     LOG_INFO("stopped after %" PRIu64 " batches: %" PRIu64 " orders persisted (%" PRIu64
              " new), %" PRIu64 " rejected, %" PRIu64 " coupon uses, %" PRIu64 " dead-lettered",
              t->batches, t->persisted, t->added, t->rejected, t->uses, t->dead);

@@ -65,6 +65,18 @@ static void stash_drop(struct consumer *c, const rd_kafka_topic_partition_list_t
                  dropped);
 }
 
+/* Parked orders of revoked partitions are forgotten: their offsets were never committed,
+ * so their new owner replays them. */
+static void parked_drop(struct consumer *c, const rd_kafka_topic_partition_list_t *parts)
+{
+    size_t dropped = 0;
+    for (int i = 0; i < parts->cnt; i++)
+        if (strcmp(parts->elems[i].topic, c->cfg.kafka_topic) == 0)
+            dropped += parking_drop_partition(&c->parking, parts->elems[i].partition);
+    if (dropped)
+        LOG_INFO("%zu parked orders of revoked partitions left to their new owner", dropped);
+}
+
 static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
@@ -94,6 +106,7 @@ static void on_rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         if (c->paused)
             rd_kafka_resume_partitions(rk, parts);
         stash_drop(c, parts);
+        parked_drop(c, parts);
         if (cooperative)
             error = rd_kafka_incremental_unassign(rk, parts);
         else
@@ -287,8 +300,12 @@ void kafkacons_commit(struct consumer *c)
                      b->offsets[i].partition);
             continue;
         }
+        /* Parked orders replay from Kafka after a restart or a rebalance: nothing from
+         * the lowest of them on is committed. */
+        int64_t next = b->offsets[i].offset + 1;
+        int64_t floor = parking_floor(&c->parking, b->offsets[i].partition);
         rd_kafka_topic_partition_list_add(list, c->cfg.kafka_topic, b->offsets[i].partition)
-            ->offset = b->offsets[i].offset + 1;
+            ->offset = next < floor ? next : floor;
     }
     rd_kafka_topic_partition_list_destroy(owned);
     if (list->cnt > 0) {

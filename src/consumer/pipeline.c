@@ -111,8 +111,12 @@ static void account(struct consumer *c)
 {
     const struct batch *b = &c->batch;
     const struct consumer_times *t = &c->times;
-    size_t rejected = b->count - b->accepted_count;
-    size_t persisted = b->accepted_count - c->persisted.conflicts - c->persisted.orders_refused;
+    size_t claim_parked = 0;
+    for (size_t i = 0; i < b->count; i++)
+        claim_parked += b->verdicts[i] == BATCH_PARKED;
+    size_t rejected = b->count - b->accepted_count - claim_parked;
+    size_t persisted = b->accepted_count - c->persisted.conflicts - c->persisted.orders_refused -
+                       (b->parked_count - claim_parked);
     size_t uses = c->persisted.uses_applied + c->persisted.uses_repeated;
     c->total.batches++;
     c->total.persisted += persisted;
@@ -182,6 +186,8 @@ static int back(struct consumer *c)
     int64_t t0 = clock_mono_ms();
     kafkacons_commit(c);
     t->commit = clock_mono_ms() - t0;
+    parking_finish(&c->parking, b->serial);
+    consumermetrics_set(CONSUMERMETRICS_PARKED, c->parking.count);
     account(c);
     return 0;
 }

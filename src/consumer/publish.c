@@ -10,6 +10,7 @@
 #include "common/redeemevent.h"
 #include "common/usercoupon.h"
 #include "consumer/backend.h"
+#include "consumer/claim.h"
 #include "consumer/consumer.h"
 #include "consumer/persist.h"
 #include "store/couponsync.h"
@@ -52,9 +53,23 @@ static const struct usercoupon *terms_of(struct consumer *c, int64_t coupon_id, 
     return NULL;
 }
 
+/* Sets aside the orders of records [from, to): their master did not take them. */
+static int park_records(struct consumer *c, const size_t *owners, size_t from, size_t to, const char *why)
+{
+    c->claim_failure = CLAIM_FAILURE_LINK;
+    if (!claim_may_park(c))
+        return -1;
+    for (size_t i = from; i < to; i++)
+        if (claim_park_accepted(c, owners[i]) != 0)
+            return -1;
+    LOG_WARN("user coupons of %zu orders not published, the orders set aside, the rest of the batch goes on: %s",
+             to - from, why);
+    return 0;
+}
+
 /* The records of one Redis master in one pipeline, master after master (one Redis: all of
- * them, in order). recs is scratch and gets reordered. */
-static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t n, char *err,
+ * them, in order). recs and owners are scratch and get reordered together. */
+static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t *owners, size_t n, char *err,
                           size_t errlen)
 {
     redisContext **ctx = malloc(n * sizeof(*ctx));
@@ -63,11 +78,11 @@ static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t n,
         return -1;
     }
     int rc = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         char key[64];
         usercoupon_key(key, sizeof(key), recs[i].user_id);
         ctx[i] = redisroute_for_key(c->redis, key, strlen(key), err, errlen);
-        if (!ctx[i])
+        if (!ctx[i] && park_records(c, owners, i, i + 1, err) != 0)
             rc = -1;
     }
     for (size_t done = 0; done < n && rc == 0;) {
@@ -79,16 +94,20 @@ static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t n,
             struct usercoupon r = recs[i];
             recs[i] = recs[k];
             recs[k] = r;
+            size_t o = owners[i];
+            owners[i] = owners[k];
+            owners[k] = o;
             ctx[i] = ctx[k];
             ctx[k] = target;
             k++;
         }
         char why[256];
-        if (couponsync_publish_many(target, recs + done, k - done, why, sizeof(why)) < 0) {
+        if (target && couponsync_publish_many(target, recs + done, k - done, why, sizeof(why)) < 0) {
             snprintf(err, errlen, "%s", why);
             /* a MOVED among the replies reloads the map; a broken connection is closed */
             redisroute_failed(c->redis, target);
-            rc = -1;
+            if (park_records(c, owners, done, k, why) != 0)
+                rc = -1;
         }
         done = k;
     }
@@ -144,11 +163,15 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
         return 0;
     if (b->accepted_count > p->records_cap) {
         struct usercoupon *grown = realloc(p->records, b->accepted_count * sizeof(*grown));
-        if (!grown) {
+        if (grown)
+            p->records = grown;
+        size_t *owners = realloc(p->owners, b->accepted_count * sizeof(*owners));
+        if (owners)
+            p->owners = owners;
+        if (!grown || !owners) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        p->records = grown;
         p->records_cap = b->accepted_count;
     }
     size_t n = 0;
@@ -156,7 +179,7 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
     int64_t looked_up = 0;
     for (size_t i = 0; i < b->accepted_count; i++) {
         const struct batch_coupon *bc = &b->coupons[i];
-        if (!b->in_db[i] || bc->id <= 0)
+        if (!b->in_db[i] || b->parked[i] || bc->id <= 0)
             continue;
         if (bc->coupon_id != looked_up) {
             int failed;
@@ -167,17 +190,20 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
         }
         if (!tmpl)
             continue;
+        p->owners[n] = i;
         struct usercoupon *uc = &p->records[n++];
         *uc = *tmpl;
         uc->id = bc->id;
         uc->user_id = b->accepted[i].user_id;
     }
-    return n > 0 ? publish_routed(c, p->records, n, err, errlen) : 0;
+    return n > 0 ? publish_routed(c, p->records, p->owners, n, err, errlen) : 0;
 }
 
 void publish_free(struct publish_cache *p)
 {
     free(p->records);
+    free(p->owners);
     p->records = NULL;
+    p->owners = NULL;
     p->records_cap = 0;
 }
