@@ -445,6 +445,56 @@ def test_a_redis_replica_lost_for_good_stops_no_sale(cluster, ids):
         bring_back(cluster)
 
 
+def consumer_pids(cluster):
+    return [int(p.read_text().strip()) for p in sorted((cluster.data / "run").glob("order-consumer*.pid"))]
+
+
+def test_a_shard_left_without_replicas_holds_back_no_other_sale(cluster, ids):
+    """Two faults in one shard: both replicas of one sale's master gone for good, so no
+    write there can meet redis.wait-replicas = 1. Orders of that sale already in Kafka
+    cannot be claimed; the consumers set them aside, and a sale on another master is still
+    persisted within seconds. Once a replica is back, the orders set aside end SUCCESS.
+    Before the lot, the consumers retried such a batch whole, and every other sale's
+    orders in it waited with it."""
+    held, other = sales_on_different_masters(cluster, 2, stock=40)
+    master = cluster.owner(held.activity_id)
+    replicas = replicas_of(cluster, master)
+    assert replicas, f"master {master} has no replica"
+    # Replica migration would hand the orphaned master a replica of a master that has two;
+    # with one replica left everywhere else, none may move (cluster-migration-barrier 1).
+    spares = [replicas_of(cluster, m)[1:] for m in cluster.masters() if m != master]
+    doomed = replicas + [r for extra in spares for r in extra]
+    consumers = consumer_pids(cluster)
+    assert len(consumers) == 2, consumers
+    # The consumers hold still while the orders queue up, so none is claimed before the fault.
+    for pid in consumers:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        answers = cluster.sale([ids() for _ in range(10)], held.activity_id)
+        assert [s for s, _ in answers] == [200] * 10, answers
+        waiting = [body["orderNo"] for _, body in answers]
+        for replica in doomed:
+            lose_for_good(cluster, replica)
+    finally:
+        for pid in consumers:
+            os.kill(pid, signal.SIGCONT)
+    try:
+        answers = cluster.sale([ids() for _ in range(10)], other.activity_id)
+        assert [s for s, _ in answers] == [200] * 10, answers
+        bought = [body["orderNo"] for _, body in answers]
+        persisted = f"SELECT COUNT(*) FROM seckill_order WHERE order_no IN ({','.join(repr(o) for o in bought)})"
+        poll_until(lambda: cluster.mysql.count(persisted) == len(bought), 15,
+                   f"sale {other.activity_id}'s orders in MariaDB while {master} has no replica")
+        assert cluster.rows(held.activity_id) == 0, "an order was claimed without its replica's acknowledgement"
+    finally:
+        bring_back(cluster)
+    poll_until(lambda: cluster.rows(held.activity_id) == len(waiting), 60,
+               "the orders set aside in MariaDB once a replica is back")
+    for sale in (held, other):
+        r = cluster.ctl("verify", sale.activity_id)
+        assert r.rc == 0, repr(r)
+
+
 def test_a_stopped_redis_cluster_comes_back_with_its_data(cluster, ids):
     sale = cluster.ctl.create_sale(stock=5)
     answers = cluster.sale([ids() for _ in range(3)], sale.activity_id)
