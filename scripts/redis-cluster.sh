@@ -110,6 +110,40 @@ join_alone() {
   done
 }
 
+# Masters (with slots) short of redis.cluster-replicas and masters above it, from a live
+# node's CLUSTER NODES: prints "<short master id> <replica address of a rich master>", or
+# nothing when every master has its count or none can give.
+short_and_spare() {
+  cli "$1" cluster nodes 2>/dev/null | tr -d '\r' | awk -v want="$REPLICAS" '
+    $3 ~ /fail/ || $3 ~ /noaddr/ { next }
+    $3 ~ /master/ && NF >= 9 { n[$1] += 0; masters[$1] = 1 }
+    $3 ~ /slave/ { n[$4]++; spare[$4] = $2 }
+    END {
+      for (id in masters) {
+        if (n[id] < want && short == "") short = id
+        if (n[id] > want && rich == "") rich = id
+      }
+      if (short != "" && rich != "") { split(spare[rich], a, "@"); print short, a[1] }
+    }'
+}
+
+# A node that comes back rejoins as a replica of whichever master it followed last, and
+# replica migration moves replicas too: after faults one master can hold three and another
+# one, and losing that one's replica for good would stop its sales. A replica of a master
+# above redis.cluster-replicas moves to one below it until none is (docs/scale-out.md).
+balance_replicas() {
+  local moves short addr
+  for ((moves = 0; moves < COUNT; moves++)); do
+    read -r short addr < <(short_and_spare 1) || return 0
+    [ -n "$short" ] || return 0
+    echo "redis-cluster: $addr moves to master $short, which had fewer than $REPLICAS replicas"
+    redis-cli -h "${addr%:*}" -p "${addr##*:}" cluster replicate "$short" >/dev/null \
+      || die "CLUSTER REPLICATE $short on $addr failed"
+    wait_until "$START_TIMEOUT" "$addr in sync with its new master" all_ok \
+      || die "the redis cluster did not settle after moving $addr"
+  done
+}
+
 start() {
   local i
   command -v redis-server >/dev/null || die "redis-server not found (run scripts/install-deps.sh)"
@@ -132,6 +166,7 @@ start() {
     for ((i = 1; i <= COUNT; i++)); do cli "$i" cluster info 2>&1 | grep -E 'cluster_state|slots_ok' | sed "s/^/$(node_name "$i"): /" >&2 || true; done
     die "the redis cluster did not become healthy (a node's data from another cluster? stop it and remove $BASE)"
   fi
+  balance_replicas
   for ((i = 1; i <= COUNT; i++)); do
     echo "$(node_name "$i"): started (pid $(pid_read "$(node_pidfile "$i")"), ${ADDRS[$((i - 1))]} $(role "$i"))"
   done

@@ -246,6 +246,21 @@ def master_lost(ctx):
     sell_out(ctx)
 
 
+def replica_lost(ctx):
+    """kill -9 of one replica of the sale's master, never started again in the scenario (a
+    machine gone). The master's other replica still acknowledges every write
+    (redis.wait-replicas = 1): the sale goes on and sells out, every order told 200 ends
+    SUCCESS, and no answer is a 503."""
+    rc, slot, master, replicas = sale_nodes(ctx)
+    replica = replicas[0]
+    ctx.fault_start()
+    pid = rc.kill9(replica)
+    ctx.fault_end()
+    ctx.notes.append(f"slot {slot} on {master}: killed its replica {replica} (pid {pid}) for good; "
+                     f"{len(replicas) - 1} replica(s) of it left")
+    sell_out(ctx)
+
+
 OTHERS_ORDERS = 5
 OTHERS_SUCCESS_S = 5
 
@@ -392,6 +407,8 @@ SCENARIOS = [
              lagging_master_kill, expect_503=True, post=lost_answered, **REDIS),
     Scenario("R4", "Redis master of the sale kill -9, never started again (a machine gone)", master_lost,
              expect_503=True, **REDIS),
+    Scenario("R5", "Redis replica of the sale's master kill -9, never started again", replica_lost,
+             **REDIS),
     Scenario("R2", "the sale's slot migrated to another master (ASK, MOVED)", slot_migrate,
              expect_503=True, post=redirects_seen, **REDIS),
     Scenario("R3", f"Redis replica of the sale's master kill -9, back {REPLICA_DOWN_S} s later",

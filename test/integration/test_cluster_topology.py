@@ -445,6 +445,19 @@ def test_a_redis_replica_lost_for_good_stops_no_sale(cluster, ids):
         bring_back(cluster)
 
 
+def test_start_gives_every_master_its_replicas_back(cluster):
+    """After faults a master can hold three replicas and another one (a node back follows
+    the master it followed last; replica migration moves others): losing that one's last
+    replica for good would stop its sales. redis-cluster.sh start moves a replica back."""
+    short, rich = list(cluster.masters())[:2]
+    mover = replicas_of(cluster, short)[0]
+    assert mover("CLUSTER", "REPLICATE", rich) == "OK"
+    poll_until(lambda: len(replicas_of(cluster, short)) == 1, 20, f"{short} down to one replica")
+    bring_back(cluster)
+    layout = {m: len(replicas_of(cluster, m)) for m in cluster.masters()}
+    assert sorted(layout.values()) == [2, 2, 2], layout
+
+
 def consumer_pids(cluster):
     return [int(p.read_text().strip()) for p in sorted((cluster.data / "run").glob("order-consumer*.pid"))]
 
@@ -490,6 +503,10 @@ def test_a_shard_left_without_replicas_holds_back_no_other_sale(cluster, ids):
         bring_back(cluster)
     poll_until(lambda: cluster.rows(held.activity_id) == len(waiting), 60,
                "the orders set aside in MariaDB once a replica is back")
+    # The nodes brought back rejoined as replicas of whichever master they followed last;
+    # redis-cluster.sh start gave each master its two again.
+    layout = {m: len(replicas_of(cluster, m)) for m in cluster.masters()}
+    assert sorted(layout.values()) == [2, 2, 2], layout
     for sale in (held, other):
         r = cluster.ctl("verify", sale.activity_id)
         assert r.rc == 0, repr(r)
