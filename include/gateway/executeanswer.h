@@ -24,8 +24,9 @@ struct executeanswer_about {
 /* The HTTP code of a refusal under cfg's http.refusal-status. Pure. */
 int executeanswer_code(const struct config *cfg, enum reply_status status);
 
-/* Renders a refusal into buf: its length, or -1 when buf is too small. order_no (NULL for
- * none) is the order a DUPLICATE already holds. Pure. */
+/* Renders a refusal into buf: its length, or -1 when buf is too small. message NULL is the
+ * status's own (reply.h); order_no (NULL for none) is the order a DUPLICATE already
+ * holds. Pure. */
 int executeanswer_render_refusal(char *buf, size_t cap, const struct executeanswer_about *about,
                                  enum reply_status status, const char *message, int64_t retry_after,
                                  const char *order_no);

@@ -14,6 +14,7 @@
 #include "gateway/delivery.h"
 #include "gateway/executeanswer.h"
 #include "gateway/executebatch.h"
+#include "gateway/executeverdict.h"
 #include "gateway/httpparams.h"
 #include "common/keys.h"
 #include "common/log.h"
@@ -523,8 +524,9 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         req_finish(r);
         return;
     }
-    const char *status = reply->element[0]->str;
-    if (strcmp(status, "OK") == 0) {
+    const char *verdict = reply->element[0]->str;
+    struct executeverdict v = executeverdict_of(verdict);
+    if (v.action == EXECUTEVERDICT_RESERVED) {
         r->coupon_id = element_int(reply, 2, 0);
         if (!r->d.http) {
             /* Told 503 already (deadline or shutdown): the order must not reach Kafka. */
@@ -545,12 +547,20 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
     }
     struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
     observe_latency(r);
-    if (strcmp(status, "DUPLICATE") == 0) {
-        const char *existing = element_str(reply, 1);
-        if (existing)
-            remember_winner(r, existing);
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_DUPLICATE, "you already hold an order for this activity", 0, existing);
-    } else if (strcmp(status, "OUT_OF_STOCK") == 0) {
+    switch (v.action) {
+    case EXECUTEVERDICT_RESERVED:
+        break;  /* above */
+    case EXECUTEVERDICT_REFUSE: {
+        const char *holder = v.holder ? element_str(reply, 1) : NULL;
+        if (holder)
+            remember_winner(r, holder);
+        if (v.cancelled && a)
+            a->cancelled = true;
+        refuse(r->gw, r->d.http, r->user_id, r->activity_id, v.status, v.message,
+               v.retry_after ? element_int(reply, 1, 1) : 0, holder);
+        break;
+    }
+    case EXECUTEVERDICT_SOLD_OUT: {
         /* A bucketed sale is sold out only when every bucket is: until then the stock left
          * elsewhere is moved here (rebalance.h) and the client retries. A sale this
          * gateway's cache does not know yet, or knows with fewer buckets than the script
@@ -560,44 +570,26 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
             activity_cache_refresh(r->gw->activities);
             reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL, NULL);
         } else if (!a || activity_bucket_empty(r->gw->activities, a, r->bucket)) {
-            refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
+            refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, NULL, 0, NULL);
         } else {
             metrics_inc(METRIC_BUCKET_EMPTY_RETRIES);
             rebalance_soon(r->gw->rebalance);
             reply_error(r->d.http, REPLY_UNAVAILABLE, "stock is being moved to your part of the sale, please retry",
                         1, NULL, NULL);
         }
-    } else if (strcmp(status, "WRONG_BUCKET") == 0) {
+        break;
+    }
+    case EXECUTEVERDICT_SETUP:
         activity_cache_refresh(r->gw->activities);  /* the activity has buckets this gateway does not know yet */
-        reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL, NULL);
-    } else if (strcmp(status, "NOT_STARTED") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_STARTED, "the sale has not started", 0, NULL);
-    } else if (strcmp(status, "ENDED") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_ENDED, "the sale has ended", 0, NULL);
-    } else if (strcmp(status, "CANCELLED") == 0) {
-        if (a)
-            a->cancelled = true;
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_CANCELLED, "the sale was cancelled", 0, NULL);
-    } else if (strcmp(status, "INACTIVE") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_INACTIVE,
-               "the coupon of this sale is deactivated", 0, NULL);
-    } else if (strcmp(status, "RATE_LIMITED") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_RATE_LIMITED, "too many requests",
-               element_int(reply, 1, 1), NULL);
-    } else if (strcmp(status, "BLOCKED") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_BLOCKED, "too many attempts, temporarily blocked",
-               element_int(reply, 1, 1), NULL);
-    } else if (strcmp(status, "TOKEN_USED") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_FORBIDDEN, "purchase token already used", 0, NULL);
-    } else if (strcmp(status, "GONE") == 0) {
-        /* Answered only to a late run of a call whose verdict was lost, on a connection
-         * dropped since: nobody reads it. */
-        reply_error(r->d.http, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
-    } else if (strcmp(status, "NOT_FOUND") == 0) {
-        refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_NOT_FOUND, "no such activity", 0, NULL);
-    } else {
-        LOG_ORDER_ERROR(r->order_no, "unexpected execute answer %s", status);
-        reply_error(r->d.http, REPLY_UNAVAILABLE, "unexpected stock service answer", 0, NULL, NULL);
+        reply_error(r->d.http, v.status, v.message, 1, NULL, NULL);
+        break;
+    case EXECUTEVERDICT_LOST:
+        reply_error(r->d.http, v.status, v.message, 1, NULL, NULL);
+        break;
+    case EXECUTEVERDICT_UNKNOWN:
+        LOG_ORDER_ERROR(r->order_no, "unexpected execute answer %s", verdict);
+        reply_error(r->d.http, v.status, v.message, 0, NULL, NULL);
+        break;
     }
     r->d.http = NULL;
     req_finish(r);
@@ -627,13 +619,13 @@ static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t
         return false;
     switch (activity_status_at(a, clock_wall_ms())) {
     case ACTIVITY_PENDING:
-        refuse(gw, req, user_id, activity_id, REPLY_NOT_STARTED, "the sale has not started", 0, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_NOT_STARTED, NULL, 0, NULL);
         return true;
     case ACTIVITY_ENDED:
-        refuse(gw, req, user_id, activity_id, REPLY_ENDED, "the sale has ended", 0, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_ENDED, NULL, 0, NULL);
         return true;
     case ACTIVITY_CANCELLED:
-        refuse(gw, req, user_id, activity_id, REPLY_CANCELLED, "the sale was cancelled", 0, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_CANCELLED, NULL, 0, NULL);
         return true;
     case ACTIVITY_ACTIVE:
         break;
@@ -644,9 +636,9 @@ static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t
     if (intmap_get(&a->winners, user_id, &order_id)) {
         char order_no[ORDERNO_LEN];
         orderno_format(order_no, sizeof(order_no), order_id, activity_id);
-        refuse(gw, req, user_id, activity_id, REPLY_DUPLICATE, "you already hold an order for this activity", 0, order_no);
+        refuse(gw, req, user_id, activity_id, REPLY_DUPLICATE, NULL, 0, order_no);
     } else {
-        refuse(gw, req, user_id, activity_id, REPLY_OUT_OF_STOCK, "sold out", 0, NULL);
+        refuse(gw, req, user_id, activity_id, REPLY_OUT_OF_STOCK, NULL, 0, NULL);
     }
     return true;
 }

@@ -53,7 +53,7 @@ int executeanswer_render_refusal(char *buf, size_t cap, const struct executeansw
 {
     int len = add(buf, cap, 0, "{\"success\":false,\"status\":\"%s\",\"message\":\"", reply_status_name(status));
     if (len >= 0)
-        len = reply_append_escaped(buf, cap, (size_t)len, message);
+        len = reply_append_escaped(buf, cap, (size_t)len, message ? message : reply_status_message(status));
     len = add(buf, cap, len, "\",\"orderNo\":");
     if (order_no) {
         len = add(buf, cap, len, "\"");

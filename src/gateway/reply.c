@@ -14,30 +14,18 @@
 static const struct {
     const char *name;
     int code;
+    const char *message;
 } reply_statuses[REPLY_STATUS_COUNT] = {
-    [REPLY_OUT_OF_STOCK] = { "OUT_OF_STOCK", 409 },
-    [REPLY_DUPLICATE] = { "DUPLICATE", 409 },
-    [REPLY_NOT_STARTED] = { "NOT_STARTED", 409 },
-    [REPLY_ENDED] = { "ENDED", 409 },
-    [REPLY_CANCELLED] = { "CANCELLED", 409 },
-    [REPLY_INACTIVE] = { "INACTIVE", 409 },
-    [REPLY_USED] = { "USED", 409 },
-    [REPLY_EXPIRED] = { "EXPIRED", 409 },
-    [REPLY_BELOW_MIN_ORDER] = { "BELOW_MIN_ORDER", 409 },
-    [REPLY_RATE_LIMITED] = { "RATE_LIMITED", 429 },
-    [REPLY_BLOCKED] = { "BLOCKED", 429 },
-    [REPLY_INVALID] = { "INVALID", 400 },
-    [REPLY_UNAUTHORIZED] = { "UNAUTHORIZED", 401 },
-    [REPLY_FORBIDDEN] = { "FORBIDDEN", 403 },
-    [REPLY_NOT_FOUND] = { "NOT_FOUND", 404 },
-    [REPLY_METHOD_NOT_ALLOWED] = { "METHOD_NOT_ALLOWED", 405 },
-    [REPLY_TOO_LARGE] = { "TOO_LARGE", 413 },
-    [REPLY_UNAVAILABLE] = { "UNAVAILABLE", 503 },
+#define REPLY_ENTRY(name, code, message) [REPLY_##name] = { #name, code, message },
+    REPLY_STATUSES(REPLY_ENTRY)
+#undef REPLY_ENTRY
 };
 
 const char *reply_status_name(enum reply_status status) { return reply_statuses[status].name; }
 
 int reply_status_code(enum reply_status status) { return reply_statuses[status].code; }
+
+const char *reply_status_message(enum reply_status status) { return reply_statuses[status].message; }
 
 static const char *reason_phrase(int code)
 {
@@ -143,6 +131,8 @@ void reply_error(struct evhttp_request *req, enum reply_status status, const cha
                  int64_t retry_after, const char *extra_key, const char *extra_value)
 {
     char body[1024];
+    if (!message)
+        message = reply_status_message(status);
     int len = snprintf(body, sizeof(body), "{\"success\":false,\"status\":\"%s\",\"message\":\"",
                        reply_status_name(status));
     len = reply_append_escaped(body, sizeof(body), (size_t)len, message);

@@ -35,13 +35,13 @@ void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
     int64_t now_ms = clock_wall_ms();
     switch (activity_status_at(a, now_ms)) {
     case ACTIVITY_PENDING:
-        reply_error(req, REPLY_NOT_STARTED, "the sale has not started", 0, NULL, NULL);
+        reply_error(req, REPLY_NOT_STARTED, NULL, 0, NULL, NULL);
         return;
     case ACTIVITY_ENDED:
-        reply_error(req, REPLY_ENDED, "the sale has ended", 0, NULL, NULL);
+        reply_error(req, REPLY_ENDED, NULL, 0, NULL, NULL);
         return;
     case ACTIVITY_CANCELLED:
-        reply_error(req, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+        reply_error(req, REPLY_CANCELLED, NULL, 0, NULL, NULL);
         return;
     case ACTIVITY_ACTIVE:
         break;
