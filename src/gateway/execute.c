@@ -14,6 +14,7 @@
 #include "gateway/delivery.h"
 #include "gateway/executeanswer.h"
 #include "gateway/executebatch.h"
+#include "gateway/executestage.h"
 #include "gateway/executeverdict.h"
 #include "gateway/httpparams.h"
 #include "common/keys.h"
@@ -36,13 +37,6 @@
  * frees it. `d.http` is the client's request until the one reply is sent, NULL after;
  * pending.h may answer it (deadline, shutdown) and clear it, after which the callbacks
  * only settle the Redis side. */
-enum order_stage {
-    ORDER_RESERVING,    /* queued for, or waiting on, execute.lua */
-    ORDER_DELIVERING,   /* reserved; the order is with Kafka */
-    ORDER_ROLLING_BACK, /* release.lua sent; its verdict answers */
-    ORDER_REDELIVERING, /* told 200 before Kafka had it, its delivery failed: produced again */
-};
-
 /* A promised order whose delivery failed is produced again this long after: a refusal at
  * produce (the producer's queue full) would otherwise come straight back. */
 #define EXECUTE_REDELIVER_MS 200
@@ -52,7 +46,7 @@ struct order {
     struct executebatch_req script;  /* its part of this pass's execute.lua call */
     struct pending p;       /* gw->pending: http.request-timeout-ms */
     struct pending cut;     /* gw->delivery_cut: the same less redis.timeout-ms */
-    enum order_stage stage;
+    enum executestage stage;
     unsigned holds;
     struct gateway *gw;
     int64_t user_id;
@@ -79,6 +73,15 @@ struct order {
 /* Finished orders are kept for the next requests (up to EXECUTE_SPARE_MAX): a sale
  * allocates once per concurrent request, not once per request. */
 #define EXECUTE_SPARE_MAX 4096
+
+/* Every change of a request's stage. A move the protocol does not have is a bug: logged,
+ * and the stage left as it was. */
+static void move(struct order *r, enum executestage to)
+{
+    if (!executestage_move(&r->stage, to))
+        LOG_ORDER_ERROR(r->order_no, "execute: no move from %s to %s", executestage_name(r->stage),
+                        executestage_name(to));
+}
 
 static void req_finish(struct order *r)
 {
@@ -238,7 +241,7 @@ static void produce(struct order *r);
 static void redeliver_later(struct order *r)
 {
     struct gateway *gw = r->gw;
-    r->stage = ORDER_REDELIVERING;
+    move(r, EXECUTESTAGE_REDELIVERING);
     if (gw->draining || gw->orders_stopped ||
         (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))) {
         LOG_ORDER_WARN(r->order_no, "answered 200 and not delivered; left to the reaper, which produces it again");
@@ -254,7 +257,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct order *r = arg;
     retry_unlink(r);
-    if (r->stage == ORDER_REDELIVERING) {
+    if (r->stage == EXECUTESTAGE_REDELIVERING) {
         if (r->gw->draining) {
             redeliver_later(r);  /* hands it to the reaper */
             return;
@@ -277,7 +280,7 @@ void execute_stop(struct gateway *gw)
         struct order *r = gw->release_retries;
         retry_unlink(r);
         evtimer_del(r->retry);
-        if (r->stage == ORDER_REDELIVERING)
+        if (r->stage == EXECUTESTAGE_REDELIVERING)
             redeliver_later(r);  /* orders_stopped: hands it to the reaper */
         else
             r->retry_cb(NULL, r);
@@ -320,7 +323,7 @@ static void on_rolled_back(redisReply *reply, void *privdata)
 static void rollback_and_answer(struct order *r)
 {
     forget_winner(r);
-    r->stage = ORDER_ROLLING_BACK;
+    move(r, EXECUTESTAGE_ROLLING_BACK);
     int sent = release_send(r, on_rolled_back);
     if (sent == 0 || (sent < 0 && release_later(r, on_rolled_back)))
         return;
@@ -373,7 +376,7 @@ static void rollback_at_deadline(struct order *r)
         return;
     r->d.held = true;  /* an ack arriving now must not answer 200 for what may be released */
     r->holds++;
-    r->stage = ORDER_ROLLING_BACK;
+    move(r, EXECUTESTAGE_ROLLING_BACK);
 }
 
 /* pending.h's hook at http.request-timeout-ms: a 503 only where it cannot turn out a lie. */
@@ -381,16 +384,18 @@ static void on_request_deadline(struct pending *p)
 {
     struct order *r = (struct order *)((char *)p - offsetof(struct order, p));
     switch (r->stage) {
-    case ORDER_RESERVING:
+    case EXECUTESTAGE_RESERVING:
         answer_timed_out(r);  /* a late OK verdict releases the stock (on_executed) */
         break;
-    case ORDER_DELIVERING:
+    case EXECUTESTAGE_DELIVERING:
         rollback_at_deadline(r);  /* Redis was away at the cut: try again */
         break;
-    case ORDER_ROLLING_BACK:
+    case EXECUTESTAGE_ROLLING_BACK:
         break;  /* its verdict answers within redis.timeout-ms */
-    case ORDER_REDELIVERING:
+    case EXECUTESTAGE_REDELIVERING:
         break;  /* answered 200 before it got here */
+    case EXECUTESTAGE_COUNT:
+        break;  /* not a stage */
     }
 }
 
@@ -399,7 +404,7 @@ static void on_request_deadline(struct pending *p)
 static void on_delivery_cut(struct pending *p)
 {
     struct order *r = (struct order *)((char *)p - offsetof(struct order, cut));
-    if (r->stage == ORDER_DELIVERING)
+    if (r->stage == EXECUTESTAGE_DELIVERING)
         rollback_at_deadline(r);
 }
 
@@ -434,7 +439,7 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         redeliver_later(r);
         return;
     }
-    if (r->stage == ORDER_ROLLING_BACK && r->d.held) {
+    if (r->stage == EXECUTESTAGE_ROLLING_BACK && r->d.held) {
         /* The release sent at the deadline is out: its verdict answers. A second one
          * would only race it. */
         req_finish(r);
@@ -541,7 +546,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
             return;
         }
         remember_winner(r, r->order_no);
-        r->stage = ORDER_DELIVERING;
+        move(r, EXECUTESTAGE_DELIVERING);
         produce(r);
         return;
     }
@@ -692,7 +697,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     }
     delivery_init(&r->d, &order_delivery, req);
     r->holds = 1;
-    r->stage = ORDER_RESERVING;
+    r->stage = EXECUTESTAGE_RESERVING;  /* where every request starts */
     pending_start(gw->pending, &r->p, &r->d.http, on_request_deadline);
     pending_start(gw->delivery_cut, &r->cut, &r->d.http, on_delivery_cut);
     r->gw = gw;
