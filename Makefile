@@ -47,8 +47,17 @@ pkg_check = $(if $(filter PKG_CONFIG_FAILED,$(1)),$(error pkg-config $(2) failed
 pkg_flags = $(if $(filter undefined,$(origin $(call pkg_key,$(1)))),$(eval $(call pkg_key,$(1)) := $(call pkg_check,$(call pkg_query,$(1)),$(1))))$($(call pkg_key,$(1)))
 
 CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 \
-               -D_POSIX_C_SOURCE=200809L -Iinclude $(call pkg_flags,--cflags $(PKGS)) \
-               -DSK_LUA_DIR='"$(CURDIR)/schema/lua"'
+               -D_POSIX_C_SOURCE=200809L -Iinclude -DSK_LUA_DIR='"$(CURDIR)/schema/lua"'
+# Each part is compiled with the headers of its own packages only, so that a boundary such
+# as "the gateway never talks to MySQL" fails at the compile of the file that crosses it
+# (mysql.h is not found), not at link time. Tests, tools and the fuzz builds see them all.
+PKGS_common   := hiredis rdkafka libcjson
+PKGS_gateway  := libevent hiredis rdkafka libcjson libcrypto
+PKGS_consumer := libevent hiredis rdkafka libcjson libmariadb
+PKGS_store    := hiredis libcjson libmariadb
+PKGS_ctl      := hiredis libcjson libmariadb
+PKGS_admin    := libevent hiredis libcjson libmariadb
+CFLAGS_PKGS    = $(call pkg_flags,--cflags $(PKGS))
 ifeq ($(SANITIZE),1)
 CFLAGS_OPT  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
 LDFLAGS_OPT := -fsanitize=address,undefined
@@ -95,9 +104,12 @@ BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl $(BU
 all: $(BINS)
 
 # -MMD: each object depends on exactly the headers it includes.
-$(BUILD)/obj/%.o: src/%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+define PART_OBJ
+$(BUILD)/obj/$(1)/%.o: src/$(1)/%.c
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(CFLAGS) $$(call pkg_flags,--cflags $$(PKGS_$(1))) -MMD -MP -c $$< -o $$@
+endef
+$(foreach p,$(PARTS),$(eval $(call PART_OBJ,$(p))))
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
@@ -116,7 +128,7 @@ $(BUILD)/gen/gateway/openapidoc.c: docs/openapi.yaml scripts/embed.sh
 	bash scripts/embed.sh openapidoc $< gateway/openapidoc.h > $@.tmp && mv $@.tmp $@
 $(BUILD)/obj/gen/gateway/openapidoc.o: $(BUILD)/gen/gateway/openapidoc.c include/gateway/openapidoc.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_gateway)) -c $< -o $@
 $(call lib,gateway): $(BUILD)/obj/gen/gateway/openapidoc.o
 
 $(BUILD)/seckill-server: $(BUILD)/obj/gateway/server.o $(LIBS_SERVER)
@@ -147,7 +159,7 @@ test_part = $(word 1,$(subst /, ,$(1)))
 define UNIT_TEST
 $(BUILD)/test/$(1): test/unit/$(1).c $(UNIT_LIBS_$(call test_part,$(1)))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $$(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
+	$$(CC) $$(CFLAGS) $$(CFLAGS_PKGS) $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $$(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_TEST,$(t))))
 
@@ -182,7 +194,7 @@ INSTALL_ENV = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' \
 install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/consumer.o $(BUILD)/obj/ctl/ctl.o \
               $(BUILD)/obj/admin/admin.o $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_ADMIN)
 	@mkdir -p $(INSTALL_BUILD)
-	$(CC) $(CFLAGS) $(INSTALL_DEFS) -c src/common/config.c -o $(INSTALL_BUILD)/config.o
+	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_common)) $(INSTALL_DEFS) -c src/common/config.c -o $(INSTALL_BUILD)/config.o
 	$(CC) $(LDFLAGS) $(BUILD)/obj/gateway/server.o $(INSTALL_BUILD)/config.o $(LIBS_SERVER) $(LDLIBS_SERVER) -o $(INSTALL_BUILD)/seckill-server
 	$(CC) $(LDFLAGS) $(BUILD)/obj/consumer/consumer.o $(INSTALL_BUILD)/config.o $(LIBS_CONSUMER) $(LDLIBS_CONSUMER) -o $(INSTALL_BUILD)/order-consumer
 	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/ctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
@@ -199,7 +211,7 @@ ITEST_C := $(patsubst test/integration/c/%.c,%,$(wildcard test/integration/c/tes
 # a test links only the objects it uses.
 $(BUILD)/itest/%: test/integration/c/%.c $(LIBS_CONSUMER)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $< $(LIBS_CONSUMER) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka -o $@
+	$(CC) $(CFLAGS) $(CFLAGS_PKGS) $< $(LIBS_CONSUMER) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka -o $@
 
 integration-c-tests: $(addprefix $(BUILD)/itest/,$(ITEST_C))
 
@@ -218,7 +230,7 @@ FUZZ_JOBS          ?= 1
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
                 common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
-FUZZ_CFLAGS  = $(CFLAGS_BASE) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  = $(CFLAGS_BASE) $(CFLAGS_PKGS) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS  = $(call pkg_flags,--libs libevent libcjson libcrypto) -lm
 fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))
 
@@ -244,7 +256,7 @@ fuzz-smoke: fuzz-build
 # make fuzz-coverage: the lines of src/ each harness's corpus reaches (the last make fuzz
 # run's corpus, else the seeds), from a build with clang's source coverage instead of the
 # sanitizers. Needs llvm-cov-14 and llvm-profdata-14 (Debian llvm-14).
-FUZZ_COV_FLAGS = $(CFLAGS_BASE) -g -O0 -fprofile-instr-generate -fcoverage-mapping
+FUZZ_COV_FLAGS = $(CFLAGS_BASE) $(CFLAGS_PKGS) -g -O0 -fprofile-instr-generate -fcoverage-mapping
 $(BUILD)/fuzz/cov/obj/%.o: src/%.c $(wildcard include/*/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_COV_FLAGS) -c $< -o $@

@@ -93,3 +93,27 @@ def test_help_lists_every_target_once():
         listed += words[1].strip("[]").split("|")
     assert sorted(set(listed)) == sorted(listed), f"listed twice: {listed}"
     assert phony <= set(listed), f"make help does not list {sorted(phony - set(listed))}"
+
+
+def test_the_gateway_is_compiled_without_the_mysql_headers(tmp_path):
+    """Each part is compiled with its own packages' flags: a gateway (or common) file that
+    included mysql.h would not compile, so "the gateway never talks to MySQL" is checked
+    at the first compile, not at link time."""
+    env = dict(os.environ)
+    env.pop("MAKEFLAGS", None)
+    out = subprocess.run(["make", "-n", "-B", f"BUILD={tmp_path / 'build'}", "all"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    mysql = [f for f in real_flags("--cflags", "libmariadb") if f.startswith("-I")]
+    assert mysql, "pkg-config --cflags libmariadb names no include directory"
+
+    def compiles(part):
+        found = [line for line in out.stdout.splitlines() if f" -c src/{part}/" in line]
+        assert found, f"no compile of src/{part}/ in make -n"
+        return found
+
+    for part in ("gateway", "common"):
+        crossing = [line for line in compiles(part) if any(flag in line.split() for flag in mysql)]
+        assert not crossing, f"src/{part}/ compiled with MySQL's headers: {crossing[0]}"
+    for part in ("consumer", "store", "ctl"):
+        assert all(all(flag in line.split() for flag in mysql) for line in compiles(part))
