@@ -5,6 +5,7 @@
 #   make fuzz       libFuzzer harnesses for request parsing, JSON and config (clang)
 #   make chaos      one fault per scenario in a sale under load, I1-I6 after each (docs/chaos.md)
 #   make bench      the flash-sale benchmark and its report (bench/README.md)
+#   make soak       30 minutes of sales under load with chaos faults: flat lines? (docs/chaos.md)
 #   make up|down|status|run [TOPOLOGY=single|cluster] [CONF=FILE]
 #   make install|uninstall [PREFIX=/usr/local] [DESTDIR=...]
 
@@ -285,6 +286,17 @@ $(BENCH_OPENLOOP): bench/openloop.c
 bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 	BUILD=$(BUILD) bash bench/run.sh
 
+# ---- soak (docs/chaos.md: The soak) ---------------------------------------------------
+#   make soak     sales one after another at half the measured maximum for SOAK_MINUTES
+#                 (30), a chaos fault every SOAK_FAULT_SECONDS (240); RSS, descriptors,
+#                 Redis memory and Kafka lag over time and I1-I6 per sale in
+#                 build/soak/<UTC time>/report.md. SOAK_CONF=FILE: the stack (default
+#                 conf/seckill.conf + bench/conf/bench.conf, as make bench). Starts the
+#                 services it needs and stops again those it started.
+.PHONY: soak
+soak: deps all $(BENCH_OPENLOOP)
+	PY=$$(bash scripts/venv.sh) && SECKILL_BIN=$(abspath $(BUILD)) "$$PY" bench/soak.py
+
 # ---- chaos suite (docs/chaos.md) ---------------------------------------------------
 #   make chaos [TOPOLOGY=cluster]
 #                 the release binaries in a sale under load while one component fails
@@ -316,6 +328,7 @@ make test           the suite on its own stacks: unit, C integration, fuzz smoke
 make test-cluster   the integration tests on the tests' Redis and Kafka cluster (.ci/run runs both)
 make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster]
 make bench          the benchmark and its report in bench/results/
+make soak           30 min of sales at half the maximum with chaos faults: RSS, fds, memory, lag over time
 make fuzz           libFuzzer harnesses for FUZZ_SECONDS each (clang)
 make fuzz-smoke     the same harnesses for FUZZ_SMOKE_SECONDS each (part of make test)
 make fuzz-build     build the harnesses only

@@ -33,11 +33,13 @@ int redisroute_open(struct redisroute *rr, char *err, size_t errlen);
 bool redisroute_cluster(const struct redisroute *rr);
 
 /* The connection of the master serving key's slot, for a caller's own pipeline or
- * MULTI (whose keys must then share the slot). NULL with err. */
+ * MULTI (whose keys must then share the slot). NULL with err. Valid until the next call
+ * that may reload the map (one after redisroute_failed, or a redirected command): a
+ * reload closes the connections of the nodes that left the map. */
 redisContext *redisroute_for_key(struct redisroute *rr, const char *key, size_t keylen, char *err,
                                  size_t errlen);
-/* The node (an index, stable while the process runs) of the master serving key's slot, or
- * -1 with err: seckillctl places an activity's buckets on different masters with it. */
+/* The node (an index, stable while that node stays in the map) of the master serving key's
+ * slot, or -1 with err: seckillctl places an activity's buckets on different masters with it. */
 int redisroute_master_of(struct redisroute *rr, const char *key, size_t keylen, char *err, size_t errlen);
 /* How many masters serve slots (1 for a single Redis), or -1 with err. */
 int redisroute_masters(struct redisroute *rr, char *err, size_t errlen);

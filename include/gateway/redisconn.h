@@ -14,7 +14,9 @@
  * - Single (redis.nodes empty): one connection (redisnode) to redis.host:redis.port.
  * - Cluster: a connection to every node of redis.nodes and to any node a slot map or a
  *   redirect names; the slot map (slotmap) comes from CLUSTER SLOTS at the first connect,
- *   every redis.cluster-refresh-ms, and soon after a MOVED or a lost node.
+ *   every redis.cluster-refresh-ms, and soon after a MOVED or a lost node. A node that
+ *   leaves the map (neither a seed nor a master any more) has its connection closed once
+ *   the commands out on it are answered.
  * - A command goes to the master of its first key's slot (a script's KEYS[1], a plain
  *   command's argv[1]); every key of one call must share that slot (keys.h). -MOVED
  *   updates the map and resends there, -ASK resends once behind ASKING to the node named,

@@ -36,7 +36,7 @@ struct redisroute *redisroute_new(const struct config *cfg, int64_t command_time
     char err[160];
     int n = slotmap_parse_nodes(cfg->redis_nodes, seeds, SLOTMAP_MAX_NODES, err, sizeof(err));
     for (int i = 0; i < n; i++)
-        slotmap_node(&rr->map, &seeds[i]);
+        slotmap_seed(&rr->map, &seeds[i]);
     rr->stale = true;
     return rr;
 }
@@ -79,10 +79,14 @@ static redisContext *conn(struct redisroute *rr, int node, char *err, size_t err
     return c;
 }
 
-/* CLUSTER SLOTS from the first node that answers, known masters and seeds alike. */
+/* CLUSTER SLOTS from the first node that answers, known masters and seeds alike. The
+ * connections of nodes that leave the table are closed (a caller's context from
+ * redisroute_for_key among them: it is valid until the next reload). */
 static int refresh(struct redisroute *rr, char *err, size_t errlen)
 {
     for (size_t i = 0; i < rr->map.count; i++) {
+        if (!slotmap_known(&rr->map, (int)i))
+            continue;
         redisContext *c = conn(rr, (int)i, err, errlen);
         if (!c)
             continue;
@@ -92,8 +96,14 @@ static int refresh(struct redisroute *rr, char *err, size_t errlen)
             drop(rr, (int)i);
             continue;
         }
-        int loaded = slotmap_load(&rr->map, r, rr->map.nodes[i].host, err, errlen);
+        char asked[SLOTMAP_HOST_LEN];
+        snprintf(asked, sizeof(asked), "%s", rr->map.nodes[i].host);
+        slotmap_set dropped = 0;
+        int loaded = slotmap_load(&rr->map, r, asked, &dropped, err, errlen);
         freeReplyObject(r);
+        for (int k = 0; k < SLOTMAP_MAX_NODES; k++)
+            if (dropped & ((slotmap_set)1 << k))
+                drop(rr, k);
         if (loaded == 0 && slotmap_uncovered(&rr->map) == 0) {
             rr->stale = false;
             return 0;
@@ -138,7 +148,7 @@ int redisroute_masters(struct redisroute *rr, char *err, size_t errlen)
 
 const char *redisroute_node_name(const struct redisroute *rr, int node, char *buf, size_t len)
 {
-    if (node < 0 || (size_t)node >= rr->map.count)
+    if (!slotmap_known(&rr->map, node))
         snprintf(buf, len, "?");
     else
         snprintf(buf, len, "%s:%d", rr->map.nodes[node].host, rr->map.nodes[node].port);

@@ -72,6 +72,7 @@ int slotmap_parse_nodes(const char *list, struct slotmap_addr *out, size_t max, 
 void slotmap_init(struct slotmap *m)
 {
     m->count = 0;
+    m->seeds = 0;
     memset(m->owner, -1, sizeof(m->owner));
 }
 
@@ -80,24 +81,55 @@ void slotmap_single(struct slotmap *m, const char *host, int port)
     slotmap_init(m);
     struct slotmap_addr a = { .port = port };
     snprintf(a.host, sizeof(a.host), "%s", host);
-    slotmap_node(m, &a);
+    slotmap_seed(m, &a);
     memset(m->owner, 0, sizeof(m->owner));
+}
+
+bool slotmap_known(const struct slotmap *m, int node)
+{
+    return node >= 0 && (size_t)node < m->count && m->nodes[node].port != 0;
+}
+
+static bool same_addr(const struct slotmap_addr *a, const struct slotmap_addr *b)
+{
+    return a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+static int find(const struct slotmap *m, const struct slotmap_addr *a)
+{
+    for (size_t i = 0; i < m->count; i++)
+        if (same_addr(&m->nodes[i], a))
+            return (int)i;
+    return -1;
 }
 
 int slotmap_node(struct slotmap *m, const struct slotmap_addr *a)
 {
-    for (size_t i = 0; i < m->count; i++)
-        if (m->nodes[i].port == a->port && strcmp(m->nodes[i].host, a->host) == 0)
-            return (int)i;
-    if (m->count == SLOTMAP_MAX_NODES)
+    int i = find(m, a);
+    if (i >= 0)
+        return i;
+    for (i = 0; (size_t)i < m->count && m->nodes[i].port != 0; i++)
+        ;
+    if (i == SLOTMAP_MAX_NODES)
         return -1;
-    m->nodes[m->count] = *a;
-    return (int)m->count++;
+    m->nodes[i] = *a;
+    if ((size_t)i == m->count)
+        m->count++;
+    return i;
 }
 
-/* One entry of CLUSTER SLOTS: [start, end, [host, port, id, ...], replicas...]. */
-static int load_entry(struct slotmap *m, int8_t *owner, const redisReply *e, const char *asked_host,
-                      char *err, size_t errlen)
+int slotmap_seed(struct slotmap *m, const struct slotmap_addr *a)
+{
+    int i = slotmap_node(m, a);
+    if (i >= 0)
+        m->seeds |= (slotmap_set)1 << i;
+    return i;
+}
+
+/* One entry of CLUSTER SLOTS: [start, end, [host, port, id, ...], replicas...]: its range
+ * and its master's address. */
+static int parse_entry(const redisReply *e, const char *asked_host, int *first, int *last,
+                       struct slotmap_addr *a, char *err, size_t errlen)
 {
     if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 || e->element[0]->type != REDIS_REPLY_INTEGER ||
         e->element[1]->type != REDIS_REPLY_INTEGER || e->element[2]->type != REDIS_REPLY_ARRAY ||
@@ -105,56 +137,87 @@ static int load_entry(struct slotmap *m, int8_t *owner, const redisReply *e, con
         snprintf(err, errlen, "CLUSTER SLOTS: malformed entry");
         return -1;
     }
-    long long first = e->element[0]->integer, last = e->element[1]->integer;
+    long long from = e->element[0]->integer, to = e->element[1]->integer;
     const redisReply *master = e->element[2];
-    if (first < 0 || last < first || last >= REDISSLOT_COUNT || master->element[0]->type != REDIS_REPLY_STRING ||
+    if (from < 0 || to < from || to >= REDISSLOT_COUNT || master->element[0]->type != REDIS_REPLY_STRING ||
         master->element[1]->type != REDIS_REPLY_INTEGER) {
         snprintf(err, errlen, "CLUSTER SLOTS: malformed range");
         return -1;
     }
-    struct slotmap_addr a;
     /* An empty or "?" endpoint means "the node you asked" (Redis 7). */
     const char *host = master->element[0]->str;
     if (host[0] == '\0' || strcmp(host, "?") == 0)
         host = asked_host;
-    if (strlen(host) >= sizeof(a.host) || master->element[1]->integer < 1 || master->element[1]->integer > 65535) {
+    if (strlen(host) >= sizeof(a->host) || master->element[1]->integer < 1 || master->element[1]->integer > 65535) {
         snprintf(err, errlen, "CLUSTER SLOTS: bad master address");
         return -1;
     }
-    snprintf(a.host, sizeof(a.host), "%s", host);
-    a.port = (int)master->element[1]->integer;
-    int node = slotmap_node(m, &a);
-    if (node < 0) {
-        snprintf(err, errlen, "CLUSTER SLOTS: more than %d nodes", SLOTMAP_MAX_NODES);
-        return -1;
-    }
-    for (long long s = first; s <= last; s++)
-        owner[s] = (int8_t)node;
+    snprintf(a->host, sizeof(a->host), "%s", host);
+    a->port = (int)master->element[1]->integer;
+    *first = (int)from;
+    *last = (int)to;
     return 0;
 }
 
-int slotmap_load(struct slotmap *m, const redisReply *r, const char *asked_host, char *err,
-                 size_t errlen)
+/* Built aside, so a bad reply leaves the working map alone. The table keeps the seeds and
+ * the masters r names, at their numbers; the others' numbers are freed before r's new
+ * masters are numbered, so those take them. */
+static int load_into(struct slotmap *next, const redisReply *r, const char *asked_host, char *err,
+                     size_t errlen)
+{
+    int first, last;
+    struct slotmap_addr a;
+    slotmap_set keep = next->seeds;
+    for (size_t i = 0; i < r->elements; i++) {
+        if (parse_entry(r->element[i], asked_host, &first, &last, &a, err, errlen) != 0)
+            return -1;
+        int known = find(next, &a);
+        if (known >= 0)
+            keep |= (slotmap_set)1 << known;
+    }
+    for (size_t i = 0; i < next->count; i++)
+        if (!(keep & ((slotmap_set)1 << i)))
+            memset(&next->nodes[i], 0, sizeof(next->nodes[i]));
+    while (next->count > 0 && next->nodes[next->count - 1].port == 0)
+        next->count--;
+    memset(next->owner, -1, sizeof(next->owner));
+    for (size_t i = 0; i < r->elements; i++) {
+        parse_entry(r->element[i], asked_host, &first, &last, &a, err, errlen);
+        int node = slotmap_node(next, &a);
+        if (node < 0) {
+            snprintf(err, errlen, "CLUSTER SLOTS: more than %d nodes with the seeds", SLOTMAP_MAX_NODES);
+            return -1;
+        }
+        memset(next->owner + first, node, (size_t)(last - first + 1));
+    }
+    return 0;
+}
+
+int slotmap_load(struct slotmap *m, const redisReply *r, const char *asked_host, slotmap_set *dropped,
+                 char *err, size_t errlen)
 {
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         snprintf(err, errlen, "CLUSTER SLOTS: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "not an array");
         return -1;
     }
-    /* Built aside, so a bad reply leaves the working map alone; nodes added meanwhile
-     * only grow the table, which every index stays valid under. */
-    int8_t *owner = malloc(sizeof(m->owner));
-    if (!owner) {
+    struct slotmap *next = malloc(sizeof(*next));
+    if (!next) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    memset(owner, -1, sizeof(m->owner));
-    for (size_t i = 0; i < r->elements; i++)
-        if (load_entry(m, owner, r->element[i], asked_host, err, errlen) != 0) {
-            free(owner);
-            return -1;
-        }
-    memcpy(m->owner, owner, sizeof(m->owner));
-    free(owner);
+    memcpy(next, m, sizeof(*next));
+    if (load_into(next, r, asked_host, err, errlen) != 0) {
+        free(next);
+        return -1;
+    }
+    slotmap_set gone = 0;
+    for (size_t i = 0; i < m->count; i++)
+        if (slotmap_known(m, (int)i) && (!slotmap_known(next, (int)i) || !same_addr(&m->nodes[i], &next->nodes[i])))
+            gone |= (slotmap_set)1 << i;
+    memcpy(m, next, sizeof(*m));
+    free(next);
+    if (dropped)
+        *dropped = gone;
     return 0;
 }
 

@@ -367,7 +367,8 @@ static void on_slots(redisReply *reply, void *privdata)
         return;
     fs->loading = NULL;
     char err[160];
-    if (!reply || slotmap_load(&fs->map, reply, fs->seed_host, err, sizeof(err)) != 0) {
+    slotmap_set dropped = 0;
+    if (!reply || slotmap_load(&fs->map, reply, fs->seed_host, &dropped, err, sizeof(err)) != 0) {
         /* Subscriptions wait for a map: say why once, or a stalled long poll has no trace. */
         if (!fs->map_failing)
             LOG_WARN("redis cluster: the subscriber's slot map was not loaded (%s); retrying",
@@ -376,6 +377,14 @@ static void on_slots(redisReply *reply, void *privdata)
         fs->reload = true;
         return;
     }
+    /* A node that left the map serves none of the channels: its subscriptions move to
+     * the slots' new masters, and its number may name another node from now on. */
+    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
+        if ((dropped & ((slotmap_set)1 << i)) && fs->conns[i]) {
+            conn_close(fs->conns[i], NULL);
+            free(fs->conns[i]);
+            fs->conns[i] = NULL;
+        }
     if (fs->map_failing)
         LOG_INFO("redis cluster: the subscriber's slot map loaded again");
     fs->map_failing = false;

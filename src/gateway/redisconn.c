@@ -13,6 +13,8 @@
 /* Triggered reloads of the slot map (a MOVED, a lost node, a slot without a live master)
  * are at most this often; the MOVED itself has already fixed its slot. */
 #define REDISCONN_REFRESH_MIN_US 100000
+/* How often the connections of nodes that left the map are checked for pending work. */
+#define REDISCONN_SWEEP_MS 50
 
 struct redisconn_waitq;
 
@@ -44,20 +46,32 @@ struct redisconn_cmd {
  * the connection wrote before it, so it covers every waited call sent before it. */
 struct redisconn_waitq {
     struct redisconn *rc;
-    int node;
+    struct redisnode *node;          /* its peer's; NULL once that is closed */
     struct redisconn_cmd *covered;   /* sent before the WAIT in flight */
     struct redisconn_cmd *next;      /* sent after it: the next WAIT's */
     bool in_flight;
 };
 
-/* A CLUSTER SLOTS in flight, to node. */
+/* A CLUSTER SLOTS in flight, to the node at host. */
 struct redisconn_slots {
     struct redisconn *rc;
-    int node;
+    char host[SLOTMAP_HOST_LEN];
 };
 
-/* Ownership: redisconn owns its nodes (one per slot map node: the single Redis, or every
- * node of the cluster it has heard of), the map and the timer. */
+/* The connection to one node of the map and its WAITs. Owned by redisconn: in peers[] at
+ * its node's number while the node is in the map. When a reload drops the node (or gives
+ * its number to another), it moves to the retired list, where the commands and WAITs
+ * still out on it finish (each command's struct points at its waitq, which stays put);
+ * the sweep timer frees it once nothing is pending, never inside one of its callbacks. */
+struct redisconn_peer {
+    struct redisnode *node;
+    struct redisconn_waitq waitq;
+    struct redisconn_peer *next_retired;
+};
+
+/* Ownership: redisconn owns its peers (one per slot map node: the single Redis, or every
+ * node of the cluster's current map and seeds, plus the retired ones still draining), the
+ * map and the timers. */
 struct redisconn {
     struct event_base *base;
     const struct config *cfg;
@@ -68,11 +82,13 @@ struct redisconn {
     bool closing;
     int64_t refreshed_us;
     struct slotmap map;
-    struct redisnode *nodes[SLOTMAP_MAX_NODES];
+    struct redisconn_peer *peers[SLOTMAP_MAX_NODES];  /* by node of map; NULL for a free number */
+    struct redisconn_peer *retired;
+    unsigned long retired_reconnects;  /* of the retired peers already freed */
     struct event *refresh_timer;
+    struct event *sweep_timer;
     char *wait_buf;         /* WAIT redis.wait-replicas redis.wait-timeout-ms, formatted */
     int wait_len;
-    struct redisconn_waitq waitq[SLOTMAP_MAX_NODES];
     redisconn_connect_cb on_connect;
     void *on_connect_arg;
 };
@@ -81,26 +97,94 @@ static void refresh(struct redisconn *rc, bool triggered);
 
 static void on_node_event(void *arg, struct redisnode *node, bool up)
 {
-    (void)node;
     struct redisconn *rc = arg;
     if (rc->closing)
         return;
+    for (struct redisconn_peer *p = rc->retired; p; p = p->next_retired)
+        if (p->node == node)
+            return;  /* no longer in the map: its coming and going tells nothing */
     if (rc->cluster)
         refresh(rc, true);  /* a lost master may be failing over; a back one may own slots */
     if (up && rc->map_loaded && rc->on_connect)
         rc->on_connect(rc->on_connect_arg);
 }
 
-/* The node of index i of the map, created on first need (a node first heard of in a
+/* The peer of node i of the map, created on first need (a node first heard of in a
  * CLUSTER SLOTS or a MOVED connects from then on). */
-static struct redisnode *node_at(struct redisconn *rc, int i)
+static struct redisconn_peer *peer_at(struct redisconn *rc, int i)
 {
-    if (i < 0 || (size_t)i >= rc->map.count)
+    if (!slotmap_known(&rc->map, i))
         return NULL;
-    if (!rc->nodes[i])
-        rc->nodes[i] = redisnode_new(rc->base, rc->cfg, rc->scripts, rc->map.nodes[i].host,
-                                     rc->map.nodes[i].port, on_node_event, rc);
-    return rc->nodes[i];
+    if (!rc->peers[i]) {
+        struct redisconn_peer *p = calloc(1, sizeof(*p));
+        if (!p)
+            return NULL;
+        p->node = redisnode_new(rc->base, rc->cfg, rc->scripts, rc->map.nodes[i].host, rc->map.nodes[i].port,
+                                on_node_event, rc);
+        if (!p->node) {
+            free(p);
+            return NULL;
+        }
+        p->waitq = (struct redisconn_waitq){ .rc = rc, .node = p->node };
+        rc->peers[i] = p;
+    }
+    return rc->peers[i];
+}
+
+/* The connection of node i, NULL when it has none. */
+static struct redisnode *node_of(const struct redisconn *rc, int i)
+{
+    return i >= 0 && i < SLOTMAP_MAX_NODES && rc->peers[i] ? rc->peers[i]->node : NULL;
+}
+
+static bool peer_idle(const struct redisconn_peer *p)
+{
+    return redisnode_pending(p->node) == 0 && !p->waitq.in_flight && !p->waitq.covered && !p->waitq.next;
+}
+
+static void peer_free(struct redisconn *rc, struct redisconn_peer *p)
+{
+    rc->retired_reconnects += redisnode_reconnects(p->node);
+    redisnode_free(p->node);
+    free(p);
+}
+
+static void on_sweep_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct redisconn *rc = arg;
+    struct redisconn_peer **link = &rc->retired;
+    while (*link) {
+        struct redisconn_peer *p = *link;
+        if (peer_idle(p)) {
+            *link = p->next_retired;
+            peer_free(rc, p);
+        } else {
+            link = &p->next_retired;
+        }
+    }
+    if (!rc->retired)
+        event_del(rc->sweep_timer);
+}
+
+/* Node i (at a) left the map: its connection is closed once nothing is pending on it. */
+static void retire(struct redisconn *rc, int i, const struct slotmap_addr *a)
+{
+    struct redisconn_peer *p = rc->peers[i];
+    rc->peers[i] = NULL;
+    if (!p)
+        return;
+    bool idle = peer_idle(p);
+    LOG_INFO("redis cluster: %s:%d left the slot map; closing its connection%s", a->host, a->port,
+             idle ? "" : " once its commands are answered");
+    p->next_retired = rc->retired;
+    rc->retired = p;
+    struct timeval tv = clock_timeval_ms(REDISCONN_SWEEP_MS);
+    if (!evtimer_pending(rc->sweep_timer, NULL))
+        event_add(rc->sweep_timer, &tv);
+    if (idle)
+        event_active(rc->sweep_timer, EV_TIMEOUT, 0);  /* at once, but outside this callback */
 }
 
 static void on_slots(redisReply *reply, void *privdata)
@@ -113,14 +197,20 @@ static void on_slots(redisReply *reply, void *privdata)
         free(q);
         return;
     }
-    if (slotmap_load(&rc->map, reply, rc->map.nodes[q->node].host, err, sizeof(err)) != 0) {
+    struct slotmap_addr before[SLOTMAP_MAX_NODES];
+    memcpy(before, rc->map.nodes, sizeof(before));
+    slotmap_set dropped = 0;
+    int loaded = slotmap_load(&rc->map, reply, q->host, &dropped, err, sizeof(err));
+    free(q);
+    if (loaded != 0) {
         LOG_WARN("redis cluster: %s", err);
-        free(q);
         return;
     }
-    free(q);
+    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
+        if (dropped & ((slotmap_set)1 << i))
+            retire(rc, i, &before[i]);
     for (size_t i = 0; i < rc->map.count; i++)
-        node_at(rc, (int)i);
+        peer_at(rc, (int)i);
     size_t uncovered = slotmap_uncovered(&rc->map);
     if (uncovered)
         LOG_WARN("redis cluster: %zu slots have no master", uncovered);
@@ -142,14 +232,14 @@ static void refresh(struct redisconn *rc, bool triggered)
     static const char cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < rc->map.count; i++) {
-            struct redisnode *n = rc->nodes[i];
+            struct redisnode *n = node_of(rc, (int)i);
             if (!n || !redisnode_ready(n) || (pass == 0) != slotmap_owns_any(&rc->map, (int)i))
                 continue;
             struct redisconn_slots *q = malloc(sizeof(*q));
             if (!q)
                 return;
             q->rc = rc;
-            q->node = (int)i;
+            snprintf(q->host, sizeof(q->host), "%s", rc->map.nodes[i].host);
             if (redisnode_send(n, cmd, sizeof(cmd) - 1, LUASCRIPT_COUNT, false, on_slots, q) == 0) {
                 rc->refreshing = true;
                 rc->refreshed_us = now;
@@ -176,18 +266,23 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
     rc->cfg = cfg;
     rc->scripts = scripts;
     rc->cluster = cfg->redis_nodes[0] != '\0';
-    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
-        rc->waitq[i] = (struct redisconn_waitq){ .rc = rc, .node = i };
     rc->wait_len = redisFormatCommand(&rc->wait_buf, "WAIT %lld %lld", (long long)cfg->redis_wait_replicas,
                                       (long long)cfg->redis_wait_timeout_ms);
     if (rc->wait_len < 0) {
         free(rc);
         return NULL;
     }
+    rc->sweep_timer = event_new(base, -1, EV_PERSIST, on_sweep_timer, rc);
+    if (!rc->sweep_timer) {
+        redisFreeCommand(rc->wait_buf);
+        free(rc);
+        return NULL;
+    }
     if (!rc->cluster) {
         slotmap_single(&rc->map, cfg->redis_host, (int)cfg->redis_port);
         rc->map_loaded = true;
-        if (!node_at(rc, 0)) {
+        if (!peer_at(rc, 0)) {
+            event_free(rc->sweep_timer);
             redisFreeCommand(rc->wait_buf);
             free(rc);
             return NULL;
@@ -201,7 +296,7 @@ struct redisconn *redisconn_new(struct event_base *base, const struct config *cf
     char err[160];
     int n = slotmap_parse_nodes(cfg->redis_nodes, seeds, SLOTMAP_MAX_NODES, err, sizeof(err));
     for (int i = 0; i < n; i++)
-        node_at(rc, slotmap_node(&rc->map, &seeds[i]));
+        peer_at(rc, slotmap_seed(&rc->map, &seeds[i]));
     rc->refresh_timer = event_new(base, -1, EV_PERSIST, on_refresh_timer, rc);
     if (rc->refresh_timer) {
         struct timeval tv = clock_timeval_ms(cfg->redis_cluster_refresh_ms);
@@ -217,8 +312,29 @@ void redisconn_free(struct redisconn *rc)
     rc->closing = true;
     if (rc->refresh_timer)
         event_free(rc->refresh_timer);
+    event_free(rc->sweep_timer);
+    /* Out of the table before its connection is closed: the NULL replies that closing
+     * gives to the commands on it run callbacks that may try to send again. The peers
+     * are freed after every connection is, as a command's struct may point at the wait
+     * queue of another. */
+    struct redisconn_peer *all = rc->retired;
     for (size_t i = 0; i < SLOTMAP_MAX_NODES; i++)
-        redisnode_free(rc->nodes[i]);
+        if (rc->peers[i]) {
+            rc->peers[i]->next_retired = all;
+            all = rc->peers[i];
+            rc->peers[i] = NULL;
+        }
+    rc->retired = NULL;
+    for (struct redisconn_peer *p = all; p; p = p->next_retired) {
+        redisnode_free(p->node);
+        p->node = NULL;
+        p->waitq.node = NULL;
+    }
+    while (all) {
+        struct redisconn_peer *p = all;
+        all = p->next_retired;
+        free(p);
+    }
     redisFreeCommand(rc->wait_buf);
     free(rc);
 }
@@ -234,7 +350,7 @@ bool redisconn_ready(const struct redisconn *rc)
     if (!rc->map_loaded)
         return false;
     for (size_t i = 0; i < rc->map.count; i++)
-        if (rc->nodes[i] && redisnode_ready(rc->nodes[i]) && slotmap_owns_any(&rc->map, (int)i))
+        if (node_of(rc, (int)i) && redisnode_ready(node_of(rc, (int)i)) && slotmap_owns_any(&rc->map, (int)i))
             return true;
     return false;
 }
@@ -242,15 +358,20 @@ bool redisconn_ready(const struct redisconn *rc)
 static unsigned long sum_nodes(const struct redisconn *rc, unsigned long (*count)(const struct redisnode *))
 {
     unsigned long n = 0;
-    for (size_t i = 0; i < rc->map.count; i++)
-        if (rc->nodes[i])
-            n += count(rc->nodes[i]);
+    for (size_t i = 0; i < SLOTMAP_MAX_NODES; i++)
+        if (rc->peers[i])
+            n += count(rc->peers[i]->node);
+    for (const struct redisconn_peer *p = rc->retired; p; p = p->next_retired)
+        n += count(p->node);
     return n;
 }
 
 unsigned long redisconn_pending(const struct redisconn *rc) { return sum_nodes(rc, redisnode_pending); }
 
-unsigned long redisconn_reconnects(const struct redisconn *rc) { return sum_nodes(rc, redisnode_reconnects); }
+unsigned long redisconn_reconnects(const struct redisconn *rc)
+{
+    return rc->retired_reconnects + sum_nodes(rc, redisnode_reconnects);
+}
 
 static void cmd_unref(struct redisconn_cmd *cmd)
 {
@@ -340,7 +461,7 @@ static void queue_kick(struct redisconn_waitq *q)
     struct redisconn *rc = q->rc;
     if (q->in_flight || !q->next)
         return;
-    struct redisnode *n = rc->nodes[q->node];
+    struct redisnode *n = q->node;
     if (!rc->closing && n && redisnode_send(n, rc->wait_buf, (size_t)rc->wait_len, LUASCRIPT_COUNT, false, on_wait, q) == 0) {
         q->in_flight = true;
         q->covered = q->next;
@@ -394,12 +515,12 @@ static void on_wait(redisReply *reply, void *privdata)
  * the node that redirected it, whose WAIT covers nothing of it). */
 static int send_to(struct redisconn_cmd *cmd, int i, bool asking)
 {
-    struct redisnode *n = node_at(cmd->rc, i);
-    if (!n || redisnode_send(n, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
+    struct redisconn_peer *p = peer_at(cmd->rc, i);
+    if (!p || redisnode_send(p->node, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
         return -1;
     if (cmd->wait_cb && !cmd->unwaited) {
         queue_leave(cmd);
-        struct redisconn_waitq *q = &cmd->rc->waitq[i];
+        struct redisconn_waitq *q = &p->waitq;
         cmd->refs++;
         cmd->queue = q;
         list_push(&q->next, cmd);
@@ -458,7 +579,7 @@ static int route(struct redisconn *rc, const char *key, size_t keylen, char *buf
     int node = -1;
     if (rc->map_loaded)
         node = key ? slotmap_owner_of_key(&rc->map, key, keylen) : rc->map.owner[0];
-    struct redisnode *n = node >= 0 ? rc->nodes[node] : NULL;
+    struct redisnode *n = node_of(rc, node);
     if (!n || !redisnode_ready(n)) {
         /* its master is gone or unknown: only this slot's commands fail (503) */
         refresh(rc, true);

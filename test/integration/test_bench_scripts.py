@@ -1,6 +1,7 @@
 """The benchmark's Python programs load: `make bench` starts the services (about a minute)
-before it runs bench/bench.py, so a program that cannot import its modules fails only then.
-Each one's --help needs no service."""
+before it runs bench/bench.py, so a program that cannot import its modules fails only then
+(bench/soak.py imports the chaos suite's modules once its settings are read). Each one's
+--help needs no service."""
 
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 
-PROGRAMS = ["bench.py", "cluster.py", "report.py", "longpoll.py"]
+PROGRAMS = ["bench.py", "cluster.py", "report.py", "longpoll.py", "soak.py"]
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

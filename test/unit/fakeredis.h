@@ -9,8 +9,14 @@
  * notes how many EVALSHAs had been answered on that node before it; with wait_delay_ms it
  * answers that much later and, as Redis does, reads nothing more of that connection
  * meanwhile. CLUSTER SLOTS answers owner[0] for slots
- * 0-8191 and owner[1] for 8192-16383. The counters say what reached each node. The state
- * may live in shared memory, for a client in another process. */
+ * 0-8191 and owner[1] for 8192-16383, at each one's current address. The counters say what
+ * reached each node. The state may live in shared memory, for a client in another process.
+ *
+ * A node can move to a new address (fakeredis_move), as a master replaced on another
+ * machine does: the old address is then either gone (its connection closed; a client that
+ * connects there again is accepted and closed at once, and counted) or kept serving, for a
+ * client that still has commands on it. A client in another process asks for moves through
+ * moves_asked; the serving process applies them on a timer. */
 #ifndef SK_TEST_FAKEREDIS_H
 #define SK_TEST_FAKEREDIS_H
 
@@ -28,6 +34,18 @@
 
 #include "common/redisslot.h"
 #include "common/slotmap.h"
+
+#define FAKEREDIS_MOVES 48
+
+/* An address a node left. */
+struct fakeredis_old {
+    int port;
+    bool serving;               /* still answers as its node; else accepts and closes */
+    struct evconnlistener *listener;
+    struct bufferevent *conn;   /* serving: the client connection it had, until closed */
+    bool closed_by_client;      /* serving: that connection was closed by the client */
+    int accepts;                /* gone: connections made to it since */
+};
 
 struct fakeredis_node {
     int fd;                     /* the listening socket */
@@ -50,11 +68,17 @@ struct fakeredis_node {
     int wait_delay_ms;          /* a WAIT blocks its connection this long */
     struct bufferevent *blocked; /* the connection a WAIT is blocking */
     bool needs_asking;
+    int moves;                  /* addresses left, in old[] */
+    int moves_asked;            /* by a client in another process; applied on a timer */
+    bool moves_serving;         /* how those leave their old address */
+    struct fakeredis_old old[FAKEREDIS_MOVES];
 };
 
 struct fakeredis {
     struct fakeredis_node node[2];
     int owner[2];
+    struct event_base *base;
+    struct event *mover;
 };
 
 static struct fakeredis *fake;
@@ -131,7 +155,10 @@ static inline void fakeredis_on_wait_done(evutil_socket_t fd, short what, void *
     struct fakeredis_node *f = arg;
     struct bufferevent *bev = f->blocked;
     f->blocked = NULL;
-    if (!bev || bev != f->conn)
+    bool alive = bev && bev == f->conn;
+    for (int i = 0; bev && i < f->moves; i++)
+        alive = alive || f->old[i].conn == bev;
+    if (!alive)
         return;  /* the client went away meanwhile */
     evbuffer_add_printf(bufferevent_get_output(bev), ":%d\r\n", f->wait_acks);
     bufferevent_enable(bev, EV_READ);
@@ -191,6 +218,11 @@ static inline void fakeredis_on_event(struct bufferevent *bev, short what, void 
     if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
         if (f->conn == bev)
             f->conn = NULL;
+        for (int i = 0; i < f->moves; i++)
+            if (f->old[i].conn == bev) {
+                f->old[i].conn = NULL;
+                f->old[i].closed_by_client = true;
+            }
         bufferevent_free(bev);
     }
 }
@@ -207,6 +239,21 @@ static inline void fakeredis_on_accept(struct evconnlistener *l, evutil_socket_t
     f->conn = bev;
 }
 
+/* A listening socket on a free port of 127.0.0.1. */
+static inline int fakeredis_listen(struct fakeredis_node *f)
+{
+    struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = 0 };
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t slen = sizeof(sin);
+    f->fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(f->fd, 16) != 0 ||
+        getsockname(f->fd, (struct sockaddr *)&sin, &slen) != 0)
+        return -1;
+    evutil_make_socket_nonblocking(f->fd);
+    f->port = ntohs(sin.sin_port);
+    return 0;
+}
+
 /* Both nodes listen on free ports (known at once, before any loop runs). */
 static inline int fakeredis_bind(struct fakeredis *state)
 {
@@ -214,24 +261,69 @@ static inline int fakeredis_bind(struct fakeredis *state)
     memset(fake, 0, sizeof(*fake));
     fake->owner[1] = 1;
     for (int i = 0; i < 2; i++) {
-        struct fakeredis_node *f = &fake->node[i];
-        f->name = (char)('A' + i);
-        struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = 0 };
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t slen = sizeof(sin);
-        f->fd = socket(AF_INET, SOCK_STREAM, 0);
-        if (f->fd < 0 || bind(f->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0 || listen(f->fd, 16) != 0 ||
-            getsockname(f->fd, (struct sockaddr *)&sin, &slen) != 0)
+        fake->node[i].name = (char)('A' + i);
+        if (fakeredis_listen(&fake->node[i]) != 0)
             return -1;
-        evutil_make_socket_nonblocking(f->fd);
-        f->port = ntohs(sin.sin_port);
     }
     return 0;
+}
+
+/* A gone address: whoever connects is counted and closed at once. */
+static inline void fakeredis_on_gone_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                                            int len, void *arg)
+{
+    (void)l;
+    (void)sa;
+    (void)len;
+    struct fakeredis_old *o = arg;
+    o->accepts++;
+    evutil_closesocket(fd);
+}
+
+/* Node i moves to a new free port; its old address is kept serving or is gone. */
+static inline int fakeredis_move(int i, bool serving)
+{
+    struct fakeredis_node *f = &fake->node[i];
+    if (f->moves == FAKEREDIS_MOVES || !f->listener)
+        return -1;
+    struct fakeredis_old *o = &f->old[f->moves];
+    *o = (struct fakeredis_old){ .port = f->port, .serving = serving, .listener = f->listener };
+    if (serving) {
+        o->conn = f->conn;
+    } else {
+        if (f->conn)
+            bufferevent_free(f->conn);
+        evconnlistener_set_cb(o->listener, fakeredis_on_gone_accept, o);
+    }
+    f->conn = NULL;
+    f->listener = NULL;
+    if (fakeredis_listen(f) != 0)
+        return -1;
+    f->listener = evconnlistener_new(fake->base, fakeredis_on_accept, f, LEV_OPT_CLOSE_ON_FREE, -1, f->fd);
+    f->moves++;  /* last: a client in another process reads the new port once it counts */
+    return f->listener ? 0 : -1;
+}
+
+/* Applies the moves a client in another process asked for. */
+static inline void fakeredis_on_mover(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    for (int i = 0; i < 2; i++)
+        while (fake->node[i].moves < fake->node[i].moves_asked)
+            if (fakeredis_move(i, fake->node[i].moves_serving) != 0)
+                return;
 }
 
 /* The nodes answer on base's loop. */
 static inline int fakeredis_serve(struct event_base *base)
 {
+    fake->base = base;
+    fake->mover = event_new(base, -1, EV_PERSIST, fakeredis_on_mover, NULL);
+    struct timeval tick = { 0, 2000 };
+    if (!fake->mover || event_add(fake->mover, &tick) != 0)
+        return -1;
     for (int i = 0; i < 2; i++) {
         struct fakeredis_node *f = &fake->node[i];
         f->listener = evconnlistener_new(base, fakeredis_on_accept, f, LEV_OPT_CLOSE_ON_FREE, -1, f->fd);
@@ -241,10 +333,23 @@ static inline int fakeredis_serve(struct event_base *base)
     return 0;
 }
 
-/* Node i goes away: no more connections, the open one closed. */
+/* Node i goes away: no more connections, the open one closed (old addresses too). */
 static inline void fakeredis_stop(int i)
 {
     struct fakeredis_node *f = &fake->node[i];
+    for (int k = 0; k < f->moves; k++) {
+        struct fakeredis_old *o = &f->old[k];
+        if (o->listener)
+            evconnlistener_free(o->listener);
+        if (o->conn)
+            bufferevent_free(o->conn);
+        o->listener = NULL;
+        o->conn = NULL;
+    }
+    if (fake->mover) {
+        event_free(fake->mover);
+        fake->mover = NULL;
+    }
     if (f->listener)
         evconnlistener_free(f->listener);
     else if (f->fd >= 0)

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include "common/redisroute.h"
 #include "../fakeredis.h"
@@ -176,6 +177,48 @@ static void test_noscript_loads_the_script_on_that_node(void **state)
     redisroute_free(rr);
 }
 
+/* The serving process moves node i to a new address, its old one gone. */
+static void move_node(int i)
+{
+    int asked = ++fake->node[i].moves_asked;
+    for (int waited = 0; fake->node[i].moves < asked; waited++) {
+        assert_true(waited < 2000);
+        nanosleep(&(struct timespec){ .tv_nsec = 1000 * 1000 }, NULL);
+    }
+}
+
+#define CHURN 40  /* more node addresses than SLOTMAP_MAX_NODES */
+
+static void test_masters_replaced_at_new_addresses_keep_being_found(void **state)
+{
+    (void)state;
+    struct redisroute *rr = opened();
+    assert_string_equal(get(rr, "foo"), "B:foo");
+    for (int round = 0; round < CHURN; round++) {
+        move_node(1);
+        /* The command that meets the dead address fails (it may have run); the next one
+         * reloads the map and reaches B where it is now. */
+        const char *got = get(rr, "foo");
+        if (strcmp(got, "B:foo") != 0)
+            got = get(rr, "foo");
+        if (strcmp(got, "B:foo") != 0)
+            fail_msg("round %d (B at its %dth address): %s", round, round + 2, got);
+    }
+    assert_string_equal(get(rr, "bar"), "A:bar");
+    /* The table holds the seeds (A, B's first address) and B's current address only. */
+    char err[128], name[64], want[64];
+    int b = redisroute_master_of(rr, "foo", 3, err, sizeof(err));
+    assert_true(b >= 0);
+    snprintf(want, sizeof(want), "127.0.0.1:%d", fake->node[1].port);
+    assert_string_equal(redisroute_node_name(rr, b, name, sizeof(name)), want);
+    int known = 0;
+    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
+        known += strcmp(redisroute_node_name(rr, i, name, sizeof(name)), "?") != 0;
+    assert_int_equal(known, 3);
+    assert_int_equal(redisroute_masters(rr, err, sizeof(err)), 2);
+    redisroute_free(rr);
+}
+
 static void test_single_mode_asks_for_no_map(void **state)
 {
     (void)state;
@@ -203,12 +246,14 @@ static void test_no_node_answering_is_an_error(void **state)
 
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN);  /* as the binaries do: a node gone under a write is an error, not death */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_commands_go_to_the_master_of_their_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moved_reloads_the_map_and_is_resent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ask_is_resent_once_behind_asking, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noscript_loads_the_script_on_that_node, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_node_answering_is_an_error, setup, teardown),
     };

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -119,7 +120,7 @@ static void test_load_cluster_slots(void **state)
     assert_int_equal(slotmap_uncovered(&m), REDISSLOT_COUNT);
     redisReply *r = three_masters();
     char err[128];
-    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", err, sizeof(err)), 0);
+    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", NULL, err, sizeof(err)), 0);
     r_free(r);
     assert_int_equal(m.count, 3);  /* replicas are not routed to */
     assert_int_equal(slotmap_uncovered(&m), 0);
@@ -139,19 +140,116 @@ static void test_reload_keeps_node_numbers(void **state)
     static struct slotmap m;
     slotmap_init(&m);
     char err[128];
+    slotmap_set dropped = 1;
     redisReply *r = three_masters();
-    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", err, sizeof(err)), 0);
+    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", &dropped, err, sizeof(err)), 0);
     r_free(r);
-    /* 7001 failed over to its replica 7004 */
+    assert_int_equal(dropped, 0);
+    /* 7001 failed over to its replica 7004: 7001 leaves the table, 7004 takes its number */
     r = r_arr(3, r_range(0, 5460, "127.0.0.1", 7004, 7001), r_range(5461, 10922, "127.0.0.1", 7002, 7005),
               r_range(10923, 16383, "127.0.0.1", 7003, 7006));
-    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", err, sizeof(err)), 0);
+    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", &dropped, err, sizeof(err)), 0);
     r_free(r);
-    assert_int_equal(m.count, 4);
+    assert_int_equal(m.count, 3);
     assert_int_equal(m.nodes[1].port, 7002);
     assert_int_equal(slotmap_owner(&m, 6000), 1);
-    assert_int_equal(m.nodes[slotmap_owner(&m, 0)].port, 7004);
-    assert_false(slotmap_owns_any(&m, 0));
+    assert_int_equal(m.nodes[2].port, 7003);
+    assert_int_equal(slotmap_owner(&m, 0), 0);
+    assert_int_equal(m.nodes[0].port, 7004);
+    assert_int_equal(dropped, 1u << 0);  /* number 0 changed hands: its connection goes */
+}
+
+static struct slotmap_addr addr(const char *host, int port)
+{
+    struct slotmap_addr a = { .port = port };
+    snprintf(a.host, sizeof(a.host), "%s", host);
+    return a;
+}
+
+static int known_nodes(const struct slotmap *m)
+{
+    int n = 0;
+    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
+        n += slotmap_known(m, i);
+    return n;
+}
+
+/* Masters replaced at new addresses, one reload after another, far more addresses in all
+ * than the table holds: every reload works, and the table is the seeds plus the masters of
+ * the last reply. */
+static void test_table_is_rebuilt_from_each_reply_and_the_seeds(void **state)
+{
+    (void)state;
+    static struct slotmap m;
+    slotmap_init(&m);
+    struct slotmap_addr seed1 = addr("127.0.0.1", 7001), seed2 = addr("127.0.0.1", 7002);
+    assert_int_equal(slotmap_seed(&m, &seed1), 0);
+    assert_int_equal(slotmap_seed(&m, &seed2), 1);
+    char err[128];
+    int stable = -1;  /* the number of 7003, the master never replaced */
+    for (int round = 0; round < 4 * SLOTMAP_MAX_NODES; round++) {
+        /* two of three masters at addresses new every round; 7003 stays */
+        redisReply *r = r_arr(3, r_range(0, 5460, "10.0.1.1", 8000 + round, 9000),
+                              r_range(5461, 10922, "127.0.0.1", 7003, 9001),
+                              r_range(10923, 16383, "10.0.2.2", 8000 + round, 9002));
+        slotmap_set dropped = 0;
+        if (slotmap_load(&m, r, "127.0.0.1", &dropped, err, sizeof(err)) != 0)
+            fail_msg("round %d: %s", round, err);
+        r_free(r);
+        assert_int_equal(known_nodes(&m), 5);
+        assert_int_equal(slotmap_uncovered(&m), 0);
+        assert_int_equal(m.nodes[slotmap_owner(&m, 0)].port, 8000 + round);
+        assert_string_equal(m.nodes[slotmap_owner(&m, 16383)].host, "10.0.2.2");
+        assert_int_equal(m.nodes[0].port, 7001);  /* the seeds, though they own nothing */
+        assert_int_equal(m.nodes[1].port, 7002);
+        int n7003 = slotmap_owner(&m, 6000);
+        assert_int_equal(m.nodes[n7003].port, 7003);
+        if (stable >= 0)
+            assert_int_equal(n7003, stable);
+        stable = n7003;
+        /* the two replaced masters' numbers changed hands; no other did */
+        assert_int_equal(__builtin_popcount(dropped), round == 0 ? 0 : 2);
+        assert_int_equal(dropped & ((1u << 0) | (1u << 1) | (1u << (unsigned)stable)), 0);
+    }
+    assert_true(m.count <= 5);
+}
+
+/* The table of a map that redirects grew (a MOVED to a node the map did not name) loses
+ * that node at the next reload that does not name it either; a full table is refused
+ * with the map unchanged. */
+static void test_redirect_targets_are_kept_only_while_named(void **state)
+{
+    (void)state;
+    static struct slotmap m;
+    slotmap_init(&m);
+    struct slotmap_addr seed = addr("127.0.0.1", 7001);
+    slotmap_seed(&m, &seed);
+    char err[128];
+    redisReply *mv = r_str(REDIS_REPLY_ERROR, "MOVED 3 127.0.0.1:7100");
+    struct slotmap_redirect rd;
+    assert_int_equal(slotmap_redirect(mv, &rd), SLOTMAP_MOVED);
+    r_free(mv);
+    assert_int_equal(slotmap_follow(&m, &rd), 1);
+    redisReply *r = r_arr(1, r_range(0, 16383, "127.0.0.1", 7001, 7002));
+    slotmap_set dropped = 0;
+    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", &dropped, err, sizeof(err)), 0);
+    r_free(r);
+    assert_int_equal(dropped, 1u << 1);
+    assert_false(slotmap_known(&m, 1));
+    assert_int_equal(m.count, 1);
+    /* a reply naming more masters than the table holds beside the seed */
+    redisReply *big = r_arr(0);
+    free(big->element);
+    big->elements = SLOTMAP_MAX_NODES;
+    big->element = calloc(SLOTMAP_MAX_NODES, sizeof(redisReply *));
+    for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
+        big->element[i] = r_range(i * 100, i * 100 + 99, "127.0.0.1", 7200 + i, 7300 + i);
+    err[0] = '\0';
+    assert_int_equal(slotmap_load(&m, big, "127.0.0.1", &dropped, err, sizeof(err)), -1);
+    r_free(big);
+    assert_non_null(strstr(err, "more than"));
+    assert_int_equal(m.count, 1);
+    assert_int_equal(slotmap_owner(&m, 5000), 0);
 }
 
 static void test_load_empty_host_is_the_node_asked(void **state)
@@ -161,7 +259,7 @@ static void test_load_empty_host_is_the_node_asked(void **state)
     slotmap_init(&m);
     char err[128];
     redisReply *r = r_arr(1, r_range(0, 16383, "", 7009, 7010));
-    assert_int_equal(slotmap_load(&m, r, "10.1.2.3", err, sizeof(err)), 0);
+    assert_int_equal(slotmap_load(&m, r, "10.1.2.3", NULL, err, sizeof(err)), 0);
     r_free(r);
     assert_string_equal(m.nodes[0].host, "10.1.2.3");
 }
@@ -181,13 +279,13 @@ static void test_load_bad_reply_changes_nothing(void **state)
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
-        assert_int_equal(slotmap_load(&m, bad[i], "127.0.0.1", err, sizeof(err)), -1);
+        assert_int_equal(slotmap_load(&m, bad[i], "127.0.0.1", NULL, err, sizeof(err)), -1);
         assert_true(err[0] != '\0');
         r_free(bad[i]);
         assert_int_equal(slotmap_uncovered(&m), 0);
         assert_int_equal(slotmap_owner(&m, 50), 0);
     }
-    assert_int_equal(slotmap_load(&m, NULL, "127.0.0.1", err, sizeof(err)), -1);
+    assert_int_equal(slotmap_load(&m, NULL, "127.0.0.1", NULL, err, sizeof(err)), -1);
 }
 
 static void test_partial_coverage_is_reported(void **state)
@@ -197,7 +295,7 @@ static void test_partial_coverage_is_reported(void **state)
     slotmap_init(&m);
     char err[128];
     redisReply *r = r_arr(1, r_range(0, 8191, "127.0.0.1", 7001, 7002));
-    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", err, sizeof(err)), 0);
+    assert_int_equal(slotmap_load(&m, r, "127.0.0.1", NULL, err, sizeof(err)), 0);
     r_free(r);
     assert_int_equal(slotmap_uncovered(&m), 8192);
     assert_int_equal(slotmap_owner(&m, 9000), -1);
@@ -212,7 +310,7 @@ static void test_moved_updates_the_slot_only(void **state)
     slotmap_init(&m);
     char err[128];
     redisReply *slots = three_masters();
-    assert_int_equal(slotmap_load(&m, slots, "127.0.0.1", err, sizeof(err)), 0);
+    assert_int_equal(slotmap_load(&m, slots, "127.0.0.1", NULL, err, sizeof(err)), 0);
     r_free(slots);
     redisReply *r = r_str(REDIS_REPLY_ERROR, "MOVED 12182 127.0.0.1:7001");
     struct slotmap_redirect rd;
@@ -281,6 +379,8 @@ int main(void)
         cmocka_unit_test(test_single_owns_everything),
         cmocka_unit_test(test_load_cluster_slots),
         cmocka_unit_test(test_reload_keeps_node_numbers),
+        cmocka_unit_test(test_table_is_rebuilt_from_each_reply_and_the_seeds),
+        cmocka_unit_test(test_redirect_targets_are_kept_only_while_named),
         cmocka_unit_test(test_load_empty_host_is_the_node_asked),
         cmocka_unit_test(test_load_bad_reply_changes_nothing),
         cmocka_unit_test(test_partial_coverage_is_reported),

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,8 +475,113 @@ static void test_a_gateway_that_did_not_run_does_not_blame_redis(void **state)
     redisconn_free(rc);
 }
 
+/* ---- masters replaced at new addresses ------------------------------------------------ */
+
+struct foo_at_b {
+    struct redisconn *rc;
+    struct answer a;
+    bool sent;
+};
+
+/* GET foo until B answers it: a send refused (no live master) or failed (the connection
+ * lost under it) is tried again, as a client retries a 503. */
+static bool foo_answered_by_b(void *arg)
+{
+    struct foo_at_b *f = arg;
+    if (f->sent && !f->a.done)
+        return false;
+    if (f->sent && !f->a.null && strcmp(f->a.text, "B:foo") == 0)
+        return true;
+    const char *argv[] = { "GET", "foo" };
+    f->a = (struct answer){ 0 };
+    f->sent = redisconn_command_argv(f->rc, 2, argv, NULL, on_answer, &f->a) == 0;
+    return false;
+}
+
+static int gone_accepts(void)
+{
+    int n = 0;
+    for (int k = 1; k < fake->node[1].moves; k++)  /* old[0] is B's seed address */
+        n += fake->node[1].old[k].accepts;
+    return n;
+}
+
+/* Runs the loop for ms. */
+static void run_for(int ms)
+{
+    bool over = false;
+    struct event *t = evtimer_new(base, on_give_up, &over);
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    evtimer_add(t, &tv);
+    while (!over)
+        event_base_loop(base, EVLOOP_ONCE);
+    event_free(t);
+}
+
+#define CHURN 40  /* more node addresses than SLOTMAP_MAX_NODES */
+
+static void test_masters_replaced_at_new_addresses_keep_being_found(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    for (int round = 0; round < CHURN; round++) {
+        assert_int_equal(fakeredis_move(1, false), 0);
+        struct foo_at_b f = { .rc = rc };
+        if (!run_until(foo_answered_by_b, &f))
+            fail_msg("round %d (B at its %dth address): foo not answered by B within 3 s", round, round + 2);
+    }
+    assert_string_equal(get(rc, "bar").text, "A:bar");
+    /* The nodes that left the map are let go: once a connect already under way has
+     * landed, nothing connects to their addresses again, though a node that is down is
+     * retried every 50-100 ms here (old[0], a seed, is, as every seed is). */
+    run_for(200);
+    int before = gone_accepts();
+    run_for(600);
+    assert_int_equal(gone_accepts(), before);
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    redisconn_free(rc);
+}
+
+static bool old_address_closed(void *arg)
+{
+    (void)arg;
+    return fake->node[1].old[1].closed_by_client;
+}
+
+static void test_a_node_that_leaves_the_map_is_closed_once_its_commands_are_answered(void **state)
+{
+    (void)state;
+    cfg.redis_cluster_refresh_ms = 100;
+    struct redisconn *rc = connected();
+    assert_string_equal(get(rc, "foo").text, "B:foo");
+    /* B moves to a second address (its first is a seed, kept in the table), then to a
+     * third while a script and its WAIT are still out on the second: the map reloaded
+     * meanwhile (every 100 ms) no longer names the second */
+    assert_int_equal(fakeredis_move(1, false), 0);
+    struct foo_at_b f = { .rc = rc };
+    assert_true(run_until(foo_answered_by_b, &f));
+    fake->node[1].wait_acks = 1;
+    fake->node[1].wait_delay_ms = 600;
+    struct waited w = { 0 };
+    const char *argv[] = { "foo" };
+    assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &w), 0);
+    assert_int_equal(fakeredis_move(1, true), 0);
+    assert_true(run_until(waited_done, &w));
+    assert_false(w.null);
+    assert_string_equal(w.text, "B:foo");
+    assert_int_equal(w.replicas, 1);
+    assert_true(run_until(old_address_closed, NULL));
+    struct answer a = get(rc, "foo");
+    assert_string_equal(a.text, "B:foo");
+    assert_null(fake->node[1].old[1].conn);
+    assert_non_null(fake->node[1].conn);  /* the answer came from B's third address */
+    redisconn_free(rc);
+}
+
 int main(void)
 {
+    signal(SIGPIPE, SIG_IGN);  /* as the binaries do: a node gone under a write is an error, not death */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_commands_go_to_the_master_of_their_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moved_is_resent_to_the_new_owner_and_remembered, setup, teardown),
@@ -483,6 +589,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_master_gone_fails_only_its_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_node_that_leaves_the_map_is_closed_once_its_commands_are_answered,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_counts_the_replicas_of_the_node_that_ran_the_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_follows_a_moved_script_to_its_new_master, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_follows_an_asked_script_to_the_importing_node, setup, teardown),
