@@ -471,7 +471,7 @@ def expectations(ctx, tries):
     # A failed delivery whose rollback finds no reservation: the reaper expired the order
     # while its delivery report was still pending. Had that delivery succeeded, the client
     # would have been told 200 for a FAILED order.
-    late = sum(g.log_text().count("rollback found no reservation") for g in ctx.gateways)
+    late = sum(g.log_text().count("rollback found it already expired") for g in ctx.gateways)
     out.append(("no expiry before the delivery report", late == 0,
                 f"{late} failed deliveries found their reservation already released"))
     if ctx.t_recovered is not None:
