@@ -86,6 +86,8 @@ bool activity_bucket_empty(struct activity_cache *cache, struct activity *a, int
 /* Recomputes stock_left and sold_out of a bucketed activity from its buckets. */
 void activity_sum_buckets(struct activity *a);
 size_t activity_cache_count(const struct activity_cache *cache);
+/* Buyers remembered over every cached sale (an ended or cancelled sale's are let go). */
+size_t activity_cache_winners(const struct activity_cache *cache);
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i);
 /* Refresh now instead of at the next tick (after a reconnect). */
 void activity_cache_refresh(struct activity_cache *cache);

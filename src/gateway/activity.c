@@ -196,6 +196,14 @@ void activity_sum_buckets(struct activity *a)
 
 size_t activity_cache_count(const struct activity_cache *cache) { return cache->count; }
 
+size_t activity_cache_winners(const struct activity_cache *cache)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < cache->count; i++)
+        n += cache->items[i]->winners.count;
+    return n;
+}
+
 struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { return cache->items[i]; }
 
 bool activity_answers_locally(const struct activity *a)
@@ -205,12 +213,29 @@ bool activity_answers_locally(const struct activity *a)
 
 static void load_page(struct winners_load *load, const char *cursor);
 
+static bool over(const struct activity *a)
+{
+    enum activity_status status = activity_status_at(a, clock_wall_ms());
+    return status == ACTIVITY_ENDED || status == ACTIVITY_CANCELLED;
+}
+
+/* An ended or cancelled sale answers execute without them: the user-to-order map of every
+ * order it took goes, or the gateway would keep each sale's winners for as long as it runs. */
+static void forget_winners(struct activity *a)
+{
+    if (a->winners.count == 0 && !a->winners_complete)
+        return;
+    intmap_free(&a->winners);
+    intmap_init(&a->winners);
+    a->winners_complete = false;
+}
+
 static void load_done(struct winners_load *load, bool ok)
 {
     struct activity *a = activity_cache_find(load->cache, load->id);
     if (a) {
         a->winners_loading = false;
-        if (ok) {
+        if (ok && !over(a)) {
             intmap_free(&a->winners);
             a->winners = load->loaded;
             intmap_init(&load->loaded);
@@ -372,6 +397,8 @@ static void on_fetched(redisReply *reply, void *privdata)
                 fetch_bucket(fetch->cache, a, b);
         } else if (a->sold_out && activity_status_at(a, clock_wall_ms()) == ACTIVITY_ACTIVE)
             load_winners(fetch->cache, a);  /* an ended sale answers ENDED: no winners needed */
+        if (a->loaded && over(a))
+            forget_winners(a);
     }
     free(fetch);
 }

@@ -307,6 +307,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         .redis_up = redisconn_ready(gw->redis),
         .kafka_up = kafkaprod_healthy(gw->kafka),
         .longpoll_waiting = longpoll_waiting(gw->longpoll),
+        .cached_winners = activity_cache_winners(gw->activities),
         .sales = gw->sales,
     };
     char *text = metrics_render(&g);
