@@ -65,6 +65,10 @@ struct activity_cache;
 struct activity_cache *activity_cache_new(struct event_base *base, const struct config *cfg,
                                           struct redisconn *redis);
 void activity_cache_free(struct activity_cache *cache);
+struct archive;
+/* Every sale listed in seckill:activities is forgotten by archive (archive.h): listed
+ * again, it was warmed anew. */
+void activity_cache_set_archive(struct activity_cache *cache, struct archive *archive);
 
 struct activity *activity_cache_find(struct activity_cache *cache, int64_t id);
 /* The keys of activity `id`: the cached activity's set, or for an id the cache does not

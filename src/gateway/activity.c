@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/orderno.h"
 #include "common/parse.h"
+#include "gateway/archive.h"
 
 /* Activities are few (a shop runs a handful of sales at once): a sorted array gives
  * binary-search lookups and stable pointers between refreshes. Entries are never removed
@@ -23,6 +24,7 @@ struct activity_cache {
     struct activity *items[ACTIVITY_CACHE_MAX];  /* sorted by id; each owned */
     size_t count;
     bool listing;  /* a SMEMBERS is in flight */
+    struct archive *archive;  /* told of every sale listed: it is not archived (any more) */
 };
 
 /* One HSCAN page of a winners load in flight, bucket by bucket. Freed by its callback. */
@@ -406,6 +408,8 @@ static void on_listed(redisReply *reply, void *privdata)
         int64_t id;
         if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
             continue;
+        if (cache->archive)
+            archive_forget(cache->archive, id);
         struct activity *a = cache_insert(cache, id);
         if (a)
             fetch_activity(cache, a);
@@ -445,6 +449,8 @@ struct activity_cache *activity_cache_new(struct event_base *base, const struct 
     event_add(cache->timer, &tv);
     return cache;
 }
+
+void activity_cache_set_archive(struct activity_cache *cache, struct archive *archive) { cache->archive = archive; }
 
 void activity_cache_free(struct activity_cache *cache)
 {
