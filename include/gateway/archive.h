@@ -45,6 +45,9 @@ typedef void (*archive_cb)(void *arg, const struct archive_sale *sale, bool ok);
 /* Reads sale id's activity hash, caches the record when archived, and calls cb once.
  * Returns -1 when it could not be sent: cb is not called. */
 int archive_lookup(struct archive *ar, int64_t id, archive_cb cb, void *arg);
+/* Keeps sale's record (what archive_lookup does with one it found), dropping the least
+ * recently read one when ARCHIVE_CACHE_MAX are kept. */
+void archive_remember(struct archive *ar, const struct archive_sale *sale);
 /* Sale id is listed as warmed again: its record goes. */
 void archive_forget(struct archive *ar, int64_t id);
 size_t archive_count(const struct archive *ar);

@@ -66,7 +66,7 @@ void archive_forget(struct archive *ar, int64_t id)
     ar->used[i] = ar->used[ar->count];
 }
 
-static void remember(struct archive *ar, const struct archive_sale *sale)
+void archive_remember(struct archive *ar, const struct archive_sale *sale)
 {
     ptrdiff_t i = index_of(ar, sale->id);
     if (i < 0 && ar->count < ARCHIVE_CACHE_MAX)
@@ -120,7 +120,7 @@ static void on_hash(redisReply *reply, void *privdata)
     struct archive_sale sale;
     int found = archive_parse(&sale, l->id, reply);
     if (found == 1)
-        remember(l->ar, &sale);
+        archive_remember(l->ar, &sale);
     l->cb(l->arg, found == 1 ? &sale : NULL, found >= 0);
     free(l);
 }
