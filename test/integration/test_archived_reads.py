@@ -15,7 +15,7 @@ import pytest
 
 from buckets import users_of_bucket
 from conftest import AdminServer, execute_script, free_port, poll_until, wait_for_consumer
-from gatewayhttp import Api, gateway_metrics
+from gatewayhttp import Api, gateway_metrics, jwt_sign
 
 TOKEN = "t0k3n-for-the-archived-reads-tests-0123456789"
 # A short request timeout: a frozen admin is given up after it.
@@ -36,10 +36,22 @@ def admin_server(conf, logdir):
     s.finish()
 
 
-def archive(redis, conf, activity_id):
+@pytest.fixture(scope="module")
+def archived(redis, conf):
+    """The sales this module archives. At its end their hashes go too, so that they read as
+    sales that never existed: other modules' gateways run without seckill-admin, and would
+    answer a generated read of one (test_openapi.py) 503."""
+    ids = []
+    yield ids
+    for activity_id in ids:
+        redis("DEL", conf.key("activity", activity_id))
+
+
+def archive(redis, conf, activity_id, archived):
     """What `seckillctl activity archive` does to Redis: `archived` (and the stock left)
     into the activity hash first, then every other key of the sale deleted, then the sale
     out of seckill:activities."""
+    archived.append(activity_id)
     hash_key = conf.key("activity", activity_id)
     left = redis("GET", conf.key("stock", activity_id))
     redis("HSET", hash_key, "archived", str(int(time.time() * 1000)), "stockLeft", left or "0")
@@ -91,7 +103,7 @@ def refusal(api, user, sale):
 
 
 @pytest.fixture(scope="module")
-def archived_sale(ctl, gateway, consumer, admin_server, api, redis, mysql, conf, ids):
+def archived_sale(ctl, gateway, consumer, admin_server, api, redis, mysql, conf, ids, archived):
     """A sale of 3 run to its end: two SUCCESS orders, one FAILED (expired, its unit back:
     1 left), persisted; the answers of every read before the archive; then archived."""
     sale = ctl.create_sale(3, start="-50s", end=f"+{SALE_SECONDS}s").activity_id
@@ -120,7 +132,7 @@ def archived_sale(ctl, gateway, consumer, admin_server, api, redis, mysql, conf,
     before = reads(api, sale, users, orders)
     latecomer = ids()
     before_execute = refusal(api, latecomer, sale)
-    archive(redis, conf, sale)
+    archive(redis, conf, sale, archived)
     return {"sale": sale, "users": users, "orders": orders, "won": won, "failed": failed, "lost": lost,
             "never": never, "unknown": unknown, "before": before, "latecomer": latecomer,
             "before_execute": before_execute}
@@ -208,15 +220,37 @@ def test_an_activity_that_never_existed_answers_as_ever(api, archived_sale):
     assert (r.code, r.status) == (404, "NOT_FOUND")
 
 
-def test_execute_on_an_archived_bucketed_sale_is_ended_for_every_bucket(ctl, api, redis, conf, ids, gateway_with):
+def test_execute_on_an_archived_bucketed_sale_is_ended_for_every_bucket(ctl, api, redis, conf, ids, gateway_with,
+                                                                         archived):
     """A gateway that never knew the sale sends every user to bucket 0's keys: the archived
     hash answers ENDED even for a user of another bucket (not 'the sale is being set up')."""
     coupon = ctl.create_sale(4).coupon_id
     sale = ctl.create_id("activity", "create", "--coupon", coupon, "--stock", "4", "--start", "-1m", "--end", "+2s",
                          "--buckets", "2")
     poll_until(lambda: api.get(f"/seckill/activities/{sale}").get("status") == "ENDED", 10, "the sale to end")
-    archive(redis, conf, sale)
+    archive(redis, conf, sale, archived)
     fresh = Api(gateway_with(dict(CONF_OVERRIDES)).base_url)
     for user in users_of_bucket(ids, 1, 2, 2) + users_of_bucket(ids, 0, 2, 1):
         r = fresh.execute(user, sale)
         assert (r.code, r.status) == (409, "ENDED"), (user, r)
+
+
+def test_with_jwt_an_archived_order_is_its_owners_alone(archived_sale, gateway_with):
+    """auth.mode = jwt: the owner sees their SUCCESS order as before the archive; anyone
+    else, and the user whose order FAILED (a failure frees the user), get the 404 of a
+    number never issued, as on a live sale."""
+    a = archived_sale
+    secret = "archived-reads-jwt-secret-0123456789abcdef"
+    gw = gateway_with(dict(CONF_OVERRIDES, **{"auth.mode": "jwt", "auth.jwt-secret": secret}))
+    api = Api(gw.base_url)
+
+    def as_user(user, order_no):
+        token = jwt_sign({"sub": str(user), "exp": int(time.time()) + 600}, secret)
+        return api.get(f"/seckill/orders/{order_no}?wait=3", headers={"Authorization": f"Bearer {token}"})
+
+    owner, other = a["users"][0], a["users"][1]
+    r = as_user(owner, a["won"][0])
+    assert (r.code, r.json) == a["before"][f"/seckill/orders/{a['won'][0]}"], repr(r)
+    not_theirs = (404, {"success": False, "status": "NOT_FOUND", "message": "no such order"})
+    assert (lambda r: (r.code, r.json))(as_user(other, a["won"][0])) == not_theirs
+    assert (lambda r: (r.code, r.json))(as_user(a["lost"], a["failed"])) == not_theirs
