@@ -254,3 +254,17 @@ def test_with_jwt_an_archived_order_is_its_owners_alone(archived_sale, gateway_w
     not_theirs = (404, {"success": False, "status": "NOT_FOUND", "message": "no such order"})
     assert (lambda r: (r.code, r.json))(as_user(other, a["won"][0])) == not_theirs
     assert (lambda r: (r.code, r.json))(as_user(a["lost"], a["failed"])) == not_theirs
+
+
+def test_a_purchase_token_for_an_archived_sale_is_refused_as_for_the_ended_one(archived_sale, gateway_with, ids):
+    """seckill.require-token: a gateway that never knew the sale refuses a token for it
+    409 ENDED, as for the ended sale, not 404 as for one that never existed."""
+    gw = gateway_with(dict(CONF_OVERRIDES, **{"seckill.require-token": "true",
+                                              "seckill.token-secret": "archived-reads-token-secret-0123456789"}))
+    api = Api(gw.base_url)
+    r = api.get(f"/seckill/token?userId={ids()}&activityId={archived_sale['sale']}")
+    assert (r.code, r.status, r["message"]) == (409, "ENDED", "the sale has ended"), repr(r)
+    r = api.get(f"/seckill/token?userId={ids()}&activityId={archived_sale['sale']}")  # remembered: no lookup
+    assert (r.code, r.status) == (409, "ENDED"), repr(r)
+    r = api.get(f"/seckill/token?userId={ids()}&activityId=9007199254740000")
+    assert (r.code, r.status) == (404, "NOT_FOUND"), repr(r)
