@@ -67,6 +67,7 @@ struct metrics_gauges {
     uint64_t redis_up;
     uint64_t kafka_up;
     uint64_t longpoll_waiting;
+    uint64_t admin_forwards;
     const struct salestats *sales;  /* its per-sale families are appended */
 };
 

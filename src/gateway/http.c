@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "common/clock.h"
+#include "gateway/adminfwd.h"
 #include "gateway/couponapi.h"
 #include "gateway/execute.h"
 #include "gateway/intmap.h"
@@ -307,6 +308,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         .redis_up = redisconn_ready(gw->redis),
         .kafka_up = kafkaprod_healthy(gw->kafka),
         .longpoll_waiting = longpoll_waiting(gw->longpoll),
+        .admin_forwards = gw->admin ? adminfwd_in_flight(gw->admin) : 0,
         .sales = gw->sales,
     };
     char *text = metrics_render(&g);

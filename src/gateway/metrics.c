@@ -122,6 +122,8 @@ char *metrics_render(const struct metrics_gauges *g)
     gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
     gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
     gauge(&t, "seckill_longpoll_waiting", "GET ...?wait=N requests held until their order is final", g->longpoll_waiting);
+    gauge(&t, "seckill_archive_forwards_in_flight", "Reads of archived sales waiting on seckill-admin (at most 32)",
+          g->admin_forwards);
     if (g->sales)
         salestats_render(g->sales, &t, clock_wall_ms());
     return textbuf_take(&t);

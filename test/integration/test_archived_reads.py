@@ -9,6 +9,7 @@ The archive is done here by hand, as the archive command does it, on a sale run 
 through the real gateway and consumer and fully persisted first."""
 
 import signal
+import threading
 import time
 
 import pytest
@@ -268,3 +269,26 @@ def test_a_purchase_token_for_an_archived_sale_is_refused_as_for_the_ended_one(a
     assert (r.code, r.status) == (409, "ENDED"), repr(r)
     r = api.get(f"/seckill/token?userId={ids()}&activityId=9007199254740000")
     assert (r.code, r.status) == (404, "NOT_FOUND"), repr(r)
+
+
+def test_a_gateway_stopped_while_a_read_waits_on_the_admin_answers_it_and_exits_clean(archived_sale, admin_server,
+                                                                                      gateway_with):
+    """SIGTERM with a forward in flight (the admin frozen): the client gets its 503 at once,
+    and the gateway exits 0 with nothing leaked (gateway_with checks both)."""
+    gw = gateway_with(dict(CONF_OVERRIDES))
+    api = Api(gw.base_url)
+    answer = {}
+    admin_server.proc.send_signal(signal.SIGSTOP)
+    try:
+        reader = threading.Thread(target=lambda: answer.update(r=api.get(f"/seckill/orders/{archived_sale['won'][0]}")))
+        reader.start()
+        poll_until(lambda: gateway_metrics(gw.conf.http_port).get("seckill_archive_forwards_in_flight") == 1, 5,
+                   "the read forwarded to the admin")
+        start = time.monotonic()
+        assert gw.stop() == 0
+        reader.join(10)
+        assert time.monotonic() - start < 3, "the stop waited for the frozen admin"
+    finally:
+        admin_server.proc.send_signal(signal.SIGCONT)
+    r = answer["r"]
+    assert (r.code, r.status) == (503, "UNAVAILABLE"), repr(r)
