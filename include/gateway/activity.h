@@ -49,6 +49,10 @@ struct activity {
     int64_t holders;        /* users holding an order in Redis, as of the last refresh */
     bool winners_complete;
     bool winners_loading;
+    /* The listing of seckill:activities that last named it. A sale that leaves the set
+     * (archived) keeps its entry, for the ENDED answers, but not its winners: a million of
+     * them would otherwise stay in memory for good. */
+    uint64_t listed_in;
     /* 1, or the bucket count once a refresh read the activity's tags; buckets is NULL for
      * one bucket (a->keys is bucket 0's keys either way). Owned. */
     int nbuckets;
