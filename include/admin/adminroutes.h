@@ -24,12 +24,12 @@ struct adminroutes_field {
 
 struct adminroutes_route {
     const char *method;         /* "GET" or "POST" */
-    const char *path;           /* segments; "{id}" is a positive integer id */
+    const char *path;           /* segments; "{id}" is an id (an order number under /admin/orders) */
     const char *command;        /* the seckillctl command, for messages and the log */
     ctlrun_handler handler;
     const char *id_option;      /* the id as an option ("--coupon"), NULL: a positional */
     int created;                /* the HTTP code of success: 201 for a create, else 200 */
-    struct adminroutes_field fields[ADMINROUTES_MAX_FIELDS];  /* the body's, NULL-ended */
+    struct adminroutes_field fields[ADMINROUTES_MAX_FIELDS];  /* the body's (a GET's: its query's), NULL-ended */
 };
 
 /* What a path names. */

@@ -13,7 +13,9 @@
  *   <stock.prefix>:{A}        string  stock left to reserve
  *   <user.prefix>:{A}         hash    userId -> orderNo (one order per user)
  *   seckill:activity:{A}      hash    name couponId stock start end (ms) status, and
- *                                     paused = 1 while the sale's coupon is INACTIVE
+ *                                     paused = 1 while the sale's coupon is INACTIVE;
+ *                                     archived = ms and stockLeft once the sale is archived
+ *                                     (this hash is then its only key: gateway/archive.h)
  *   seckill:order:{A}         hash    orderNo -> PROCESSING | SUCCESS | FAILED
  *   seckill:resv:{A}          zset    "orderNo|userId" scored by accept ms: not yet in Kafka
  *   seckill:queued:{A}        set     "orderNo|userId": durably in Kafka, not yet claimed

@@ -49,6 +49,10 @@ struct activity {
     int64_t holders;        /* users holding an order in Redis, as of the last refresh */
     bool winners_complete;
     bool winners_loading;
+    /* The listing of seckill:activities that last named it. A sale that leaves the set
+     * (archived) keeps its entry, for the ENDED answers, but not its winners: a million of
+     * them would otherwise stay in memory for good. */
+    uint64_t listed_in;
     /* 1, or the bucket count once a refresh read the activity's tags; buckets is NULL for
      * one bucket (a->keys is bucket 0's keys either way). Owned. */
     int nbuckets;
@@ -65,6 +69,10 @@ struct activity_cache;
 struct activity_cache *activity_cache_new(struct event_base *base, const struct config *cfg,
                                           struct redisconn *redis);
 void activity_cache_free(struct activity_cache *cache);
+struct archive;
+/* Every sale listed in seckill:activities is forgotten by archive (archive.h): listed
+ * again, it was warmed anew. */
+void activity_cache_set_archive(struct activity_cache *cache, struct archive *archive);
 
 struct activity *activity_cache_find(struct activity_cache *cache, int64_t id);
 /* The keys of activity `id`: the cached activity's set, or for an id the cache does not

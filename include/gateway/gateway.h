@@ -15,6 +15,8 @@
 #include "gateway/redisconn.h"
 #include "gateway/tokenbucket.h"
 
+struct adminfwd;
+struct archive;
 struct iplimit;
 struct longpoll;
 struct order;
@@ -42,6 +44,8 @@ struct gateway {
     struct salestats *sales;  /* per-sale gauges of /metrics */
     struct rebalance *rebalance;  /* stock moves between the buckets of bucketed sales */
     struct longpoll *longpoll;    /* GET ...?wait=N requests held until their order is final */
+    struct archive *archive;      /* archived sales read lately (archive.h) */
+    struct adminfwd *admin;       /* reads forwarded to seckill-admin (adminfwd.h) */
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */

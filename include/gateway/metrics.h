@@ -31,7 +31,9 @@ struct salestats;
     X(LONGPOLL_WAKEUPS, "seckill_longpoll_wakeups_total", "Held GET ...?wait=N requests answered because their order became final") \
     X(LONGPOLL_EXPIRED, "seckill_longpoll_expired_total", "Held requests whose wait ended before their order was final (answered with its status then)") \
     X(LONGPOLL_GONE, "seckill_longpoll_gone_total", "Held requests whose client hung up before the answer") \
-    X(LONGPOLL_REFUSED, "seckill_longpoll_refused_total", "wait=N requests refused with 503 at http.max-waiting")
+    X(LONGPOLL_REFUSED, "seckill_longpoll_refused_total", "wait=N requests refused with 503 at http.max-waiting") \
+    X(ARCHIVED_READS, "seckill_archived_reads_total", "Stock, result and order reads of archived sales answered, from the activity hash or through seckill-admin") \
+    X(ARCHIVE_FORWARD_FAILURES, "seckill_archive_forward_failures_total", "Reads of archived sales answered 503: seckill-admin off, unreachable, slow, refusing, or too many forwards at once")
 
 #define METRICS_HISTOGRAMS(X)                                                                    \
     X(EXECUTE_LATENCY, "seckill_execute_duration_seconds", "POST /seckill/execute from parse to reply, when it reached Redis") \
@@ -66,6 +68,7 @@ struct metrics_gauges {
     uint64_t kafka_up;
     uint64_t longpoll_waiting;
     uint64_t cached_winners;
+    uint64_t admin_forwards;
     const struct salestats *sales;  /* its per-sale families are appended */
 };
 

@@ -5,12 +5,13 @@
 -- tags = the bucket tags of a bucketed activity ("A,A.1.s,..."; bucket.h), '' otherwise.
 -- holders = users holding an order (HLEN of the users hash): the gateway compares it with
 -- its local copy of the winners to know when that copy is complete.
-local meta = redis.call('HMGET', KEYS[1], 'name', 'couponId', 'stock', 'start', 'end', 'status', 'tags')
+local meta = redis.call('HMGET', KEYS[1], 'name', 'couponId', 'stock', 'start', 'end', 'status', 'tags', 'stockLeft')
 if not meta[4] then
   return {}
 end
 local tags = meta[7] or ''
-meta[7] = redis.call('GET', KEYS[2]) or '0'
+-- An archived sale's stock key is gone; its hash keeps the stock it had left ('stockLeft').
+meta[7] = redis.call('GET', KEYS[2]) or meta[8] or '0'
 meta[8] = tostring(redis.call('HLEN', KEYS[3]))
 meta[9] = tags
 for i = 1, 6 do

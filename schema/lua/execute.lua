@@ -22,7 +22,8 @@ if n < 1 or n ~= math.floor(n) or #KEYS ~= 5 + 5 * n then
   return redis.error_reply('execute.lua: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole requests')
 end
 
-local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'bucket', 'buckets', 'paused')
+local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'bucket', 'buckets', 'paused',
+                        'archived')
 local buckets = tonumber(meta[6] or '1') or 1
 local bucket = tonumber(meta[5] or '0') or 0
 
@@ -47,6 +48,13 @@ local token_ttl = ARGV[7]
 local function one(i)
   if not meta[1] then
     return {'NOT_FOUND'}
+  end
+  -- An archived sale keeps this hash alone: it is over, whichever bucket the user's was.
+  if meta[8] then
+    if meta[3] == 'CANCELLED' then
+      return {'CANCELLED'}
+    end
+    return {'ENDED'}
   end
   local k = 5 + 5 * i
   local user, order_no, now = ARGV[8 + 3 * i], ARGV[9 + 3 * i], tonumber(ARGV[10 + 3 * i])

@@ -151,11 +151,56 @@ static void add_result(cJSON *answer, struct ctlcall *call)
     }
 }
 
+/* A GET's fields are its query's ("?userId=7"), as strings the command parses itself; a
+ * name given twice is refused. The code after answering 400, else 0. */
+static int read_query(struct evhttp_request *req, cJSON **out)
+{
+    *out = NULL;
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+    if (!query || !query[0])
+        return 0;
+    struct evkeyvalq params;
+    params.tqh_first = NULL;
+    params.tqh_last = &params.tqh_first;
+    if (evhttp_parse_query_str(query, &params) != 0) {
+        evhttp_clear_headers(&params);
+        send_error(req, 400, "INVALID", "malformed query string");
+        return 400;
+    }
+    cJSON *j = cJSON_CreateObject();
+    const char *twice = NULL;
+    for (struct evkeyval *kv = params.tqh_first; j && kv && !twice; kv = kv->next.tqe_next) {
+        if (cJSON_HasObjectItem(j, kv->key))
+            twice = kv->key;
+        else if (!cJSON_AddStringToObject(j, kv->key, kv->value)) {
+            cJSON_Delete(j);
+            j = NULL;
+        }
+    }
+    int code = 0;
+    if (!j) {
+        code = 503;
+        send_error(req, code, "UNAVAILABLE", "out of memory");
+    } else if (twice) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "'%.100s' is given more than once", twice);
+        cJSON_Delete(j);
+        code = 400;
+        send_error(req, code, "INVALID", msg);
+    } else {
+        *out = j;
+    }
+    evhttp_clear_headers(&params);
+    return code;
+}
+
 static void run_route(struct adminhttp *h, struct evhttp_request *req, const struct adminroutes_route *route,
                       const char *id, int *code_out)
 {
     cJSON *body = NULL;
-    if ((*code_out = read_body(req, &body)) != 0)
+    bool get = strcmp(route->method, "GET") == 0;
+    if ((*code_out = get ? read_query(req, &body) : read_body(req, &body)) != 0)
         return;
     char **argv = NULL;
     int argc = 0;

@@ -15,6 +15,7 @@
 #include "ctl/ctlcouponshow.h"
 #include "ctl/ctlcouponstatus.h"
 #include "ctl/ctlcouponwarmup.h"
+#include "ctl/ctlorder.h"
 #include "ctl/ctlstats.h"
 #include "ctl/ctlverify.h"
 
@@ -39,6 +40,9 @@ const struct adminroutes_route adminroutes_table[] = {
     { "POST", "/admin/activities/{id}/cancel", "activity cancel", ctlactivitycancel_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/warmup", "activity warmup", ctlactivitywarmup_run, NULL, 200, { { NULL, NULL } } },
     { "GET", "/admin/activities/{id}/verify", "verify", ctlverify_run, NULL, 200, { { NULL, NULL } } },
+    { "GET", "/admin/activities/{id}/orders", "order find", ctlorder_find_run, "--activity", 200,
+      { { "userId", "--user" }, { NULL, NULL } } },
+    { "GET", "/admin/orders/{id}", "order show", ctlorder_show_run, NULL, 200, { { NULL, NULL } } },
 };
 
 const size_t adminroutes_count = sizeof(adminroutes_table) / sizeof(adminroutes_table[0]);

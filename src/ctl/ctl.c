@@ -47,6 +47,7 @@ static const struct ctl_command ctl_commands[] = {
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
     { "order show", ctlorder_show_run, "ORDER_NO" },
+    { "order find", ctlorder_find_run, "--activity ID --user UID" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },
     { "stats", ctlstats_run, "" },
 };

@@ -183,6 +183,29 @@ static int ctlorder_print(struct ctlrun *ctl, const struct ctlorder *o)
     return CTLRUN_OK;
 }
 
+/* The report of order o->no (activity_id set): its history and statuses, printed. */
+static int ctlorder_report(struct ctlrun *ctl, struct ctlorder *o, uint64_t id)
+{
+    o->accepted_ms = (int64_t)(id >> (ORDERNO_NODE_BITS + ORDERNO_SEQ_BITS)) + ORDERNO_EPOCH_MS;
+    MYSQL *db = ctldb_conn(ctl);
+    if (!db)
+        return CTLRUN_FAIL;
+    char qno[2 * ORDERNO_LEN + 3];
+    qno[0] = '\'';
+    unsigned long n = mysql_real_escape_string(db, qno + 1, o->no, (unsigned long)strlen(o->no));
+    qno[n + 1] = '\'';
+    qno[n + 2] = '\0';
+    int rc;
+    if ((rc = ctlorder_mysql(ctl, qno, o)) != CTLRUN_OK || (rc = ctlorder_coupon(ctl, qno, o)) != CTLRUN_OK ||
+        (rc = ctlorder_redis(ctl, o)) != CTLRUN_OK)
+        return rc;
+    if (!o->status[0] && !o->redis_status[0])
+        return ctlout_missing(ctl, "order %s is unknown to MySQL and Redis", o->no);
+    ctlorder_add(o, o->accepted_ms, "accepted by a gateway (reserved in Redis)");
+    qsort(o->ev, o->nev, sizeof(o->ev[0]), ctlorder_by_time);
+    return ctlorder_print(ctl, o);
+}
+
 int ctlorder_show_run(struct ctlrun *ctl, int argc, char **argv)
 {
     const char *pos[1];
@@ -195,21 +218,42 @@ int ctlorder_show_run(struct ctlrun *ctl, int argc, char **argv)
     if (strlen(pos[0]) >= sizeof(o.no) || orderno_parse(pos[0], &id, &o.activity_id) != 0)
         return ctlout_usage_error(ctl, "order number '%s': expected <digits>-<activityId>", pos[0]);
     snprintf(o.no, sizeof(o.no), "%s", pos[0]);
-    o.accepted_ms = (int64_t)(id >> (ORDERNO_NODE_BITS + ORDERNO_SEQ_BITS)) + ORDERNO_EPOCH_MS;
-    MYSQL *db = ctldb_conn(ctl);
-    if (!db)
-        return CTLRUN_FAIL;
-    char qno[2 * ORDERNO_LEN + 3];
-    qno[0] = '\'';
-    unsigned long n = mysql_real_escape_string(db, qno + 1, o.no, (unsigned long)strlen(o.no));
-    qno[n + 1] = '\'';
-    qno[n + 2] = '\0';
-    if ((rc = ctlorder_mysql(ctl, qno, &o)) != CTLRUN_OK || (rc = ctlorder_coupon(ctl, qno, &o)) != CTLRUN_OK ||
-        (rc = ctlorder_redis(ctl, &o)) != CTLRUN_OK)
+    return ctlorder_report(ctl, &o, id);
+}
+
+int ctlorder_find_run(struct ctlrun *ctl, int argc, char **argv)
+{
+    enum { ACTIVITY, USER, NOPTS };
+    struct ctlargs_opt opts[NOPTS] = {
+        [ACTIVITY] = { "--activity", true, NULL },
+        [USER] = { "--user", true, NULL },
+    };
+    int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, NULL, 0, 0, NULL);
+    if (rc != CTLRUN_OK)
         return rc;
-    if (!o.status[0] && !o.redis_status[0])
-        return ctlout_fail(ctl, "order %s is unknown to MySQL and Redis", o.no);
-    ctlorder_add(&o, o.accepted_ms, "accepted by a gateway (reserved in Redis)");
-    qsort(o.ev, o.nev, sizeof(o.ev[0]), ctlorder_by_time);
-    return ctlorder_print(ctl, &o);
+    int64_t activity_id, user_id;
+    if ((rc = ctlargs_id(ctl, "--activity", opts[ACTIVITY].value, &activity_id)) != CTLRUN_OK ||
+        (rc = ctlargs_id(ctl, "--user", opts[USER].value, &user_id)) != CTLRUN_OK)
+        return rc;
+    /* UNIQUE(user_id, activity_id): the one SUCCESS order a user can hold in a sale. A
+     * FAILED attempt frees the user, as it does in Redis: it is nobody's held order. */
+    char sql[256];
+    snprintf(sql, sizeof(sql), "SELECT order_no FROM seckill_order WHERE activity_id = %" PRId64
+             " AND user_id = %" PRId64, activity_id, user_id);
+    MYSQL_RES *res = ctldb_query(ctl, sql);
+    if (!res)
+        return CTLRUN_FAIL;
+    MYSQL_ROW r = mysql_fetch_row(res);
+    struct ctlorder o;
+    memset(&o, 0, sizeof(o));
+    uint64_t id = 0;
+    int64_t of_activity = 0;
+    bool found = r && r[0] && strlen(r[0]) < sizeof(o.no) && orderno_parse(r[0], &id, &of_activity) == 0;
+    if (found)
+        snprintf(o.no, sizeof(o.no), "%s", r[0]);
+    mysql_free_result(res);
+    if (!found)
+        return ctlout_missing(ctl, "user %" PRId64 " holds no order in activity %" PRId64, user_id, activity_id);
+    o.activity_id = activity_id;
+    return ctlorder_report(ctl, &o, id);
 }

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/orderno.h"
 #include "common/parse.h"
+#include "gateway/archive.h"
 
 /* Activities are few (a shop runs a handful of sales at once): a sorted array gives
  * binary-search lookups and stable pointers between refreshes. Entries are never removed
@@ -23,6 +24,8 @@ struct activity_cache {
     struct activity *items[ACTIVITY_CACHE_MAX];  /* sorted by id; each owned */
     size_t count;
     bool listing;  /* a SMEMBERS is in flight */
+    uint64_t listings;  /* SMEMBERS answers taken so far */
+    struct archive *archive;  /* told of every sale listed: it is not archived (any more) */
 };
 
 /* One HSCAN page of a winners load in flight, bucket by bucket. Freed by its callback. */
@@ -235,7 +238,7 @@ static void load_done(struct winners_load *load, bool ok)
     struct activity *a = activity_cache_find(load->cache, load->id);
     if (a) {
         a->winners_loading = false;
-        if (ok && !over(a)) {
+        if (ok && !over(a) && a->listed_in == load->cache->listings) {
             intmap_free(&a->winners);
             a->winners = load->loaded;
             intmap_init(&load->loaded);
@@ -429,16 +432,25 @@ static void on_listed(redisReply *reply, void *privdata)
     cache->listing = false;
     if (!reply || reply->type != REDIS_REPLY_ARRAY)
         return;
+    cache->listings++;
     for (size_t i = 0; i < reply->elements; i++) {
         int64_t id;
         if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
             continue;
+        if (cache->archive)
+            archive_forget(cache->archive, id);
         struct activity *a = cache_insert(cache, id);
-        if (a)
+        if (a) {
+            a->listed_in = cache->listings;
             fetch_activity(cache, a);
-        else if (cache->count == ACTIVITY_CACHE_MAX)
+        } else if (cache->count == ACTIVITY_CACHE_MAX)
             LOG_WARN("activity cache full (%d): activity %" PRId64 " served by Redis alone",
                      ACTIVITY_CACHE_MAX, id);
+    }
+    for (size_t i = 0; i < cache->count; i++) {
+        struct activity *a = cache->items[i];
+        if (a->listed_in != cache->listings)
+            forget_winners(a);  /* no longer warmed (archived): nothing to answer for it */
     }
 }
 
@@ -472,6 +484,8 @@ struct activity_cache *activity_cache_new(struct event_base *base, const struct 
     event_add(cache->timer, &tv);
     return cache;
 }
+
+void activity_cache_set_archive(struct activity_cache *cache, struct archive *archive) { cache->archive = archive; }
 
 void activity_cache_free(struct activity_cache *cache)
 {

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "common/clock.h"
+#include "gateway/adminfwd.h"
 #include "gateway/couponapi.h"
 #include "gateway/execute.h"
 #include "gateway/intmap.h"
@@ -308,6 +309,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         .kafka_up = kafkaprod_healthy(gw->kafka),
         .longpoll_waiting = longpoll_waiting(gw->longpoll),
         .cached_winners = activity_cache_winners(gw->activities),
+        .admin_forwards = gw->admin ? adminfwd_in_flight(gw->admin) : 0,
         .sales = gw->sales,
     };
     char *text = metrics_render(&g);

@@ -125,6 +125,8 @@ char *metrics_render(const struct metrics_gauges *g)
     gauge(&t, "seckill_cached_winners",
           "Buyers the sale cache remembers to answer a sold-out sale's repeats locally; an ended sale's go",
           g->cached_winners);
+    gauge(&t, "seckill_archive_forwards_in_flight", "Reads of archived sales waiting on seckill-admin (at most 32)",
+          g->admin_forwards);
     if (g->sales)
         salestats_render(g->sales, &t, clock_wall_ms());
     return textbuf_take(&t);

@@ -7,19 +7,24 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "gateway/adminfwd.h"
+#include "gateway/archive.h"
 #include "gateway/auth.h"
 #include "gateway/httpparams.h"
 #include "gateway/longpoll.h"
+#include "gateway/metrics.h"
 #include "gateway/pending.h"
 #include "common/json.h"
 #include "common/keys.h"
+#include "common/log.h"
 #include "common/parse.h"
 #include "gateway/reply.h"
 #include "common/timeparse.h"
 
 enum query_kind { QUERY_STOCK, QUERY_RESULT, QUERY_ORDER, QUERY_OWN_ORDER, QUERY_ACTIVITY };
 
-/* One read request waiting on Redis; freed by its callback, which sends the reply unless
+/* One read request waiting on Redis, then for an archived sale maybe on seckill-admin;
+ * one of them at a time. Freed by the last callback, which sends the reply unless
  * pending.h answered it first (deadline, shutdown) and cleared `http`. */
 struct query {
     struct gateway *gw;
@@ -40,54 +45,73 @@ static void unavailable(struct evhttp_request *req)
     reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
 }
 
-static void answer_stock(struct query *q, const redisReply *reply)
+static void query_free(struct query *q);
+static bool check_archive(struct query *q);
+
+static void reply_stock(struct evhttp_request *req, int64_t activity_id, int64_t stock)
 {
-    if (reply->type == REDIS_REPLY_NIL) {
-        reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
-        return;
-    }
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    json_add_int(json, "activityId", (int64_t)q->activity_id);
-    json_add_int(json, "stock", reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0);
-    reply_json(q->http, 200, json);
+    json_add_int(json, "activityId", activity_id);
+    json_add_int(json, "stock", stock);
+    reply_json(req, 200, json);
 }
 
-static void answer_result(struct query *q, const redisReply *reply)
+/* What a read that found nothing answers, archived sale or not. */
+static void not_found(struct query *q)
 {
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2) {
-        reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL);
-        return;
+    switch (q->kind) {
+    case QUERY_STOCK:
+    case QUERY_ACTIVITY: reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL); break;
+    case QUERY_RESULT: reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL); break;
+    case QUERY_ORDER:
+    case QUERY_OWN_ORDER: reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL); break;
     }
+}
+
+static bool answer_stock(struct query *q, const redisReply *reply)
+{
+    if (reply->type == REDIS_REPLY_NIL)
+        return check_archive(q);
+    reply_stock(q->http, q->activity_id, reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0);
+    return false;
+}
+
+static bool answer_result(struct query *q, const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
+        return check_archive(q);
     struct longpoll_order o = { LONGPOLL_RESULT, q->user_id, q->activity_id, reply->element[0]->str,
                                 reply->element[1]->str, q->keys->name[KEYS_ORDERS], q->keys->tag };
     longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
     q->http = NULL;
+    return false;
 }
 
-static void answer_order(struct query *q, const redisReply *reply)
+static bool answer_order(struct query *q, const redisReply *reply)
 {
-    if (reply->type != REDIS_REPLY_STRING) {
-        reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
-        return;
-    }
+    if (reply->type != REDIS_REPLY_STRING)
+        return check_archive(q);
     struct longpoll_order o = { LONGPOLL_ORDER, 0, q->activity_id, q->order_no, reply->str,
                                 q->keys->name[KEYS_ORDERS], q->keys->tag };
     longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
     q->http = NULL;
+    return false;
 }
 
 /* result.lua's {orderNo, status} of the asking user: the order is theirs when it is the
  * one they hold in its activity. Anyone else is told what a missing order gets. */
-static void answer_own_order(struct query *q, const redisReply *reply)
+static bool answer_own_order(struct query *q, const redisReply *reply)
 {
+    if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 0)
+        return check_archive(q);  /* the user holds nothing in Redis: maybe in MySQL */
     if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
         reply->element[0]->type != REDIS_REPLY_STRING || strcmp(reply->element[0]->str, q->order_no) != 0 ||
         reply->element[1]->type != REDIS_REPLY_STRING) {
-        reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL);
-        return;
+        not_found(q);
+        return false;
     }
-    answer_order(q, reply->element[1]);
+    return answer_order(q, reply->element[1]);
 }
 
 static void add_time(cJSON *json, const char *name, int64_t ms)
@@ -97,13 +121,13 @@ static void add_time(cJSON *json, const char *name, int64_t ms)
     cJSON_AddStringToObject(json, name, iso);
 }
 
-static void answer_activity(struct query *q, const redisReply *reply)
+static bool answer_activity(struct query *q, const redisReply *reply)
 {
     struct activity a;
     memset(&a, 0, sizeof(a));
     if (activity_from_reply(&a, reply) != 0) {
-        reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
-        return;
+        not_found(q);
+        return false;
     }
     const struct activity *cached = activity_cache_find(q->gw->activities, q->activity_id);
     if (cached && cached->loaded && cached->nbuckets > 1)
@@ -119,6 +143,7 @@ static void answer_activity(struct query *q, const redisReply *reply)
     add_time(json, "endTime", a.end_ms);
     cJSON_AddStringToObject(json, "status", activity_status_name(activity_status_at(&a, clock_wall_ms())));
     reply_json(q->http, 200, json);
+    return false;
 }
 
 /* A bucketed sale's stock is the sum of its buckets': the cache's, as of the last refresh
@@ -137,6 +162,131 @@ static void query_free(struct query *q)
     free(q);
 }
 
+/* ---- archived sales (archive.h): the hash, and seckill-admin for per-order data ---- */
+
+static void admin_unavailable(struct query *q, const char *why)
+{
+    metrics_inc(METRIC_ARCHIVE_FORWARD_FAILURES);
+    if (q->http)
+        LOG_DEBUG("activity %" PRId64 ": archived-sale read answered 503: %s", q->activity_id, why);
+    reply_error(q->http, REPLY_UNAVAILABLE, "order history unavailable, please retry", 1, NULL, NULL);
+}
+
+static const char *str_field(const cJSON *body, const char *name)
+{
+    const cJSON *v = body ? cJSON_GetObjectItemCaseSensitive(body, name) : NULL;
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The admin's report of the order (seckillctl order show/find --json) answered as the
+ * live sale would answer its final order: the same body, at once whatever wait says. */
+static void on_admin(void *arg, int code, const cJSON *body)
+{
+    struct query *q = arg;
+    if (code == 0 || (q->http && code != 200 && code != 404)) {
+        /* Counted even when the deadline answered the client first: a slow admin. */
+        admin_unavailable(q, code ? "seckill-admin refused the read" : "no answer from seckill-admin");
+    } else if (!q->http) {
+        /* answered already */
+    } else if (code == 404) {
+        not_found(q);
+    } else {
+        const char *no = str_field(body, "orderNo"), *status = str_field(body, "status");
+        const cJSON *user = body ? cJSON_GetObjectItemCaseSensitive(body, "userId") : NULL;
+        bool theirs = q->kind != QUERY_OWN_ORDER ||
+                      (cJSON_IsNumber(user) && (int64_t)user->valuedouble == q->user_id && status &&
+                       strcmp(status, "SUCCESS") == 0);
+        if (!no || !status || !longpoll_is_final(status) || !theirs ||
+            (q->kind == QUERY_RESULT && strcmp(status, "SUCCESS") != 0)) {
+            /* No outcome in MySQL, or not the asking user's held order: what Redis
+             * answered for it before the archive. */
+            not_found(q);
+        } else {
+            metrics_inc(METRIC_ARCHIVED_READS);
+            struct longpoll_order o = { q->kind == QUERY_RESULT ? LONGPOLL_RESULT : LONGPOLL_ORDER, q->user_id,
+                                        q->activity_id, no, status, NULL, NULL };
+            longpoll_answer(q->http, &o, status);
+            q->http = NULL;
+        }
+    }
+    query_free(q);
+}
+
+/* Answers q, a read of archived sale `sale`: the stock from the hash, an order through
+ * seckill-admin. Returns true when q waits for the admin (its callback frees q). */
+static bool answer_archived(struct query *q, const struct archive_sale *sale)
+{
+    if (q->kind == QUERY_ACTIVITY) {
+        not_found(q);  /* activity.lua answers from the hash, which archiving keeps */
+        return false;
+    }
+    if (q->kind == QUERY_STOCK) {
+        metrics_inc(METRIC_ARCHIVED_READS);
+        reply_stock(q->http, q->activity_id, sale->stock_left);
+        q->http = NULL;
+        return false;
+    }
+    char target[160];
+    if (q->kind == QUERY_RESULT)
+        snprintf(target, sizeof(target), "/admin/activities/%" PRId64 "/orders?userId=%" PRId64, q->activity_id,
+                 q->user_id);
+    else
+        snprintf(target, sizeof(target), "/admin/orders/%s", q->order_no);  /* digits-digits: nothing to escape */
+    if (!adminfwd_enabled(q->gw->admin)) {
+        static bool told;
+        if (!told)
+            LOG_WARN("a read of archived activity %" PRId64 " needs seckill-admin, and admin.port is off: "
+                     "such reads answer 503", q->activity_id);
+        told = true;
+        admin_unavailable(q, "admin.port is off");
+        return false;
+    }
+    if (adminfwd_get(q->gw->admin, target, on_admin, q) != 0) {
+        admin_unavailable(q, "too many reads of archived sales at once");
+        return false;
+    }
+    return true;
+}
+
+static void on_archive(void *arg, const struct archive_sale *sale, bool ok)
+{
+    struct query *q = arg;
+    bool waits = false;
+    if (!q->http) {
+        /* answered already */
+    } else if (!ok) {
+        unavailable(q->http);
+    } else if (!sale) {
+        not_found(q);  /* never archived: the miss stands (archive.h) */
+    } else {
+        waits = answer_archived(q, sale);
+    }
+    if (!waits)
+        query_free(q);
+}
+
+/* The read found nothing in Redis: is the sale archived? Returns true when q waits for
+ * the answer (its callback frees q); else q was answered. */
+static bool check_archive(struct query *q)
+{
+    if (archive_lookup(q->gw->archive, q->activity_id, on_archive, q) == 0)
+        return true;
+    unavailable(q->http);
+    return false;
+}
+
+/* A read of a sale known archived goes to its answer without asking Redis. Returns true
+ * when it did (q answered, or waiting on the admin); false: read Redis as usual. */
+static bool archived_at_once(struct query *q)
+{
+    const struct archive_sale *sale = archive_find(q->gw->archive, q->activity_id);
+    if (!sale)
+        return false;
+    if (!answer_archived(q, sale))
+        query_free(q);
+    return true;
+}
+
 static void on_query(redisReply *reply, void *privdata)
 {
     struct query *q = privdata;
@@ -151,13 +301,16 @@ static void on_query(redisReply *reply, void *privdata)
     } else if (!reply || reply->type == REDIS_REPLY_ERROR) {
         unavailable(q->http);
     } else {
+        bool waits = false;
         switch (q->kind) {
-        case QUERY_STOCK: answer_stock(q, reply); break;
-        case QUERY_RESULT: answer_result(q, reply); break;
-        case QUERY_ORDER: answer_order(q, reply); break;
-        case QUERY_OWN_ORDER: answer_own_order(q, reply); break;
-        case QUERY_ACTIVITY: answer_activity(q, reply); break;
+        case QUERY_STOCK: waits = answer_stock(q, reply); break;
+        case QUERY_RESULT: waits = answer_result(q, reply); break;
+        case QUERY_ORDER: waits = answer_order(q, reply); break;
+        case QUERY_OWN_ORDER: waits = answer_own_order(q, reply); break;
+        case QUERY_ACTIVITY: waits = answer_activity(q, reply); break;
         }
+        if (waits)
+            return;
     }
     query_free(q);
 }
@@ -208,7 +361,7 @@ static struct query *path_query(struct gateway *gw, struct evhttp_request *req, 
 void readapi_stock(struct gateway *gw, struct evhttp_request *req, const char *activity_id)
 {
     struct query *q = path_query(gw, req, activity_id, QUERY_STOCK);
-    if (!q)
+    if (!q || archived_at_once(q))
         return;
     const struct activity *a = bucketed(gw, q->activity_id);
     if (a) {
@@ -251,6 +404,8 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
         return;
     q->user_id = user_id;
     q->wait_s = wait_s;
+    if (archived_at_once(q))
+        return;
     int bucket;
     q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);
     char uid[24];
@@ -295,7 +450,10 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
     if (!q)
         return;
     q->wait_s = wait_s;
+    q->user_id = user_id;
     snprintf(q->order_no, sizeof(q->order_no), "%s", order_no);
+    if (archived_at_once(q))
+        return;
     if (user_id) {
         int bucket;
         q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);

@@ -9,6 +9,8 @@
 
 #include "common/clock.h"
 #include "gateway/activity.h"
+#include "gateway/adminfwd.h"
+#include "gateway/archive.h"
 #include "common/config.h"
 #include "common/exposure.h"
 #include "common/keys.h"
@@ -213,7 +215,14 @@ int main(int argc, char **argv)
         LOG_ERROR("out of memory");
         goto out;
     }
+    gw.archive = archive_new(gw.redis, &cfg);
+    gw.admin = adminfwd_new(gw.base, &cfg, err, sizeof(err));
+    if (!gw.archive || !gw.admin) {
+        LOG_ERROR("%s", gw.admin ? "out of memory" : err);
+        goto out;
+    }
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
+    activity_cache_set_archive(gw.activities, gw.archive);
     gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
     gw.batch = executebatch_new(gw.base, &cfg, gw.redis, gw.activities);
     if (!gw.batch) {
@@ -261,7 +270,10 @@ out:
     executebatch_free(gw.batch);
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
     execute_stop(&gw);
+    adminfwd_close(gw.admin);  /* before Redis: a read answered by Redis now forwards nothing */
     redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
+    adminfwd_free(gw.admin);
+    archive_free(gw.archive);  /* after Redis: its last lookups have run */
     longpoll_free(gw.longpoll);  /* after Redis: its last reads have run */
     reaper_free(reaper);
     redeliver_free(redeliver);  /* after the producer and Redis: their last callbacks have run */

@@ -2,12 +2,66 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common/clock.h"
+#include "gateway/archive.h"
 #include "gateway/auth.h"
 #include "gateway/httpparams.h"
+#include "gateway/pending.h"
 #include "gateway/purchasetoken.h"
 #include "gateway/reply.h"
+
+/* A token asked for a sale the cache does not hold, waiting on archive.h's lookup: an
+ * archived sale is refused as it was before the archive. Freed by the lookup's callback;
+ * pending.h answers it first at the deadline or shutdown (and clears `http`). */
+struct token_wait {
+    struct evhttp_request *http;
+    struct pending p;
+};
+
+static void refuse_archived(struct evhttp_request *req, const struct archive_sale *sale)
+{
+    if (sale->cancelled)
+        reply_error(req, REPLY_CANCELLED, "the sale was cancelled", 0, NULL, NULL);
+    else
+        reply_error(req, REPLY_ENDED, "the sale has ended", 0, NULL, NULL);
+}
+
+static void on_archive(void *arg, const struct archive_sale *sale, bool ok)
+{
+    struct token_wait *w = arg;
+    if (!ok)
+        reply_error(w->http, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
+    else if (sale)
+        refuse_archived(w->http, sale);
+    else
+        reply_error(w->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+    pending_end(&w->p);
+    free(w);
+}
+
+/* Not in the cache: archived (refused as ever), or no such activity. */
+static void unknown_activity(struct gateway *gw, struct evhttp_request *req, int64_t activity_id)
+{
+    const struct archive_sale *sale = archive_find(gw->archive, activity_id);
+    if (sale) {
+        refuse_archived(req, sale);
+        return;
+    }
+    struct token_wait *w = calloc(1, sizeof(*w));
+    if (!w) {
+        reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
+        return;
+    }
+    w->http = req;
+    pending_start(gw->pending, &w->p, &w->http, NULL);
+    if (archive_lookup(gw->archive, activity_id, on_archive, w) != 0) {
+        reply_error(w->http, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
+        pending_end(&w->p);
+        free(w);
+    }
+}
 
 void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
 {
@@ -29,7 +83,7 @@ void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
     }
     struct activity *a = activity_cache_find(gw->activities, activity_id);
     if (!a || !a->loaded) {
-        reply_error(req, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        unknown_activity(gw, req, activity_id);
         return;
     }
     int64_t now_ms = clock_wall_ms();

@@ -353,6 +353,24 @@ class Consumer(Service):
         return "order-consumer: ready" in self.log_text(since_start=True)
 
 
+class AdminServer(Service):
+    """seckill-admin on the configuration's admin.port."""
+
+    def __init__(self, conf, logdir):
+        super().__init__("seckill-admin", conf, logdir)
+        self.port = int(conf.get("admin.port"))
+
+    def is_ready(self):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+            c.request("GET", "/healthz")
+            ok = c.getresponse().status == 200
+            c.close()
+            return ok
+        except OSError:
+            return False
+
+
 # ---- seckillctl --------------------------------------------------------------------------
 
 

@@ -78,6 +78,25 @@ static void test_body_becomes_options(void **state)
     assert_int_equal(argc, 1);
     assert_string_equal(argv[0], "5");
     adminroutes_free_argv(argv, argc);
+
+    /* The reads the gateway forwards for archived sales (a GET's query as the body). */
+    r = find("GET", "/admin/activities/5/orders", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "order find");
+    body = cJSON_Parse("{\"userId\":\"1001\"}");
+    assert_int_equal(adminroutes_argv(r, id, body, &argv, &argc, err, sizeof(err)), 0);
+    assert_int_equal(argc, 2);
+    assert_string_equal(argv[0], "--activity=5");
+    assert_string_equal(argv[1], "--user=1001");
+    adminroutes_free_argv(argv, argc);
+    cJSON_Delete(body);
+    r = find("GET", "/admin/orders/386208977643421695-1", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "order show");
+    assert_int_equal(adminroutes_argv(r, id, NULL, &argv, &argc, err, sizeof(err)), 0);
+    assert_int_equal(argc, 1);
+    assert_string_equal(argv[0], "386208977643421695-1");
+    adminroutes_free_argv(argv, argc);
 }
 
 static void test_bad_bodies_are_refused(void **state)
