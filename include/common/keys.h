@@ -47,6 +47,8 @@
  * test_big_sale.py allows any command. */
 #define KEYS_SCAN_PAGE "100"
 #define KEYS_ACTIVITIES "seckill:activities"
+/* Held (SET NX PX) by the one consumer whose lifecycle pass archives sales (autoarchive.c). */
+#define KEYS_ARCHIVE_LOCK "seckill:{archive}:lock"
 /* The two keys of nodelease.lua share the tag {nodes}: one slot in a Redis Cluster. */
 #define KEYS_NODE_SEQ "seckill:{nodes}:seq"
 #define KEYS_NODES "seckill:{nodes}"

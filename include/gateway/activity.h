@@ -41,6 +41,10 @@ struct activity {
     int64_t end_ms;
     bool cancelled;
     bool loaded;            /* false until the first refresh answered */
+    /* In seckill:activities at the last refresh. An archived sale leaves the set (its keys
+     * are gone but the activity hash): the reaper and the rebalance stop visiting it, while
+     * the entry stays for requests that hold it. */
+    bool listed;
     bool sold_out;          /* set by an OUT_OF_STOCK answer, cleared when stock returns */
     /* Users holding an order (user id -> order id). Complete once loaded from Redis after
      * the sale sold out; only then may a sold-out sale be answered locally, since a

@@ -13,6 +13,8 @@
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
 --   | {'OUT_OF_STOCK', buckets} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
 --   | {'TOKEN_USED'} | {'WRONG_BUCKET'} | {'GONE'} (the order number is already known)
+-- An archived sale (archive.lua: its keys are gone but the activity hash) answers ENDED
+-- (CANCELLED when it was cancelled) and writes nothing, not even a rate-limit counter.
 -- A bucketed activity (bucket.h) has this script's keys once per bucket; its activity hash
 -- names the bucket ('bucket', 'buckets'), and a user whose bucket is another one is refused
 -- WRONG_BUCKET (a gateway that does not know the buckets yet): the one-per-user record of
@@ -22,7 +24,7 @@ if n < 1 or n ~= math.floor(n) or #KEYS ~= 5 + 5 * n then
   return redis.error_reply('execute.lua: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole requests')
 end
 
-local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'bucket', 'buckets', 'paused')
+local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'bucket', 'buckets', 'paused', 'archived')
 local buckets = tonumber(meta[6] or '1') or 1
 local bucket = tonumber(meta[5] or '0') or 0
 
@@ -55,6 +57,9 @@ local function one(i)
   end
   if meta[3] == 'CANCELLED' then
     return {'CANCELLED'}
+  end
+  if meta[8] then
+    return {'ENDED'}
   end
   -- The sale's coupon is deactivated (seckillctl coupon deactivate): nothing is sold
   -- until it is activated again; the stock stays with the sale.

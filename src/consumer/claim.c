@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/keys.h"
+#include "consumer/archived.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
 
@@ -123,6 +124,8 @@ static int claim_chunk(struct consumer *c, const struct script_keys *k, size_t f
             verdict = BATCH_ACCEPTED;
         else if (strcmp(v->str, "REJECTED") == 0)
             verdict = BATCH_REJECTED;
+        else if (strcmp(v->str, "ARCHIVED") == 0)
+            verdict = BATCH_ARCHIVED;
         else {
             snprintf(err, errlen, "confirm.lua: unknown verdict '%s'", v->str);
             goto out;
@@ -183,8 +186,9 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
 int claim_orders(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    return each_chunk(c, b->orders, b->count, NULL, 0, confirm_kinds, CONFIRM_KEYS, claim_chunk,
-                      err, errlen);
+    if (each_chunk(c, b->orders, b->count, NULL, 0, confirm_kinds, CONFIRM_KEYS, claim_chunk, err, errlen) != 0)
+        return -1;
+    return archived_settle(c, err, errlen);
 }
 
 static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_t first,

@@ -402,11 +402,15 @@ static void on_listed(redisReply *reply, void *privdata)
     cache->listing = false;
     if (!reply || reply->type != REDIS_REPLY_ARRAY)
         return;
+    for (size_t i = 0; i < cache->count; i++)
+        cache->items[i]->listed = false;
     for (size_t i = 0; i < reply->elements; i++) {
         int64_t id;
         if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
             continue;
         struct activity *a = cache_insert(cache, id);
+        if (a)
+            a->listed = true;
         if (a)
             fetch_activity(cache, a);
         else if (cache->count == ACTIVITY_CACHE_MAX)
