@@ -6,7 +6,7 @@
 struct consumer;
 
 /* The lifecycle pass's archive of sales over for consumer.archive-after-ms (0: never by
- * itself): store/archive.h on each, the oldest end first, at most AUTOARCHIVE_PER_PASS a
+ * itself): store/archive.h on each, the latest end first, at most AUTOARCHIVE_PER_PASS a
  * pass. One consumer of the group does it at a time: the one holding KEYS_ARCHIVE_LOCK
  * (SET NX with a TTL, so a consumer that dies holding it frees it by itself); should two
  * overlap all the same, every step of an archive is idempotent and its marks atomic.

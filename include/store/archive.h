@@ -21,7 +21,8 @@
  *      ARCHIVE_END_GRACE_MS past; in every bucket no reservation, queued or claimed order,
  *      no transfer in flight and an empty failed stream (outcomes.c recorded it); no order
  *      PROCESSING in the orders hash (read in HSCAN pages of KEYS_SCAN_PAGE, so Redis never
- *      blocks); MySQL's rows = its sold_count = Redis's SUCCESS orders = the 'sold' counters.
+ *      blocks); MySQL's rows = its sold_count = Redis's SUCCESS orders = the 'sold' counters
+ *      (the counters compared first, so that most refusals cost no walk).
  *   2. archive.lua 'mark' on every bucket, bucket 0 first: 'archived' is set where nothing
  *      is in flight and 'sold' is still what step 1 counted, atomically; from then on the
  *      scripts refuse to write the bucket's keys. One bucket refusing unmarks the others.
@@ -59,7 +60,8 @@ int archive_activity(MYSQL *db, struct redisroute *redis, const struct luascript
                      char *err, size_t errlen);
 
 /* The ids of sales the lifecycle pass should archive at now_ms: ENDED or CANCELLED, not
- * archived, ended at least after_ms ago (and ARCHIVE_END_GRACE_MS), oldest end first, at
+ * archived, ended at least after_ms ago (and ARCHIVE_END_GRACE_MS), the latest end first (a
+ * backlog of old sales, refused ones among them, never holds up the sale of last night), at
  * most cap. Returns how many, or -1 with err. */
 int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_t cap, char *err, size_t errlen);
 
