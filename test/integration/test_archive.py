@@ -16,8 +16,9 @@ import time
 
 import pytest
 
+from buckets import bucket_key, buy as bucket_buy, users_of_bucket
 from bulkfill import bulk_fill, bulk_rows
-from conftest import Consumer, execute_script, poll_until, wait_for_consumer, write_conf
+from conftest import Consumer, Sale, execute_script, poll_until, wait_for_consumer, write_conf
 from kafkaproduce import produce
 from luabody import lua_body
 
@@ -88,9 +89,9 @@ def archived_field(redis, conf, aid):
 
 
 def assert_archived(redis, mysql, conf, aid):
-    """Of the sale only its activity hash stays (with 'archived'), and keys that expire by
-    themselves; it left seckill:activities; MySQL records it."""
-    left = sale_keys(redis, aid) - {conf.key("activity", aid)}
+    """Of the sale only its activity hash stays (each bucket's, with 'archived'), and keys
+    that expire by themselves; it left seckill:activities; MySQL records it."""
+    left = {k for k in sale_keys(redis, aid) if not k.startswith("seckill:activity:")}
     without_ttl = [k for k in left if redis("PTTL", k) < 0]
     assert not without_ttl, f"keys of archived sale {aid} without a TTL: {without_ttl}"
     assert all(k.split(":")[1] in ("rl", "brush", "ban", "token") for k in left), left
@@ -104,6 +105,16 @@ def ended(ctl, api, mysql, redis, conf, ids, consumer, gateway):
     """Sales that ended a few seconds after the module starts, each sold through the
     gateway and persisted by the consumer; made at once, so that their ends pass together."""
     sales = {}
+    # A sale of two buckets: one set of keys under each tag (bucket.h).
+    coupon = ctl.create_id("coupon", "create", "--name", "b", "--type", "CASH", "--amount", "5.00",
+                           "--total", 20, "--start", "-1m", "--end", "+1d")
+    bucketed = ctl.create_id("activity", "create", "--coupon", coupon, "--stock", 10, "--start", "now",
+                             "--end", f"+{END_S + 2}s", "--buckets", 2)
+    users = users_of_bucket(ids, 0, 2, 2) + users_of_bucket(ids, 1, 2, 2)
+    for u in users:
+        status, body, _ = bucket_buy(lambda u, a: (lambda r: (r.code, r))(api.execute(u, a)), u, bucketed)
+        assert status == 200, repr(body)
+    sales["bucketed"] = (Sale(bucketed, coupon, 10), users)
     for name, n in (("processing", 2), ("missing_row", 3), ("archive", 5), ("redelivery", 2)):
         sale = ctl.create_sale(10, end=f"+{END_S}s")
         users = [ids() for _ in range(n)]
@@ -194,6 +205,22 @@ def test_archive_keeps_only_the_activity_hash(ctl, api, mysql, redis, conf, ende
     assert_archived(redis, mysql, conf, aid)
     # The gateway still describes the sale, from the activity hash it keeps.
     poll_until(lambda: api.get(f"/seckill/activities/{aid}").code == 200, 10, "the activity answered")
+
+
+def test_a_bucketed_sale_keeps_only_its_activity_hashes(ctl, mysql, redis, conf, ended):
+    sale, users = ended["bucketed"]
+    aid = sale.activity_id
+    tags = json.loads(ctl.run_ok("--json", "activity", "show", aid).stdout)["redis"]["buckets"]
+    tags = [b["tag"] for b in tags]
+    assert len(tags) == 2 and all(redis("HLEN", bucket_key(conf, "users", t)) == 2 for t in tags), tags
+    out = json.loads(ctl.run_ok("--json", "activity", "archive", aid).stdout)
+    assert out["buckets"] == 2 and out["orders"] == len(users), out
+    # Each bucket's activity hash stays, marked: a bucket's scripts read only their own slot.
+    hashes = {bucket_key(conf, "activity", t) for t in tags}
+    assert all(redis("HGET", h, "archived") == str(out["archivedAtMs"]) for h in hashes)
+    left = {k for k in sale_keys(redis, aid) if redis("PTTL", k) < 0}
+    assert left == hashes, left
+    assert_archived(redis, mysql, conf, aid)
 
 
 def test_a_late_redelivery_recreates_nothing(ctl, mysql, redis, conf, ended, consumer):
