@@ -264,11 +264,14 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
         return ARCHIVE_ERROR;
     /* The counters first: a sale that MySQL lacks orders of is refused before its orders
      * hash is read, which takes seconds for a million. */
-    if (rows != row->sold_count || (has_sold && sold != rows))
+    if (rows != row->sold_count || (has_sold && sold != rows)) {
+        char redis_says[64] = "";
+        if (has_sold)
+            snprintf(redis_says, sizeof(redis_says), ", Redis counts %" PRId64 " sold", sold);
         return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 ": MySQL holds %" PRId64 " order rows "
-                            "(sold_count %" PRId64 ") but Redis counts %" PRId64 " sold: not every order is in "
-                            "MySQL (seckillctl verify %" PRId64 " says more)", r->id, rows, row->sold_count,
-                            sold, r->id);
+                            "(sold_count %" PRId64 ")%s: not every order is in MySQL (seckillctl verify %" PRId64
+                            " says more)", r->id, rows, row->sold_count, redis_says, r->id);
+    }
     for (int b = 0; b < r->buckets.count; b++) {
         int64_t s, f, p;
         int rc = archive_scan(r, b, &s, &f, &p);
