@@ -409,11 +409,10 @@ static void on_listed(redisReply *reply, void *privdata)
         if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
             continue;
         struct activity *a = cache_insert(cache, id);
-        if (a)
+        if (a) {
             a->listed = true;
-        if (a)
             fetch_activity(cache, a);
-        else if (cache->count == ACTIVITY_CACHE_MAX)
+        } else if (cache->count == ACTIVITY_CACHE_MAX)
             LOG_WARN("activity cache full (%d): activity %" PRId64 " served by Redis alone",
                      ACTIVITY_CACHE_MAX, id);
     }
