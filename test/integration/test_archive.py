@@ -12,6 +12,7 @@ of 100,000 orders each, archived, leave Redis within a few MB of where it starte
 
 import concurrent.futures
 import json
+import socket
 import time
 
 import pytest
@@ -21,6 +22,7 @@ from bulkfill import bulk_fill, bulk_rows
 from conftest import Consumer, Sale, execute_script, poll_until, wait_for_consumer, write_conf
 from kafkaproduce import produce
 from luabody import lua_body
+from resp import Redis
 
 # The module archives by hand; the schedule's own test starts a consumer of its own.
 CONF_OVERRIDES = {"consumer.archive-after-ms": "0", "consumer.lifecycle-interval-ms": "200"}
@@ -205,6 +207,32 @@ def test_archive_keeps_only_the_activity_hash(ctl, api, mysql, redis, conf, ende
     assert_archived(redis, mysql, conf, aid)
     # The gateway still describes the sale, from the activity hash it keeps.
     poll_until(lambda: api.get(f"/seckill/activities/{aid}").code == 200, 10, "the activity answered")
+
+
+def test_no_timer_visits_an_archived_sale(ctl, redis, conf, ended, gateway):
+    """The gateway cached the sale while it ran; once archived, its reaper (every second)
+    and its other timers send nothing about it: per-tick work follows the sales in Redis,
+    not every sale ever run."""
+    sale, _ = ended["archive"]
+    aid = sale.activity_id
+    if not archived_field(redis, conf, aid):
+        ctl.run_ok("activity", "archive", aid)
+    # The gateway's next refresh finds the sale gone from seckill:activities.
+    time.sleep(int(conf.get("seckill.activity-refresh-ms")) / 1000 + 0.5)
+    watch = Redis(*redis.addr, timeout=0.2)
+    try:
+        assert watch("MONITOR") == "OK"
+        seen, until = [], time.monotonic() + 3 * int(conf.get("seckill.reaper-interval-ms")) / 1000
+        while time.monotonic() < until:
+            try:
+                line = watch._read()
+            except (socket.timeout, TimeoutError):
+                continue
+            if f"{{{aid}}}" in str(line):
+                seen.append(line)
+    finally:
+        watch.close()
+    assert not seen, f"commands on archived sale {aid}: {seen[:3]}"
 
 
 def test_a_bucketed_sale_keeps_only_its_activity_hashes(ctl, mysql, redis, conf, ended):
