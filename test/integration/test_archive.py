@@ -200,6 +200,9 @@ def test_archive_keeps_only_the_activity_hash(ctl, api, mysql, redis, conf, ende
     assert "archived" in show.stdout and f"SUCCESS {len(users)}" in show.stdout, repr(show)
     js = json.loads(ctl.run_ok("--json", "activity", "show", aid).stdout)
     assert js["archived"] is True and js["archivedAt"] and js["orders"]["SUCCESS"] == len(users), js
+    order_no = mysql.scalar(f"SELECT order_no FROM seckill_order WHERE activity_id = {aid} LIMIT 1")
+    order = ctl.run_ok("order", "show", order_no)
+    assert "MySQL: SUCCESS  Redis: archived" in order.stdout, repr(order)
     # Neither warmup nor cancel brings the sale back.
     for cmd in ("warmup", "cancel"):
         r = ctl("activity", cmd, aid)
