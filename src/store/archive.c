@@ -8,6 +8,7 @@
 
 #include "common/bucket.h"
 #include "common/keys.h"
+#include "common/timeparse.h"
 
 /* DATETIME(3) <-> epoch ms without UNIX_TIMESTAMP, which depends on the session's zone and
  * stops at 2038 (as ctldb.h's CTLDB_SQL_MS). */
@@ -237,10 +238,12 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
         return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " is %s: only an ENDED or CANCELLED sale is "
                             "archived (the consumer's lifecycle pass marks a sale ENDED after its end)",
                             r->id, row->status);
-    if (now_ms < row->end_ms + ARCHIVE_END_GRACE_MS)
-        return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " ends at %" PRId64 " ms: it can be archived "
-                            "%d s after its end, in %" PRId64 " ms", r->id, row->end_ms,
-                            ARCHIVE_END_GRACE_MS / 1000, row->end_ms + ARCHIVE_END_GRACE_MS - now_ms);
+    if (now_ms < row->end_ms + ARCHIVE_END_GRACE_MS) {
+        char end[40];
+        timeparse_format(row->end_ms, end, sizeof(end));
+        return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " ended at %s: it can be archived %d s after "
+                            "its end", r->id, end, ARCHIVE_END_GRACE_MS / 1000);
+    }
     int64_t success = 0, failed = 0, sold = 0;
     bool has_sold = true;
     for (int b = 0; b < r->buckets.count; b++) {
