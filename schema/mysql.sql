@@ -107,3 +107,9 @@ ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS
 -- The hash tags of a bucketed activity's buckets ("A,A.1.s,..."; src/common/bucket.h), ''
 -- for an activity of one bucket.
 ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS bucket_tags VARCHAR(800) NOT NULL DEFAULT '' AFTER status;
+-- When the sale's Redis side was archived (seckillctl activity archive, the consumer's
+-- lifecycle pass: src/store/archive.c): its orders are final and all here, and Redis keeps
+-- only its activity hash. NULL while it lives in Redis. The index serves the lifecycle
+-- pass's look for sales to archive, which so reads only the ones not archived yet.
+ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS archived_at DATETIME(3) NULL AFTER bucket_tags;
+ALTER TABLE seckill_activity ADD INDEX IF NOT EXISTS idx_activity_archive (archived_at, end_time);

@@ -14,8 +14,10 @@
  *   <user.prefix>:{A}         hash    userId -> orderNo (one order per user)
  *   seckill:activity:{A}      hash    name couponId stock start end (ms) status, and
  *                                     paused = 1 while the sale's coupon is INACTIVE;
- *                                     archived = ms and stockLeft once the sale is archived
- *                                     (this hash is then its only key: gateway/archive.h)
+ *                                     archived = ms of the archive and stockLeft, the stock
+ *                                     left then, and on bucket 0 saleStockLeft, the whole
+ *                                     sale's (this hash is then the sale's only key:
+ *                                     store/archive.h, gateway/archive.h)
  *   seckill:order:{A}         hash    orderNo -> PROCESSING | SUCCESS | FAILED
  *   seckill:resv:{A}          zset    "orderNo|userId" scored by accept ms: not yet in Kafka
  *   seckill:queued:{A}        set     "orderNo|userId": durably in Kafka, not yet claimed
@@ -34,7 +36,15 @@
  * subject keys of a request live in the user's bucket (a user never changes bucket, so the
  * per-user limits, ban and spent tokens are exactly as without buckets; an address seen in
  * several buckets is counted in each).
- *   seckill:activities        set     ids of warmed activities (gateway cache and reaper)
+ *   seckill:activities        set     ids of warmed activities not archived (gateway cache and
+ *                                     reaper, the consumer's outcomes pass)
+ *   seckill:{archive}:lock    string  the consumer whose lifecycle pass archives sales now
+ *
+ * Archived (store/archive.h, archive.lua): once a sale is over and every order of it final
+ * and in MySQL, all its keys above are UNLINKed but each bucket's activity hash, which gets
+ * 'archived' = epoch ms (set before anything is removed); its id leaves seckill:activities.
+ * Every script that writes a sale's keys refuses once 'archived' is there. The subject keys
+ * (rl, brush, ban, token) all carry a TTL and expire by themselves.
  *   seckill:coupon:{c<C>}     hash    status = INACTIVE while coupon C is deactivated
  *                                     (redeeming refuses it); absent or ACTIVE otherwise
  *   seckill:{nodes}:seq       counter where the search for a free node id starts
@@ -49,6 +59,8 @@
  * test_big_sale.py allows any command. */
 #define KEYS_SCAN_PAGE "100"
 #define KEYS_ACTIVITIES "seckill:activities"
+/* Held (SET NX PX) by the one consumer whose lifecycle pass archives sales (autoarchive.c). */
+#define KEYS_ARCHIVE_LOCK "seckill:{archive}:lock"
 /* The two keys of nodelease.lua share the tag {nodes}: one slot in a Redis Cluster. */
 #define KEYS_NODE_SEQ "seckill:{nodes}:seq"
 #define KEYS_NODES "seckill:{nodes}"

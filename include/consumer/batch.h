@@ -18,6 +18,7 @@ enum batch_verdict {
     BATCH_ACCEPTED,  /* claimed or already confirmed: write it */
     BATCH_REJECTED,  /* released before it could be persisted: skip it */
     BATCH_PARKED,    /* its slot could not be claimed in: set aside (parking.h) */
+    BATCH_ARCHIVED,  /* its sale is archived: final, its outcome in MySQL (archived.h); skip it */
 };
 
 #define BATCH_ERROR_LEN 256   /* a dead letter's reason, with MySQL's message */

@@ -23,7 +23,8 @@ enum claim_failure {
     CLAIM_FAILURE_REPLICAS,  /* fewer replicas than redis.wait-replicas acknowledged it */
 };
 
-/* A step: sets c->batch.verdicts of every order. Returns 0, or -1 with err set. */
+/* A step: sets c->batch.verdicts of every order, and settles those of archived sales in
+ * MySQL (archived.h). Returns 0, or -1 with err set. */
 int claim_orders(struct consumer *c, char *err, size_t errlen);
 /* A step, only after the COMMIT (I6: SUCCESS is never visible before the row is): every
  * accepted order with its row in MySQL becomes SUCCESS. Returns 0, or -1 with err set.

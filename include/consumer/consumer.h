@@ -17,6 +17,7 @@
 #include "consumer/publish.h"
 
 struct writer;
+struct autoarchive_skip;
 
 /* The order-consumer process (consumer.c: main and the loop). The modules each do one
  * job on it: backend (Redis and MySQL connections), kafkacons (the group member: set-up,
@@ -83,6 +84,7 @@ struct consumer {
     struct consumer_stats reported;  /* total at the last summary line */
     int64_t reported_ms;
     int64_t lifecycle_ms;            /* monotonic time of the last lifecycle pass, 0: none yet */
+    struct autoarchive_skip *archive_skip;  /* sales the archive refused, and when to try again */
 };
 
 #endif

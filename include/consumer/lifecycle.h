@@ -10,7 +10,8 @@ struct consumer;
  * closes, coupons past their validity EXPIRED together with their unused user coupons.
  * Every consumer of a group runs it; each statement is idempotent, so several at once
  * only find nothing left to do. A CANCELLED activity or a USED user coupon is never
- * touched. The same pass records the orders that ended FAILED (outcomes.h). */
+ * touched. The same pass records the orders that ended FAILED (outcomes.h), then archives
+ * the Redis side of sales over for consumer.archive-after-ms (autoarchive.h). */
 
 struct lifecycle_counts {
     uint64_t activities_started, activities_ended, coupons_expired, user_coupons_expired;

@@ -29,6 +29,8 @@ struct ctlactivity_row {
     char status[16];        /* the column: PENDING ACTIVE ENDED CANCELLED */
     bool coupon_inactive;   /* its coupon is INACTIVE: the sale is paused */
     char bucket_tags[BUCKET_LIST_LEN];  /* the column: "" for one bucket (bucket.h) */
+    bool archived;          /* archived_at is set: Redis keeps only the activity hash (archive.h) */
+    int64_t archived_ms;
 };
 
 /* The Redis side of one activity, read in one MULTI (one instant: cancel.lua moves units

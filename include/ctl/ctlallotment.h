@@ -22,6 +22,7 @@
  *   - the stock key of a cancelled sale: units the reaper released after the cancel
  *     (release.lua INCRs the key, now closed to buyers; a later cancel or warmup moves
  *     them into 'returned').
+ * An archived sale (archive.h) holds nothing: it was quiet, every order final, when archived.
  * So I3 reads, at quiescence: stock key + live reservations + SUCCESS + returned = stock.
  * A coupon can give total_count - issued_count - what its sales hold. */
 

@@ -38,6 +38,8 @@ struct ctlredis_cmd {
  * returns EXEC's array reply, element i answering cmds[i]; an element may be an error
  * reply (WRONGTYPE) for the caller to judge. NULL after printing the error. */
 redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, size_t n);
+/* The schema/lua scripts, read from seckill.lua-dir on first use; NULL after printing. */
+const struct luascript_set *ctlredis_scripts(struct ctlrun *ctl);
 /* EVALSHA of one of the schema/lua scripts (read from seckill.lua-dir on first use; a
  * NOSCRIPT is answered with SCRIPT LOAD and a retry). Returns the reply, or NULL after
  * printing the error (an error reply included). The caller frees the reply. */

@@ -41,6 +41,10 @@ struct activity {
     int64_t end_ms;
     bool cancelled;
     bool loaded;            /* false until the first refresh answered */
+    /* In seckill:activities at the last refresh. An archived sale leaves the set (its keys
+     * are gone but the activity hash): the reaper and the rebalance stop visiting it, while
+     * the entry stays for requests that hold it, without its winners. */
+    bool listed;
     bool sold_out;          /* set by an OUT_OF_STOCK answer, cleared when stock returns */
     /* Users holding an order (user id -> order id). Complete once loaded from Redis after
      * the sale sold out; only then may a sold-out sale be answered locally, since a
@@ -49,10 +53,6 @@ struct activity {
     int64_t holders;        /* users holding an order in Redis, as of the last refresh */
     bool winners_complete;
     bool winners_loading;
-    /* The listing of seckill:activities that last named it. A sale that leaves the set
-     * (archived) keeps its entry, for the ENDED answers, but not its winners: a million of
-     * them would otherwise stay in memory for good. */
-    uint64_t listed_in;
     /* 1, or the bucket count once a refresh read the activity's tags; buckets is NULL for
      * one bucket (a->keys is bucket 0's keys either way). Owned. */
     int nbuckets;

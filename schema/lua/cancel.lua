@@ -6,10 +6,14 @@
 -- its unit to the (now closed) stock key, where it counts as unsold too; calling this
 -- again moves such units into 'returned' as well. Idempotent.
 -- KEYS: 1 activity  2 stock
--- Returns -1 when the activity is not warmed, else
+-- Returns -1 when the activity is not warmed, -2 when it is archived (archive.lua: nothing
+-- is left to cancel, and nothing is changed), else
 --   {moved now, returned in total, 1 if it was already cancelled else 0}
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
+end
+if redis.call('HEXISTS', KEYS[1], 'archived') == 1 then
+  return -2
 end
 local was = 0
 if redis.call('HGET', KEYS[1], 'status') == 'CANCELLED' then

@@ -8,9 +8,18 @@
 --   'CLAIMED'   reservation taken over, write the row
 --   'CONFIRMED' already claimed or SUCCESS (redelivery), write the row again idempotently
 --   'REJECTED'  the order was released (FAILED) or cannot be honoured, skip it
+--   'ARCHIVED'  the sale is archived (archive.lua): every order of it was final and in
+--               MySQL when it was, and nothing here is written; the consumer looks the
+--               order up in MySQL (archived.c)
 -- record_failed, publish_final: prelude.lua.
 local verdicts = {}
 local failed = {}
+if redis.call('HEXISTS', KEYS[7], 'archived') == 1 then
+  for i = 1, #ARGV, 2 do
+    verdicts[#verdicts + 1] = 'ARCHIVED'
+  end
+  return verdicts
+end
 for i = 1, #ARGV, 2 do
   local order_no, user = ARGV[i], ARGV[i + 1]
   local member = order_no .. '|' .. user

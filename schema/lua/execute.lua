@@ -13,6 +13,8 @@
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
 --   | {'OUT_OF_STOCK', buckets} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
 --   | {'TOKEN_USED'} | {'WRONG_BUCKET'} | {'GONE'} (the order number is already known)
+-- An archived sale (archive.lua: its keys are gone but the activity hash) answers ENDED
+-- (CANCELLED when it was cancelled) and writes nothing, not even a rate-limit counter.
 -- A bucketed activity (bucket.h) has this script's keys once per bucket; its activity hash
 -- names the bucket ('bucket', 'buckets'), and a user whose bucket is another one is refused
 -- WRONG_BUCKET (a gateway that does not know the buckets yet): the one-per-user record of
@@ -49,7 +51,8 @@ local function one(i)
   if not meta[1] then
     return {'NOT_FOUND'}
   end
-  -- An archived sale keeps this hash alone: it is over, whichever bucket the user's was.
+  -- An archived sale keeps its activity hashes alone: it is over, whichever bucket the
+  -- user's was.
   if meta[8] then
     if meta[3] == 'CANCELLED' then
       return {'CANCELLED'}

@@ -7,7 +7,8 @@
 -- Units between out and done are "in transit": the record says where they go, and any
 -- later pass (or seckillctl) finishes the transfer.
 --   out   KEYS 1 activity  2 stock  3 xfer-out   ARGV 'out', to bucket, k, source tag
---         -> {id, units} ({} when nothing was taken: no stock, or the sale is cancelled)
+--         -> {id, units} ({} when nothing was taken: no stock, or the sale is cancelled
+--            or archived)
 --   in    KEYS 1 stock  2 xfer-in                ARGV 'in', id, units
 --         -> 1 added now, 0 received before
 --   done  KEYS 1 xfer-out                        ARGV 'done', id -> 1 dropped, 0 gone before
@@ -15,7 +16,8 @@
 --         -> {stock, id1, "to|units", id2, ...}
 local mode = ARGV[1]
 if mode == 'out' then
-  if redis.call('HGET', KEYS[1], 'status') == 'CANCELLED' then
+  local meta = redis.call('HMGET', KEYS[1], 'status', 'archived')
+  if meta[1] == 'CANCELLED' or meta[2] then
     return {}
   end
   local stock = tonumber(redis.call('GET', KEYS[2]) or '0') or 0

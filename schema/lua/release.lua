@@ -5,7 +5,8 @@
 -- Each order it fails is added to the failed stream with its reason (ROLLED_BACK for the
 -- gateway's rollback, EXPIRED for the reaper), in the same atomic step, so MySQL learns of
 -- it (the consumer's outcomes pass) exactly when Redis decided it.
--- KEYS: 1 stock  2 users  3 orders  4 resv  5 failed
+-- KEYS: 1 stock  2 users  3 orders  4 resv  5 failed  6 activity (an archived sale,
+--       archive.lua, releases nothing and marks nothing: it returns 0)
 -- ARGV: 'order', orderNo, userId        (gateway rollback after a failed delivery)
 --    or 'forget', orderNo, userId       (as 'order', for a request whose execute verdict
 --                                        was lost: when the order is unknown, its number is
@@ -23,6 +24,10 @@
 
 local function ours(order_no)
   return ARGV[1] ~= 'older' or reaper_takes(order_no, ARGV[4], ARGV[5])
+end
+
+if redis.call('HEXISTS', KEYS[6], 'archived') == 1 then
+  return 0
 end
 
 local members

@@ -12,11 +12,15 @@
 -- ARGV: nlosers, then nlosers pairs orderNo, userId (the losers), then pairs orderNo, userId
 --       of orders MySQL holds for the same sale (the winners)
 -- Returns {losers ended by this call, winners newly recorded SUCCESS}. A repeat (a
--- replayed batch) changes nothing: only members still claimed are ended.
+-- replayed batch) changes nothing: only members still claimed are ended. An archived sale
+-- (archive.lua) is not touched: {0, 0}.
 -- fail_order, publish_final, count_sold: prelude.lua.
 local nlosers = tonumber(ARGV[1])
 if not nlosers or #ARGV < 1 + 2 * nlosers or (#ARGV - 1) % 2 ~= 0 then
   return redis.error_reply('supersede.lua: arguments do not describe losers and winners')
+end
+if redis.call('HEXISTS', KEYS[7], 'archived') == 1 then
+  return {0, 0}
 end
 local ended, adopted = 0, 0
 local failed, succeeded = {}, {}

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl/ctlactivityarchive.h"
 #include "ctl/ctlactivitycancel.h"
 #include "ctl/ctlactivitycreate.h"
 #include "ctl/ctlactivityshow.h"
@@ -39,6 +40,8 @@ const struct adminroutes_route adminroutes_table[] = {
     { "GET", "/admin/activities/{id}", "activity show", ctlactivityshow_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/cancel", "activity cancel", ctlactivitycancel_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/warmup", "activity warmup", ctlactivitywarmup_run, NULL, 200, { { NULL, NULL } } },
+    { "POST", "/admin/activities/{id}/archive", "activity archive", ctlactivityarchive_run, NULL, 200,
+      { { NULL, NULL } } },
     { "GET", "/admin/activities/{id}/verify", "verify", ctlverify_run, NULL, 200, { { NULL, NULL } } },
     { "GET", "/admin/activities/{id}/orders", "order find", ctlorder_find_run, "--activity", 200,
       { { "userId", "--user" }, { NULL, NULL } } },

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/keys.h"
 #include "common/log.h"
+#include "consumer/archived.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
 #include "consumer/parking.h"
@@ -133,6 +134,8 @@ static int claim_chunk(struct consumer *c, const struct script_keys *k, size_t f
             verdict = BATCH_ACCEPTED;
         else if (strcmp(v->str, "REJECTED") == 0)
             verdict = BATCH_REJECTED;
+        else if (strcmp(v->str, "ARCHIVED") == 0)
+            verdict = BATCH_ARCHIVED;
         else {
             snprintf(err, errlen, "confirm.lua: unknown verdict '%s'", v->str);
             goto out;
@@ -289,8 +292,10 @@ int claim_orders(struct consumer *c, char *err, size_t errlen)
     struct batch *b = &c->batch;
     const struct run_filter all = { NULL, 0, NULL };
     b->parked_count = 0;
-    return each_chunk(c, b->orders, b->count, &all, confirm_kinds, CONFIRM_KEYS, claim_or_wait,
-                      park_orders, err, errlen);
+    if (each_chunk(c, b->orders, b->count, &all, confirm_kinds, CONFIRM_KEYS, claim_or_wait, park_orders, err,
+                   errlen) != 0)
+        return -1;
+    return archived_settle(c, err, errlen);
 }
 
 static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_t first,

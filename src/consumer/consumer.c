@@ -17,6 +17,7 @@
 #include "common/clock.h"
 #include "common/exposure.h"
 #include "common/log.h"
+#include "consumer/autoarchive.h"
 #include "consumer/backend.h"
 #include "consumer/consumermetrics.h"
 #include "consumer/deadletter.h"
@@ -72,6 +73,7 @@ static void release(struct consumer *c)
     batch_free(&c->batch);
     backend_redis_drop(c);
     backend_db_drop(c);
+    autoarchive_free(c);
     luascript_free_all(&c->scripts);
     config_free(&c->cfg);
 }

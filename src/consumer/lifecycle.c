@@ -7,6 +7,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "consumer/autoarchive.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
 #include "consumer/outcomes.h"
@@ -190,4 +191,7 @@ void lifecycle_tick(struct consumer *c)
     int64_t failed = outcomes_run(c);
     if (failed > 0)
         LOG_INFO("lifecycle: %" PRId64 " FAILED orders recorded", failed);
+    /* After the outcomes: an ended sale's last FAILED orders are recorded first, which
+     * the archive requires. */
+    autoarchive_run(c);
 }

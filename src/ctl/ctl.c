@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctl/ctlactivityarchive.h"
 #include "ctl/ctlactivitycancel.h"
 #include "ctl/ctlactivitycreate.h"
 #include "ctl/ctlactivityshow.h"
@@ -46,6 +47,7 @@ static const struct ctl_command ctl_commands[] = {
     { "activity warmup", ctlactivitywarmup_run, "ID" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
+    { "activity archive", ctlactivityarchive_run, "ID" },
     { "order show", ctlorder_show_run, "ORDER_NO" },
     { "order find", ctlorder_find_run, "--activity ID --user UID" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },

@@ -14,7 +14,8 @@
 
 #define CTLACTIVITY_COLUMNS                                                                  \
     "id, coupon_id, stock, sold_count, " CTLDB_SQL_MS("start_time") ", " CTLDB_SQL_MS("end_time") \
-    ", name, status, bucket_tags, (SELECT c.status FROM coupon c WHERE c.id = coupon_id)"
+    ", name, status, bucket_tags, (SELECT c.status FROM coupon c WHERE c.id = coupon_id), "          \
+    CTLDB_SQL_MS("archived_at")
 
 static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
 {
@@ -29,6 +30,8 @@ static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
     snprintf(row->status, sizeof(row->status), "%s", r[7] ? r[7] : "");
     snprintf(row->bucket_tags, sizeof(row->bucket_tags), "%s", r[8] ? r[8] : "");
     row->coupon_inactive = r[9] && strcmp(r[9], "INACTIVE") == 0;
+    row->archived = r[10] != NULL;
+    row->archived_ms = r[10] ? ctldb_int(r[10]) : 0;
 }
 
 int ctlactivity_load(struct ctlrun *ctl, int64_t id, struct ctlactivity_row *row)
@@ -188,6 +191,8 @@ static int ctlactivity_cancel_bucket(struct ctlrun *ctl, const struct keys_set *
     int rc = CTLRUN_OK;
     if (r->type == REDIS_REPLY_INTEGER && r->integer == -1) {
         out->warmed = false;
+    } else if (r->type == REDIS_REPLY_INTEGER && r->integer == -2) {
+        rc = ctlout_fail(ctl, "activity %" PRId64 " is archived in Redis: nothing to cancel", k->activity_id);
     } else if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
                r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_INTEGER &&
                r->element[2]->type == REDIS_REPLY_INTEGER) {

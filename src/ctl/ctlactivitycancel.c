@@ -52,6 +52,8 @@ int ctlactivitycancel_run(struct ctlrun *ctl, int argc, char **argv)
     if (rc != CTLRUN_OK)
         return rc;
     int64_t id = row.id;
+    if (row.archived)
+        return ctlout_fail(ctl, "activity %" PRId64 " is archived: it is over, nothing to cancel", id);
     bool already = ctlactivity_is_cancelled(&row);
     int64_t now = clock_wall_ms();
     if (!already && now >= row.end_ms) {

@@ -85,6 +85,23 @@ static int ctlactivityshow_live(struct ctlrun *ctl, const struct ctlactivity_row
     return ctlactivity_read_redis(ctl, row, &lv->rd);
 }
 
+/* An archived sale's orders by status, from MySQL: Redis keeps only the activity hash. */
+static int ctlactivityshow_archived(struct ctlrun *ctl, const struct ctlactivity_row *row, int64_t *success,
+                                    int64_t *failed)
+{
+    char sql[256];
+    int64_t v[2];
+    snprintf(sql, sizeof(sql),
+             "SELECT (SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64 "), "
+             "(SELECT COUNT(*) FROM seckill_order_failed WHERE activity_id = %" PRId64 ")",
+             row->id, row->id);
+    if (ctldb_ints(ctl, sql, v, 2) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    *success = v[0];
+    *failed = v[1];
+    return CTLRUN_OK;
+}
+
 int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
 {
     struct ctlactivity_row row;
@@ -104,13 +121,17 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
     mysql_free_result(res);
 
     struct ctlactivityshow_live lv;
-    int live_rc = ctlactivityshow_live(ctl, &row, &lv);
+    int64_t a_success = 0, a_failed = 0;
+    int live_rc = row.archived ? ctlactivityshow_archived(ctl, &row, &a_success, &a_failed)
+                               : ctlactivityshow_live(ctl, &row, &lv);
     const struct ctlactivity_redis *rd = &lv.rd;
     int64_t now = clock_wall_ms();
     const char *status = ctlactivity_status_at(&row, now);
-    char start[40], end[40];
+    char start[40], end[40], archived_at[40] = "";
     timeparse_format(row.start_ms, start, sizeof(start));
     timeparse_format(row.end_ms, end, sizeof(end));
+    if (row.archived)
+        timeparse_format(row.archived_ms, archived_at, sizeof(archived_at));
 
     if (ctl->json) {
         cJSON *obj = cJSON_CreateObject();
@@ -126,7 +147,19 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON_AddNumberToObject(obj, "startMs", (double)row.start_ms);
         cJSON_AddNumberToObject(obj, "endMs", (double)row.end_ms);
         cJSON_AddStringToObject(obj, "status", status);
-        if (live_rc == CTLRUN_OK) {
+        cJSON_AddBoolToObject(obj, "archived", row.archived);
+        if (row.archived)
+            cJSON_AddStringToObject(obj, "archivedAt", archived_at);
+        else
+            cJSON_AddNullToObject(obj, "archivedAt");
+        if (row.archived && live_rc == CTLRUN_OK) {
+            cJSON_AddNumberToObject(obj, "holds", 0);
+            cJSON *redis = cJSON_AddObjectToObject(obj, "redis");
+            cJSON_AddBoolToObject(redis, "archived", true);
+            cJSON *orders = cJSON_AddObjectToObject(obj, "orders");
+            cJSON_AddNumberToObject(orders, "SUCCESS", (double)a_success);
+            cJSON_AddNumberToObject(orders, "FAILED", (double)a_failed);
+        } else if (live_rc == CTLRUN_OK) {
             cJSON_AddNumberToObject(obj, "holds", (double)ctlallotment_holds(&row, now, rd));
             cJSON *redis = cJSON_AddObjectToObject(obj, "redis");
             cJSON_AddBoolToObject(redis, "warmed", rd->warmed);
@@ -174,6 +207,11 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
     printf("window     %s .. %s (%" PRId64 " s)\n", start, end, (row.end_ms - row.start_ms) / 1000);
     printf("status     %s\n", status);
     printf("stock      %" PRId64 ", sold %" PRId64 " (MySQL)\n", row.stock, row.sold_count);
+    if (row.archived && live_rc == CTLRUN_OK) {
+        printf("archived   %s: Redis keeps only the activity hash\n", archived_at);
+        printf("orders     SUCCESS %" PRId64 ", FAILED %" PRId64 " (MySQL)\n", a_success, a_failed);
+        return CTLRUN_OK;
+    }
     if (live_rc != CTLRUN_OK) {
         printf("redis      unreadable (error on stderr)\n");
         return live_rc;

@@ -443,6 +443,10 @@ static int ctlactivitywarmup_split(struct ctlrun *ctl, const struct ctlactivity_
 int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row, char *report,
                            size_t reportlen)
 {
+    /* Its orders are answered from MySQL; warming it would bring back a sale that is over
+     * (and every key the archive removed). */
+    if (row->archived)
+        return ctlout_fail(ctl, "activity %" PRId64 " is archived: it is over and stays out of Redis", row->id);
     struct bucket_list list;
     if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
         return CTLRUN_FAIL;

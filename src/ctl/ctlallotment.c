@@ -5,6 +5,9 @@
 int64_t ctlallotment_holds(const struct ctlactivity_row *row, int64_t now_ms,
                            const struct ctlactivity_redis *rd)
 {
+    /* Archived: every order was final and in MySQL, and nothing can be sold any more. */
+    if (row->archived)
+        return 0;
     int64_t unsold = row->stock - row->sold_count;
     if (unsold < 0)
         unsold = 0;
@@ -48,6 +51,8 @@ int ctlallotment_held(struct ctlrun *ctl, int64_t coupon_id, int64_t now_ms, boo
     int64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
         struct ctlactivity_redis rd;
+        if (rows[i].archived)
+            continue;   /* holds nothing, and its Redis side is gone */
         if (ctlactivity_read_redis(ctl, &rows[i], &rd) != CTLRUN_OK) {
             free(rows);
             return CTLRUN_FAIL;

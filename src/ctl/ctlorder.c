@@ -30,6 +30,7 @@ struct ctlorder {
     char status[16];            /* the outcome MySQL holds: SUCCESS, FAILED, or "" */
     char reason[16];            /* FAILED */
     char redis_status[16];      /* "" when Redis does not know the order */
+    bool archived;              /* its sale is archived: Redis keeps none of its orders */
     struct ctlorder_event ev[CTLORDER_EVENTS];
     size_t nev;
 };
@@ -118,6 +119,8 @@ static int ctlorder_redis(struct ctlrun *ctl, struct ctlorder *o)
     struct bucket_list list;
     if (ctlactivity_load(ctl, o->activity_id, &row) != CTLRUN_OK)
         bucket_list_single(&list, o->activity_id);   /* no row: a sale Redis alone knows */
+    else if ((o->archived = row.archived))
+        return CTLRUN_OK;
     else if (ctlactivity_buckets(ctl, &row, &list) != CTLRUN_OK)
         return CTLRUN_FAIL;
     int only = o->user_id ? bucket_of_user(o->user_id, list.count) : -1;
@@ -156,6 +159,7 @@ static int ctlorder_print(struct ctlrun *ctl, const struct ctlorder *o)
             cJSON_AddStringToObject(obj, "redisStatus", o->redis_status);
         else
             cJSON_AddNullToObject(obj, "redisStatus");
+        cJSON_AddBoolToObject(obj, "archived", o->archived);
         cJSON *hist = cJSON_AddArrayToObject(obj, "history");
         for (size_t i = 0; i < o->nev; i++) {
             char at[40];
@@ -179,7 +183,8 @@ static int ctlorder_print(struct ctlrun *ctl, const struct ctlorder *o)
         printf("  %s  %s\n", at, o->ev[i].what);
     }
     printf("MySQL: %s  Redis: %s\n", o->status[0] ? o->status : "no outcome yet",
-           o->redis_status[0] ? o->redis_status : "unknown");
+           o->archived ? "archived (the sale's orders are in MySQL alone)"
+                       : o->redis_status[0] ? o->redis_status : "unknown");
     return CTLRUN_OK;
 }
 

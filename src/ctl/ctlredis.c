@@ -147,12 +147,8 @@ redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, 
     return result;
 }
 
-redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
-                            const char *const *keys, int nargs, const char *const *args)
+const struct luascript_set *ctlredis_scripts(struct ctlrun *ctl)
 {
-    struct redisroute *rr = ctlredis_conn(ctl);
-    if (!rr)
-        return NULL;
     if (!ctl->scripts) {
         struct luascript_set *set = malloc(sizeof(*set));
         char err[512];
@@ -167,6 +163,15 @@ redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
         }
         ctl->scripts = set;
     }
+    return ctl->scripts;
+}
+
+redisReply *ctlredis_script(struct ctlrun *ctl, enum luascript_id id, int nkeys,
+                            const char *const *keys, int nargs, const char *const *args)
+{
+    struct redisroute *rr = ctlredis_conn(ctl);
+    if (!rr || !ctlredis_scripts(ctl))
+        return NULL;
     const struct luascript *s = &ctl->scripts->scripts[id];
     char err[256], what[64];
     redisReply *r = redisroute_script(rr, s, nkeys, keys, nargs, args, err, sizeof(err));

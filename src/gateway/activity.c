@@ -24,7 +24,6 @@ struct activity_cache {
     struct activity *items[ACTIVITY_CACHE_MAX];  /* sorted by id; each owned */
     size_t count;
     bool listing;  /* a SMEMBERS is in flight */
-    uint64_t listings;  /* SMEMBERS answers taken so far */
     struct archive *archive;  /* told of every sale listed: it is not archived (any more) */
 };
 
@@ -238,7 +237,7 @@ static void load_done(struct winners_load *load, bool ok)
     struct activity *a = activity_cache_find(load->cache, load->id);
     if (a) {
         a->winners_loading = false;
-        if (ok && !over(a) && a->listed_in == load->cache->listings) {
+        if (ok && !over(a) && a->listed) {
             intmap_free(&a->winners);
             a->winners = load->loaded;
             intmap_init(&load->loaded);
@@ -432,7 +431,8 @@ static void on_listed(redisReply *reply, void *privdata)
     cache->listing = false;
     if (!reply || reply->type != REDIS_REPLY_ARRAY)
         return;
-    cache->listings++;
+    for (size_t i = 0; i < cache->count; i++)
+        cache->items[i]->listed = false;
     for (size_t i = 0; i < reply->elements; i++) {
         int64_t id;
         if (reply->element[i]->type != REDIS_REPLY_STRING || parse_id(reply->element[i]->str, &id) != 0)
@@ -441,7 +441,7 @@ static void on_listed(redisReply *reply, void *privdata)
             archive_forget(cache->archive, id);
         struct activity *a = cache_insert(cache, id);
         if (a) {
-            a->listed_in = cache->listings;
+            a->listed = true;
             fetch_activity(cache, a);
         } else if (cache->count == ACTIVITY_CACHE_MAX)
             LOG_WARN("activity cache full (%d): activity %" PRId64 " served by Redis alone",
@@ -449,7 +449,7 @@ static void on_listed(redisReply *reply, void *privdata)
     }
     for (size_t i = 0; i < cache->count; i++) {
         struct activity *a = cache->items[i];
-        if (a->listed_in != cache->listings)
+        if (!a->listed)
             forget_winners(a);  /* no longer warmed (archived): nothing to answer for it */
     }
 }

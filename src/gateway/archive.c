@@ -100,14 +100,17 @@ int archive_parse(struct archive_sale *sale, int64_t id, const redisReply *reply
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements % 2 != 0)
         return -1;
     bool archived = false;
+    bool sale_total = false;   /* a bucketed sale's, over every bucket: it wins over bucket 0's own */
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         const redisReply *k = reply->element[i], *v = reply->element[i + 1];
         if (k->type != REDIS_REPLY_STRING)
             continue;
         if (strcmp(k->str, "archived") == 0)
             archived = field_int(v, &sale->archived_ms);
-        else if (strcmp(k->str, "stockLeft") == 0 && !field_int(v, &sale->stock_left))
+        else if (strcmp(k->str, "stockLeft") == 0 && !sale_total && !field_int(v, &sale->stock_left))
             sale->stock_left = 0;
+        else if (strcmp(k->str, "saleStockLeft") == 0)
+            sale_total = field_int(v, &sale->stock_left);
         else if (strcmp(k->str, "status") == 0)
             sale->cancelled = v->type == REDIS_REPLY_STRING && strcmp(v->str, "CANCELLED") == 0;
     }

@@ -183,9 +183,9 @@ static int release_send(struct order *r, redisconn_cb cb)
     if (!r->gw->cfg->enable_stock_rollback || !keys)
         return 1;
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
-                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], r->forget ? "forget" : "order",
-                           r->order_no, r->user };
-    return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 5, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
+                           keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], keys->name[KEYS_ACTIVITY],
+                           r->forget ? "forget" : "order", r->order_no, r->user };
+    return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 6, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
 }
 
 static void retry_unlink(struct order *r)

@@ -64,7 +64,7 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
     size_t n = activity_cache_count(reaper->activities);
     for (size_t i = 0; i < n; i++) {
         struct activity *a = activity_cache_at(reaper->activities, i);
-        if (!a->loaded)
+        if (!a->loaded || !a->listed)
             continue;
         /* Every bucket of a bucketed sale holds reservations of its own users. */
         for (int b = 0; b < a->nbuckets; b++) {
@@ -79,9 +79,9 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
             call->activities = reaper->activities;
             call->activity_id = a->id;
             const char *argv[] = { k->name[KEYS_STOCK], k->name[KEYS_USERS], k->name[KEYS_ORDERS],
-                                   k->name[KEYS_RESERVED], k->name[KEYS_FAILED], "older", cutoff,
-                                   REAPER_BATCH, mode, nodes };
-            if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 5, 5, argv, NULL, on_reaped, call) != 0) {
+                                   k->name[KEYS_RESERVED], k->name[KEYS_FAILED], k->name[KEYS_ACTIVITY],
+                                   "older", cutoff, REAPER_BATCH, mode, nodes };
+            if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 6, 5, argv, NULL, on_reaped, call) != 0) {
                 free(call);
                 return;
             }

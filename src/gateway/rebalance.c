@@ -324,7 +324,7 @@ static void pass(struct rebalance *rb)
     for (size_t i = 0; i < n; i++) {
         struct activity *a = activity_cache_at(rb->activities, i);
         /* Transfers still in transit are finished after the sale too (cancel, end). */
-        if (a->loaded && a->nbuckets > 1 && activity_status_at(a, now_ms) != ACTIVITY_PENDING)
+        if (a->loaded && a->listed && a->nbuckets > 1 && activity_status_at(a, now_ms) != ACTIVITY_PENDING)
             view_sale(rb, a);
     }
 }

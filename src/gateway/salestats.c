@@ -128,7 +128,7 @@ static void on_read(redisReply *reply, void *privdata)
 
 static bool watched(const struct activity *a, int64_t now_ms)
 {
-    return a->loaded && now_ms < a->end_ms + SALESTATS_AFTER_END_MS;
+    return a->loaded && a->listed && now_ms < a->end_ms + SALESTATS_AFTER_END_MS;
 }
 
 static void read_all(struct salestats *stats)

@@ -211,6 +211,29 @@ def test_bad_requests_get_400_and_change_nothing(admin, mysql, redis):
     assert state(mysql, redis) == before
 
 
+def test_archive_is_refused_for_a_live_sale_and_done_for_an_ended_one(admin, api, consumer, mysql, redis, conf, ids):
+    coupon = admin.create_coupon(10)
+    live = admin.create_activity(coupon, 2)
+    ended = admin.create_activity(coupon, 2, end="+2s")
+    user = ids()
+    assert api.execute(user, ended).code == 200
+    wait_for_consumer(mysql, redis, conf, ended, expected_rows=1, consumer=consumer)
+    before = state(mysql, redis)
+    r = admin.post(f"/admin/activities/{live}/archive")
+    assert r.code == 409 and r.status == "REFUSED" and "ENDED or CANCELLED" in r["message"], repr(r)
+    assert state(mysql, redis) == before
+    # Over once the lifecycle pass marked it ENDED and the 5 s after its end passed.
+    poll_until(lambda: mysql.scalar(f"SELECT status = 'ENDED' AND end_time <= UTC_TIMESTAMP(3) - INTERVAL 5.3 SECOND "
+                                    f"FROM seckill_activity WHERE id = {ended}") == "1", 30, "the sale over")
+    r = admin.post(f"/admin/activities/{ended}/archive")
+    assert r.code == 200 and r["archived"] and not r["alreadyArchived"] and r["orders"] == 1, repr(r)
+    assert redis("EXISTS", conf.key("orders", ended)) == 0 and redis("HGET", conf.key("activity", ended), "archived")
+    again = admin.post(f"/admin/activities/{ended}/archive")
+    assert again.code == 200 and again["alreadyArchived"], repr(again)
+    show = admin.get(f"/admin/activities/{ended}")
+    assert show.code == 200 and show["archived"] and show["orders"]["SUCCESS"] == 1, repr(show)
+
+
 def test_a_sale_beyond_the_coupon_is_refused_and_changes_nothing(admin, mysql, redis):
     coupon = admin.create_coupon(3)
     before = state(mysql, redis)
@@ -245,7 +268,7 @@ def test_every_documented_route_is_served(admin):
             assert r.code != 405, (method, path, r)
             assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
             seen += 1
-    assert seen == 15
+    assert seen == 16
 
 
 def test_a_control_byte_in_a_path_forges_no_log_line(admin_server):

@@ -88,7 +88,8 @@ def stuck_order(redis, conf, activity, user, accepted_ms=None, node=ORPHAN_NODE)
 
 def release(redis, conf, activity, order_no):
     """The gateway's rollback of an order (release.lua): FAILED, its stock back."""
-    keys = [conf.key(k, activity) for k in ("stock", "users", "orders", "resv")] + [f"seckill:failed:{{{activity}}}"]
+    keys = [conf.key(k, activity) for k in ("stock", "users", "orders", "resv")] + [
+        f"seckill:failed:{{{activity}}}", f"seckill:activity:{{{activity}}}"]
     user = next(u for u, o in pairs(redis("HGETALL", conf.key("users", activity))) if o == order_no)
     assert redis("EVAL", lua_body("release"), len(keys), *keys, "order", order_no, user) == 1
 

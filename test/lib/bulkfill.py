@@ -4,7 +4,8 @@
 Filling through HTTP would take minutes per million. The orders are left in the shape
 execute.lua and finalize.lua leave a sold order in: users: user -> orderNo, orders:
 orderNo -> SUCCESS, one unit off the stock key, the activity hash's 'sold' counter up by
-one. Their rows are not written to MySQL."""
+one. Their rows are not written to MySQL by bulk_fill; bulk_rows writes them, for a test
+that needs the sale persisted as the consumer would have left it."""
 
 import time
 
@@ -30,11 +31,13 @@ def order_no(ms, seq):
     return str(((ms - ORDERNO_EPOCH_MS) << 22) | (NODE << 12) | seq)
 
 
-def bulk_fill(redis, conf, activity_id, n, first_user):
+def bulk_fill(redis, conf, activity_id, n, first_user, ms=None):
     """Writes n sold orders of users first_user, first_user + 1, ... into the warmed sale
-    activity_id; returns how many were written."""
+    activity_id; returns how many were written. ms: the time of the first order number
+    (an hour ago by default)."""
     keys = [conf.key(k, activity_id) for k in ("users", "orders", "stock", "activity")]
-    ms = int(time.time() * 1000) - 3_600_000
+    if ms is None:
+        ms = int(time.time() * 1000) - 3_600_000
     done = 0
     while done < n:
         args = []
@@ -42,3 +45,16 @@ def bulk_fill(redis, conf, activity_id, n, first_user):
             args += [order_no(ms + i // 4096, i % 4096), str(first_user + i)]
         done += redis("EVAL", FILL, 4, *keys, *args)
     return done
+
+
+def bulk_rows(mysql, activity_id, coupon_id, n, first_user, ms):
+    """The seckill_order rows of the orders bulk_fill(..., first_user, ms) wrote, the same
+    order numbers and users, and the sale's sold_count, in one statement each (MariaDB's
+    sequence engine makes the n rows): MySQL as the consumer leaves a persisted sale, but
+    for the user coupons, which no reader of these tests needs."""
+    mysql.rows(
+        "INSERT INTO seckill_order (order_no, user_id, activity_id, coupon_id, accepted_at) "
+        f"SELECT CAST(((({ms} + (seq - 1) DIV 4096) - {ORDERNO_EPOCH_MS}) << 22) | ({NODE} << 12) "
+        f"| ((seq - 1) MOD 4096) AS CHAR), {first_user} + seq - 1, {activity_id}, {coupon_id}, "
+        f"UTC_TIMESTAMP(3) FROM seq_1_to_{n}")
+    mysql.rows(f"UPDATE seckill_activity SET sold_count = sold_count + {n} WHERE id = {activity_id}")

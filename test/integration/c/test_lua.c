@@ -404,14 +404,15 @@ static struct xres execute_ok(int64_t user)
 
 static int64_t release_call_n(int nargs, const char *const *args)
 {
-    char k[5][KEYS_LEN];
+    char k[6][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_RESERVED);
     key(k[4], KEYS_FAILED);
-    const char *keys[5] = { k[0], k[1], k[2], k[3], k[4] };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 5, keys, nargs, args);
+    key(k[5], KEYS_ACTIVITY);
+    const char *keys[6] = { k[0], k[1], k[2], k[3], k[4], k[5] };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 6, keys, nargs, args);
     if (!r)
         fail_msg("release: %s", redis->errstr);
     if (r->type != REDIS_REPLY_INTEGER)
@@ -1757,6 +1758,74 @@ static void test_purchase_token_spent_once(void **state)
     assert_int_equal(stock_left(), 8);
 }
 
+/* archive.lua 'mark' refuses while anything of the sale is in flight, marks once, and
+ * 'drop' removes every key but the activity hash, only once marked. */
+static redisReply *archive_call(const char *mode, const char *sold)
+{
+    static const enum keys_kind kinds[10] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED,
+                                              KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED, KEYS_XFER_OUT, KEYS_XFER_IN };
+    char k[10][KEYS_LEN];
+    const char *keys[10];
+    for (int i = 0; i < 10; i++) {
+        key(k[i], kinds[i]);
+        keys[i] = k[i];
+    }
+    const char *args[3] = { mode, "1700000000000", sold };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ARCHIVE], 10, keys,
+                                        strcmp(mode, "mark") == 0 ? 3 : 1, args);
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("archive: %s", r ? r->str : redis->errstr);
+    return r;
+}
+
+static void assert_mark(const char *sold, const char *want, const char *what)
+{
+    redisReply *r = archive_call("mark", sold);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_string_equal(r->element[0]->str, want);
+    if (what)
+        assert_string_equal(r->element[1]->str, what);
+    freeReplyObject(r);
+}
+
+static void test_archive_script(void **state)
+{
+    (void)state;
+    warm(10, NOW - HOUR, NOW - 1, "ACTIVE");
+    char ka[KEYS_LEN], kf[KEYS_LEN];
+    key(ka, KEYS_ACTIVITY);
+    key(kf, KEYS_FAILED);
+    struct xres x = execute_at(7, "10.0.0.1", NOW - 2, &NO_LIMITS);
+    assert_str(x.status, "OK");
+    assert_mark("", "BUSY", "reservations");
+    assert_int_equal(cmd_int("HEXISTS %s archived", ka), 0);
+    assert_int_equal(rollback(x.order_no, 7), 1);
+    assert_mark("", "BUSY", "failed-stream");
+    /* The outcomes pass recorded the FAILED order: its entry left the stream. */
+    cmd_ok("XTRIM %s MAXLEN 0", kf);
+    assert_mark("3", "BUSY", "sold");     /* another SUCCESS count than the hash's */
+    assert_int_equal(cmd_int("HEXISTS %s archived", ka), 0);
+    assert_mark("0", "OK", NULL);
+    assert_mark("0", "ARCHIVED", "1700000000000");
+    redisReply *r = archive_call("drop", "");
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_true(r->integer >= 3);         /* stock, users, orders and the stream at least */
+    freeReplyObject(r);
+    assert_int_equal(delete_activity_keys(A), 1);   /* the activity hash alone was left */
+    /* Unmarked (a later bucket refused), nothing is dropped. */
+    warm(10, NOW - HOUR, NOW - 1, "ACTIVE");
+    assert_mark("", "OK", NULL);
+    r = archive_call("unmark", "");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    r = archive_call("drop", "");
+    assert_int_equal(r->integer, -1);
+    freeReplyObject(r);
+    char ks[KEYS_LEN];
+    key(ks, KEYS_STOCK);
+    assert_int_equal(cmd_int("EXISTS %s", ks), 1);
+}
+
 int main(void)
 {
     const char *host = getenv("SECKILL_TEST_REDIS_HOST");
@@ -1833,6 +1902,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_result_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activity_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_purchase_token_spent_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_archive_script, setup, teardown),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     redisFree(redis);

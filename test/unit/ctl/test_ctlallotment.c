@@ -111,6 +111,21 @@ static void test_oversold_sale_holds_nothing(void **state)
     assert_int_equal(ctlallotment_holds(&r, END + CTLALLOTMENT_END_GRACE_MS, &rd), 0);
 }
 
+/* Archived: quiet and all in MySQL when it was, and its Redis side is gone, so what the
+ * Redis side would say does not count. */
+static void test_archived_sale_holds_nothing(void **state)
+{
+    (void)state;
+    struct ctlactivity_row r = sale("ENDED");
+    r.archived = true;
+    struct ctlactivity_redis gone;
+    memset(&gone, 0, sizeof(gone));
+    gone.warmed = true;
+    assert_int_equal(ctlallotment_holds(&r, END + 60000, &gone), 0);
+    struct ctlactivity_redis stale = warmed(5, 0, false);
+    assert_int_equal(ctlallotment_holds(&r, END + 60000, &stale), 0);
+}
+
 static void test_remaining_and_verdict(void **state)
 {
     (void)state;
@@ -146,6 +161,7 @@ int main(void)
         cmocka_unit_test(test_ended_sale_holds_in_flight),
         cmocka_unit_test(test_cancelled_sale),
         cmocka_unit_test(test_oversold_sale_holds_nothing),
+        cmocka_unit_test(test_archived_sale_holds_nothing),
         cmocka_unit_test(test_remaining_and_verdict),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

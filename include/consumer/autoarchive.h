@@ -1,0 +1,24 @@
+#ifndef SK_AUTOARCHIVE_H
+#define SK_AUTOARCHIVE_H
+
+#include <stdint.h>
+
+struct consumer;
+
+/* The lifecycle pass's archive of sales over for consumer.archive-after-ms (0: never by
+ * itself): store/archive.h on each, the latest end first, at most AUTOARCHIVE_PER_PASS a
+ * pass. One consumer of the group does it at a time: the one holding KEYS_ARCHIVE_LOCK
+ * (SET NX with a TTL, so a consumer that dies holding it frees it by itself); should two
+ * overlap all the same, every step of an archive is idempotent and its marks atomic.
+ * A sale the archive refuses (an order not in MySQL, say) is logged and left alone by this
+ * consumer for AUTOARCHIVE_RETRY_MS, so that a sale that needs an operator does not cost a
+ * walk of its orders every pass. */
+
+#define AUTOARCHIVE_PER_PASS 4
+#define AUTOARCHIVE_RETRY_MS (10 * 60 * 1000)
+
+/* Archives what is due. Returns how many sales it archived, or -1 (logged). */
+int autoarchive_run(struct consumer *c);
+void autoarchive_free(struct consumer *c);
+
+#endif
