@@ -42,8 +42,12 @@ struct evhttp *httpconns_evhttp(struct httpconns *hc);
 int httpconns_listen(struct httpconns *hc, const char *key, const char *host, int64_t port, int backlog,
                      bool reuse_port, char *addr, size_t addrlen, char *err, size_t errlen);
 /* Every request handler calls this first: the request is complete, so its connection
- * leaves the deadline until the answer is written. */
+ * leaves the deadline until the answer is written. A body evhttp left unread (it reads
+ * none for HEAD, TRACE and methods it does not know) closes the connection after the
+ * answer, or its bytes would be taken for the next request. */
 void httpconns_begin(struct httpconns *hc, struct evhttp_request *req);
+/* The connection closes once this request is answered (Connection: close). */
+void httpconns_close_after(struct evhttp_request *req);
 /* Closes the listening socket; open connections still get answers. */
 void httpconns_stop_accepting(struct httpconns *hc);
 /* Every accepted connection evhttp has not closed yet. */

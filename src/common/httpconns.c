@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,7 +77,21 @@ struct httpconns {
     bool paused;                       /* the listener is disabled */
     bool starved;                      /* accept() failed; until a close or the retry timer */
     unsigned long pauses, failures;    /* for rate-limited warnings */
+    struct httpconns *next_live;       /* `live` */
 };
+
+/* Every httpconns of the process (two at most), for on_accept_error: libevent hands the
+ * error callback the listener's callback argument, which evhttp_bind_listener made the
+ * evhttp, with no way back from it to ours. The loop's thread alone touches it. */
+static struct httpconns *live;
+
+static struct httpconns *of_evhttp(const void *evhttp)
+{
+    struct httpconns *hc = live;
+    while (hc && hc->evhttp != evhttp)
+        hc = hc->next_live;
+    return hc;
+}
 
 static void tell(struct httpconns *hc, enum httpconns_event event)
 {
@@ -106,9 +121,12 @@ static void admit(struct httpconns *hc)
 
 static void on_accept_error(struct evconnlistener *listener, void *arg)
 {
-    (void)listener;
-    struct httpconns *hc = arg;
     int err = EVUTIL_SOCKET_ERROR();
+    struct httpconns *hc = of_evhttp(arg);
+    if (!hc) {
+        evconnlistener_disable(listener);  /* never seen: at least no spin */
+        return;
+    }
     tell(hc, HTTPCONNS_ACCEPT_FAILED);
     if (hc->failures++ % 100 == 0)
         LOG_WARN("accept: %s with %zu connections open: accepting paused until one closes or for %d ms",
@@ -277,8 +295,28 @@ static void on_complete(struct evhttp_request *req, void *arg)
         await_request(c, clock_mono_us());
 }
 
+void httpconns_close_after(struct evhttp_request *req)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+    if (!evhttp_find_header(out, "Connection"))
+        evhttp_add_header(out, "Connection", "close");
+}
+
+/* evhttp 2.1 reads no body for HEAD, TRACE and methods it does not know, so the body's
+ * bytes would be read as the next request. */
+static bool body_left_unread(struct evhttp_request *req)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+    const char *length = evhttp_find_header(in, "Content-Length");
+    bool announced = evhttp_find_header(in, "Transfer-Encoding") || (length && strcmp(length, "0") != 0);
+    struct evbuffer *body = evhttp_request_get_input_buffer(req);
+    return announced && (!body || evbuffer_get_length(body) == 0);
+}
+
 void httpconns_begin(struct httpconns *hc, struct evhttp_request *req)
 {
+    if (body_left_unread(req))
+        httpconns_close_after(req);
     struct evhttp_connection *evcon = evhttp_request_get_connection(req);
     uint64_t value;
     if (!evcon || !intmap_get(&hc->conns, (int64_t)(uintptr_t)evcon, &value))
@@ -327,6 +365,8 @@ struct httpconns *httpconns_new(struct event_base *base, const struct httpconns_
         return NULL;
     }
     evhttp_set_bevcb(hc->evhttp, on_new_connection, hc);
+    hc->next_live = live;
+    live = hc;
     raise_nofile(limits->max_connections);
     return hc;
 }
@@ -380,6 +420,11 @@ void httpconns_free(struct httpconns *hc)
 {
     if (!hc)
         return;
+    for (struct httpconns **p = &live; *p; p = &(*p)->next_live)
+        if (*p == hc) {
+            *p = hc->next_live;
+            break;
+        }
     /* evhttp_free frees the listener before the connections, whose close callbacks
      * would otherwise re-enable it. */
     hc->listener = NULL;

@@ -104,25 +104,13 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
     free(text);
 }
 
-/* Whether the connection must close after this answer: evhttp 2.1 reads no body for HEAD,
- * TRACE and methods it does not know, so the body's bytes would be read as the next
- * request. */
-static bool must_close(struct evhttp_request *req)
-{
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *length = evhttp_find_header(in, "Content-Length");
-    bool announced = evhttp_find_header(in, "Transfer-Encoding") || (length && strcmp(length, "0") != 0);
-    struct evbuffer *body = evhttp_request_get_input_buffer(req);
-    return announced && (!body || evbuffer_get_length(body) == 0);
-}
-
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
     httpconns_begin(http->conns, req);
     /* Draining: answer what comes on an open connection, then let it go. */
-    if (http->gw->draining || must_close(req))
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    if (http->gw->draining)
+        httpconns_close_after(req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path) {
@@ -164,8 +152,6 @@ static void on_metrics_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
     httpconns_begin(http->metrics_conns, req);
-    if (must_close(req))
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || strcmp(path, "/metrics") != 0) {
