@@ -97,7 +97,7 @@ LIBS_ADMIN    := $(call lib,admin) $(LIBS_CTL)
 LDLIBS_SERVER   = $(call pkg_flags,--libs libevent hiredis rdkafka libcjson libcrypto) -lm
 LDLIBS_CONSUMER = $(call pkg_flags,--libs libevent libevent_pthreads hiredis rdkafka libcjson libmariadb) -lpthread -lm
 LDLIBS_CTL      = $(call pkg_flags,--libs hiredis libcjson libmariadb) -lm
-LDLIBS_ADMIN    = $(call pkg_flags,--libs libevent hiredis libcjson libmariadb) -lm
+LDLIBS_ADMIN    = $(call pkg_flags,--libs libevent hiredis libcjson libmariadb) -lpthread -lm
 
 BINS := $(BUILD)/seckill-server $(BUILD)/order-consumer $(BUILD)/seckillctl $(BUILD)/seckill-admin
 

@@ -40,6 +40,7 @@ struct config {
     char *admin_host;          /* the admin API's listener (seckill-admin) */
     char *admin_port;          /* "0" or empty: off; see config_admin_port */
     char *admin_token;         /* its bearer token, CONFIG_ADMIN_TOKEN_MIN characters at least */
+    int64_t admin_workers;     /* threads running its commands, each with its own connections */
     char *http_refusal_status; /* "4xx" or "200": the HTTP code of execute's refusals */
 
     char *auth_mode;

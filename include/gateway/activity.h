@@ -9,7 +9,7 @@
 #include "common/config.h"
 #include "common/keys.h"
 #include "gateway/redisconn.h"
-#include "gateway/intmap.h"
+#include "common/intmap.h"
 
 /* The gateway's local view of every warmed activity (Redis set seckill:activities),
  * refreshed on a timer. It lets the hot path answer NOT_STARTED, ENDED, CANCELLED and

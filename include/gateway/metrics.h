@@ -23,6 +23,7 @@ struct salestats;
     X(LOCAL_ANSWERS, "seckill_local_answers_total", "execute requests answered from the local cache without I/O") \
     X(COUPONS_REDEEMED, "seckill_coupons_redeemed_total", "Coupon redemptions recorded in Kafka") \
     X(ACCEPT_PAUSES, "seckill_http_accept_pauses_total", "Times accepting paused at http.max-connections") \
+    X(ACCEPT_FAILURES, "seckill_http_accept_failures_total", "Times accepting paused because accept() failed (no descriptor left)") \
     X(HEADER_TIMEOUTS, "seckill_http_header_timeouts_total", "Connections closed for not completing a request within http.header-timeout-ms") \
     X(RATE_LIMITED_LOCAL_IP, "seckill_rate_limited_local_ip_total", "execute requests refused by the local per-IP limit (the global bucket not charged)") \
     X(RATE_LIMITED_GLOBAL, "seckill_rate_limited_global_total", "execute requests refused by the global token bucket") \

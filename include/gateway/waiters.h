@@ -7,7 +7,7 @@
 
 #include "common/bucket.h"
 #include "common/orderno.h"
-#include "gateway/intmap.h"
+#include "common/intmap.h"
 
 /* The registry of held long-poll requests (GET ...?wait=N): which requests wait on which
  * order, and on which channel (the bucket's hash tag) the news of that order arrives.

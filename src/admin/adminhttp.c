@@ -4,13 +4,14 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admin/adminauth.h"
+#include "admin/adminpool.h"
 #include "admin/adminroutes.h"
+#include "common/httpconns.h"
 #include "common/log.h"
 #include "ctl/ctlcall.h"
 
@@ -20,10 +21,22 @@
 /* Seconds a connection may stay silent; a command itself may take longer (verify of a
  * big sale), evhttp only times out reads and writes. */
 #define ADMINHTTP_TIMEOUT_S 60
+/* The admin's listen backlog: admin traffic is a handful of clients. */
+#define ADMINHTTP_BACKLOG 128
 
 struct adminhttp {
-    struct ctlrun *ctl;
-    struct evhttp *evhttp;
+    const struct config *cfg;
+    struct httpconns *conns;
+    struct adminpool *pool;
+    bool draining;
+};
+
+/* One request's command while a worker runs it. Made by start_route, freed by on_done,
+ * which answers: evhttp keeps the request until then even if its client has gone. */
+struct adminhttp_run {
+    struct adminpool_job job;
+    struct evhttp_request *req;
+    const struct adminroutes_route *route;
 };
 
 static const char *method_name(enum evhttp_cmd_type m)
@@ -87,6 +100,12 @@ static void send_error(struct evhttp_request *req, int code, const char *status,
     send_json(req, code, j);
 }
 
+static void send_not_allowed(struct evhttp_request *req, const char *allow)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+    send_error(req, 405, "METHOD_NOT_ALLOWED", "method not allowed");
+}
+
 static bool holds_escaped_nul(const char *text, size_t len)
 {
     for (size_t i = 0; i + 6 <= len; i++)
@@ -130,27 +149,6 @@ static int read_body(struct evhttp_request *req, cJSON **out)
 }
 
 /* The command's JSON and notes into the answer object. */
-static void add_result(cJSON *answer, struct ctlcall *call)
-{
-    if (call->result && cJSON_IsObject(call->result)) {
-        cJSON *child;
-        while ((child = call->result->child) != NULL) {
-            cJSON_DetachItemViaPointer(call->result, child);
-            if (cJSON_HasObjectItem(answer, child->string))
-                cJSON_Delete(child);
-            else
-                cJSON_AddItemToObject(answer, child->string, child);
-        }
-    } else if (call->result) {
-        cJSON_AddItemToObject(answer, "result", call->result);
-        call->result = NULL;
-    }
-    if (call->notes) {
-        cJSON_AddItemToObject(answer, "notes", call->notes);
-        call->notes = NULL;
-    }
-}
-
 /* A GET's fields are its query's ("?userId=7"), as strings the command parses itself; a
  * name given twice is refused. The code after answering 400, else 0. */
 static int read_query(struct evhttp_request *req, cJSON **out)
@@ -195,32 +193,51 @@ static int read_query(struct evhttp_request *req, cJSON **out)
     return code;
 }
 
-static void run_route(struct adminhttp *h, struct evhttp_request *req, const struct adminroutes_route *route,
-                      const char *id, int *code_out)
+static void add_result(cJSON *answer, struct ctlcall *call)
 {
-    cJSON *body = NULL;
-    bool get = strcmp(route->method, "GET") == 0;
-    if ((*code_out = get ? read_query(req, &body) : read_body(req, &body)) != 0)
-        return;
-    char **argv = NULL;
-    int argc = 0;
-    char err[512];
-    int built = adminroutes_argv(route, id, body, &argv, &argc, err, sizeof(err));
-    cJSON_Delete(body);
-    if (built != 0) {
-        *code_out = 400;
-        send_error(req, 400, "INVALID", err);
-        return;
+    if (call->result && cJSON_IsObject(call->result)) {
+        cJSON *child;
+        while ((child = call->result->child) != NULL) {
+            cJSON_DetachItemViaPointer(call->result, child);
+            if (cJSON_HasObjectItem(answer, child->string))
+                cJSON_Delete(child);
+            else
+                cJSON_AddItemToObject(answer, child->string, child);
+        }
+    } else if (call->result) {
+        cJSON_AddItemToObject(answer, "result", call->result);
+        call->result = NULL;
     }
-    struct ctlcall call;
-    enum ctlcall_outcome outcome = ctlcall_run(h->ctl, route->command, route->handler, argc, argv, &call);
-    adminroutes_free_argv(argv, argc);
+    if (call->notes) {
+        cJSON_AddItemToObject(answer, "notes", call->notes);
+        call->notes = NULL;
+    }
+}
 
+/* The audit trail of every change: who asked what is the token holder's, what and with
+ * which answer is here. */
+static void audit(struct evhttp_request *req, int code)
+{
+    const char *method = method_name(evhttp_request_get_command(req));
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+    const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        LOG_INFO("%s %s -> %d", method, path ? path : "-", code);
+    else
+        LOG_DEBUG("%s %s -> %d", method, path ? path : "-", code);
+}
+
+/* A worker ran the command: the answer, on the loop's thread. */
+static void on_done(struct adminpool_job *job)
+{
+    struct adminhttp_run *run = job->arg;
+    const struct adminroutes_route *route = run->route;
+    adminroutes_free_argv(job->argv, job->argc);
     char message[1100];
-    adminroutes_words(route, call.error, message, sizeof(message));
+    adminroutes_words(route, job->call.error, message, sizeof(message));
     int code;
     const char *status = NULL;
-    switch (outcome) {
+    switch (job->outcome) {
     case CTLCALL_DONE: code = route->created; break;
     case CTLCALL_FAILED: code = route->created; status = "FAILED"; break;
     case CTLCALL_INVALID: code = 400; status = "INVALID"; break;
@@ -229,23 +246,60 @@ static void run_route(struct adminhttp *h, struct evhttp_request *req, const str
     case CTLCALL_REFUSED: default: code = 409; status = "REFUSED"; break;
     }
     cJSON *answer = cJSON_CreateObject();
-    cJSON_AddBoolToObject(answer, "success", outcome == CTLCALL_DONE);
+    cJSON_AddBoolToObject(answer, "success", job->outcome == CTLCALL_DONE);
     if (status) {
         cJSON_AddStringToObject(answer, "status", status);
         cJSON_AddStringToObject(answer, "message", message[0] ? message
-                                                             : outcome == CTLCALL_FAILED ? "a check failed"
-                                                                                         : "the command failed");
+                                                             : job->outcome == CTLCALL_FAILED ? "a check failed"
+                                                                                              : "the command failed");
     }
-    if (outcome == CTLCALL_DONE || outcome == CTLCALL_FAILED)
-        add_result(answer, &call);
-    ctlcall_free(&call);
-    *code_out = code;
-    send_json(req, code, answer);
+    if (job->outcome == CTLCALL_DONE || job->outcome == CTLCALL_FAILED)
+        add_result(answer, &job->call);
+    ctlcall_free(&job->call);
+    audit(run->req, code);
+    send_json(run->req, code, answer);
+    free(run);
+}
+
+/* Checks the body and the arguments here; the command goes to a worker. The code when
+ * answered at once (400, 413, 503), else 0. */
+static int start_route(struct adminhttp *h, struct evhttp_request *req, const struct adminroutes_route *route,
+                       const char *id)
+{
+    cJSON *body = NULL;
+    bool get = strcmp(route->method, "GET") == 0;
+    int code = get ? read_query(req, &body) : read_body(req, &body);
+    if (code != 0)
+        return code;
+    char **argv = NULL;
+    int argc = 0;
+    char err[512];
+    int built = adminroutes_argv(route, id, body, &argv, &argc, err, sizeof(err));
+    cJSON_Delete(body);
+    if (built != 0) {
+        send_error(req, 400, "INVALID", err);
+        return 400;
+    }
+    struct adminhttp_run *run = calloc(1, sizeof(*run));
+    if (!run) {
+        adminroutes_free_argv(argv, argc);
+        send_error(req, 503, "UNAVAILABLE", "out of memory");
+        return 503;
+    }
+    run->req = req;
+    run->route = route;
+    run->job = (struct adminpool_job){ .command = route->command, .handler = route->handler, .argc = argc,
+                                       .argv = argv, .arg = run };
+    adminpool_submit(h->pool, &run->job);
+    return 0;
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct adminhttp *h = arg;
+    httpconns_begin(h->conns, req);
+    if (h->draining)
+        httpconns_close_after(req);
     const char *method = method_name(evhttp_request_get_command(req));
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
@@ -253,6 +307,9 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (!path) {
         code = 400;
         send_error(req, code, "INVALID", "malformed request target");
+    } else if (strcmp(path, "/healthz") == 0 && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+        code = 405;
+        send_not_allowed(req, "GET, HEAD");
     } else if (strcmp(path, "/healthz") == 0) {
         /* Liveness for make up and systemd: no backend is touched, no token needed. */
         cJSON *j = cJSON_CreateObject();
@@ -263,7 +320,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         code = 404;
         send_error(req, code, "NOT_FOUND", "no such endpoint");
     } else if (!adminauth_allows(evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"),
-                                 h->ctl->cfg.admin_token)) {
+                                 h->cfg->admin_token)) {
         code = 401;
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"seckill-admin\"");
         send_error(req, code, "UNAUTHORIZED", "a valid admin token is required (Authorization: Bearer ...)");
@@ -272,12 +329,12 @@ static void on_request(struct evhttp_request *req, void *arg)
         char id[64], allow[64];
         switch (adminroutes_find(method, path, &route, id, sizeof(id), allow, sizeof(allow))) {
         case ADMINROUTES_FOUND:
-            run_route(h, req, route, id, &code);
+            if ((code = start_route(h, req, route, id)) == 0)
+                return;  /* on_done answers and logs */
             break;
         case ADMINROUTES_WRONG_METHOD:
             code = 405;
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
-            send_error(req, code, "METHOD_NOT_ALLOWED", "method not allowed");
+            send_not_allowed(req, allow);
             break;
         case ADMINROUTES_NO_PATH:
             code = 404;
@@ -285,47 +342,64 @@ static void on_request(struct evhttp_request *req, void *arg)
             break;
         }
     }
-    /* The audit trail of every change: who asked what is the token holder's, what and
-     * with which answer is here. */
-    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        LOG_INFO("%s %s -> %d", method, path ? path : "-", code);
-    else
-        LOG_DEBUG("%s %s -> %d", method, path ? path : "-", code);
+    audit(req, code);
 }
 
-struct adminhttp *adminhttp_new(struct event_base *base, struct ctlrun *ctl, char *err, size_t errlen)
+struct adminhttp *adminhttp_new(struct event_base *base, const struct config *cfg, char *err, size_t errlen)
 {
     struct adminhttp *h = calloc(1, sizeof(*h));
-    if (!h || !(h->evhttp = evhttp_new(base))) {
-        free(h);
+    if (!h) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    h->ctl = ctl;
+    h->cfg = cfg;
+    /* The gateway's limits serve here too: a connection must send its request within
+     * http.header-timeout-ms, and no more than http.max-connections are open. */
+    struct httpconns_limits limits = { cfg->http_max_connections, cfg->http_header_timeout_ms };
+    h->conns = httpconns_new(base, &limits, NULL, NULL);
+    if (!h->conns) {
+        snprintf(err, errlen, "out of memory");
+        adminhttp_free(h);
+        return NULL;
+    }
+    h->pool = adminpool_new(base, cfg, (int)cfg->admin_workers, on_done, err, errlen);
+    if (!h->pool) {
+        adminhttp_free(h);
+        return NULL;
+    }
+    struct evhttp *evhttp = httpconns_evhttp(h->conns);
     /* Up to four times the limit the answer is this file's JSON 413; beyond, evhttp
      * refuses the body itself, unread. */
-    evhttp_set_max_body_size(h->evhttp, 4 * ADMINHTTP_MAX_BODY);
-    evhttp_set_max_headers_size(h->evhttp, ADMINHTTP_MAX_HEADERS);
-    evhttp_set_timeout(h->evhttp, ADMINHTTP_TIMEOUT_S);
+    evhttp_set_max_body_size(evhttp, 4 * ADMINHTTP_MAX_BODY);
+    evhttp_set_max_headers_size(evhttp, ADMINHTTP_MAX_HEADERS);
+    evhttp_set_timeout(evhttp, ADMINHTTP_TIMEOUT_S);
     /* Every method reaches on_request, which answers the JSON 405 with Allow for one a path
      * does not serve: evhttp would answer CONNECT and every method it does not know (QUERY,
      * BREW) with its 501 HTML page. */
-    evhttp_set_allowed_methods(h->evhttp, 0xffff);
-    evhttp_set_gencb(h->evhttp, on_request, h);
-    int64_t port = config_admin_port(&ctl->cfg);
-    if (evhttp_bind_socket(h->evhttp, ctl->cfg.admin_host, (uint16_t)port) != 0) {
-        snprintf(err, errlen, "admin.port: cannot listen on %s:%" PRId64, ctl->cfg.admin_host, port);
+    evhttp_set_allowed_methods(evhttp, 0xffff);
+    evhttp_set_gencb(evhttp, on_request, h);
+    char addr[300];
+    if (httpconns_listen(h->conns, "admin.port", cfg->admin_host, config_admin_port(cfg), ADMINHTTP_BACKLOG, false,
+                         addr, sizeof(addr), err, errlen) != 0) {
         adminhttp_free(h);
         return NULL;
     }
     return h;
 }
 
+void adminhttp_stop_accepting(struct adminhttp *h)
+{
+    h->draining = true;
+    httpconns_stop_accepting(h->conns);
+}
+
+size_t adminhttp_pending(const struct adminhttp *h) { return adminpool_pending(h->pool); }
+
 void adminhttp_free(struct adminhttp *h)
 {
     if (!h)
         return;
-    if (h->evhttp)
-        evhttp_free(h->evhttp);
+    adminpool_free(h->pool);  /* first: its last answers go out on the connections */
+    httpconns_free(h->conns);
     free(h);
 }

@@ -133,6 +133,7 @@ static const struct config_entry config_table[] = {
     STR("admin.host", admin_host, "127.0.0.1"),
     STR("admin.port", admin_port, "0"),
     STR("admin.token", admin_token, ""),
+    INT("admin.workers", admin_workers, "4", 1, 64),
 
     CHOICE("log.level", log_level, "info", "debug|info|warn|error"),
     CHOICE("log.format", log_format, "text", "text|json"),

@@ -3,6 +3,7 @@
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <mysqld_error.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,12 @@ enum { CTLCOUPONGRANT_RETRY = 3 };
 /* A reference no other grant has used: the time, the process and a counter (two grants
  * in one millisecond from one process differ in the counter, from two processes in the
  * pid, from two hosts most likely in the monotonic microseconds, time since each host's
- * boot; a collision is retried anyway). */
+ * boot; a collision is retried anyway). Atomic: seckill-admin's workers grant at once. */
 static void ctlcoupongrant_default_ref(char *buf, size_t len)
 {
-    static unsigned counter;
+    static atomic_uint counter;
     snprintf(buf, len, "%" PRId64 "-%ld-%" PRId64 "-%u", clock_wall_ms(), (long)getpid(),
-             clock_mono_us(), counter++);
+             clock_mono_us(), atomic_fetch_add(&counter, 1));
 }
 
 struct ctlcoupongrant {

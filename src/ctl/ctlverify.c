@@ -549,7 +549,9 @@ static void ctlverify_i4(struct ctlverify_check *c, const struct ctlverify_redis
         if (strcmp(rd->orders[i].status, "SUCCESS") != 0)
             continue;
         const char *no = rd->orders[i].order_no;
-        if (!bsearch(&no, my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str)) {
+        /* No rows: order_nos is NULL, which bsearch must not get even for 0 items. */
+        if (my->norder_nos == 0 ||
+            !bsearch(&no, my->order_nos, my->norder_nos, sizeof(*my->order_nos), ctlverify_cmp_str)) {
             success_missing++;
             ctlverify_sample(&sm, "%s", no);
         }

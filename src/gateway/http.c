@@ -1,23 +1,16 @@
 #include "gateway/http.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/http.h>
-#include <event2/listener.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
 
 #include "common/clock.h"
+#include "common/httpconns.h"
 #include "gateway/adminfwd.h"
 #include "gateway/couponapi.h"
 #include "gateway/execute.h"
-#include "gateway/intmap.h"
 #include "gateway/longpoll.h"
 #include "common/log.h"
 #include "gateway/metrics.h"
@@ -26,58 +19,13 @@
 #include "gateway/reply.h"
 #include "gateway/tokenapi.h"
 
-/* evhttp 2.1 has no connection cap and no header timeout, so the gateway keeps both.
- *
- * Counting. Every accepted socket gets its bufferevent from on_new_connection (evhttp's
- * bevcb), which counts it at once. evhttp then wraps it in its connection and, in the
- * same call, sets that connection as the bufferevent's callback argument; on_adopt, run
- * before the loop next polls, reads it back (bufferevent_getcb) and sets the close
- * callback, which uncounts the connection when evhttp really closes it, whatever the
- * reason. A reference taken at accept keeps the bufferevent's memory valid until then
- * even if evhttp dropped the connection at once. At the cap the listener pauses: new
- * clients wait in the kernel's backlog, unanswered, until a connection closes.
- *
- * Header timeout. A connection must deliver a complete request (head and body) within
- * http.header-timeout-ms of its accept, or, kept alive, of the first byte of its next
- * request (an idle kept-alive connection is left to evhttp's idle timeout). evhttp's own
- * timeout restarts with every read, so one byte now and then would hold a socket
- * forever. Every deadline is the same span from its start, so the connections waiting
- * for one form a FIFO in deadline order and one timer serves them all.
- *
- * evhttp keeps one close callback per connection: this file's. Nothing else may set one. */
-enum conn_state {
-    CONN_ADOPTING,  /* accepted; evhttp's connection not known yet */
-    CONN_HEAD,      /* a request has begun, or none came since accept: on the deadline list */
-    CONN_BUSY,      /* the request is with a handler, or its answer is being written */
-    CONN_IDLE,      /* kept alive between requests */
-};
-
-/* One open client connection. Owned by struct http: made in on_new_connection, freed in
- * on_connection_close (or in on_adopt when evhttp never kept the socket). */
-struct conn {
-    struct http *http;
-    struct bufferevent *bev;
-    struct evhttp_connection *evcon;   /* set by on_adopt */
-    enum conn_state state;
-    int64_t deadline_us;               /* CONN_HEAD: the deadline; CONN_ADOPTING: the accept time */
-    struct conn *prev, *next;          /* the deadline list, or the adopting list (next) */
-};
-
+/* The connection cap, the header timeout and the paused accepts are httpconns.c's, one
+ * for the API's listener and one for http.metrics-port's. */
 struct http {
     struct gateway *gw;
-    struct evhttp *evhttp;
-    struct evconnlistener *listener;   /* owned by evhttp through `bound` */
-    struct evhttp_bound_socket *bound;
-    struct evhttp *metrics_evhttp;     /* http.metrics-port's own listener, or NULL */
+    struct httpconns *conns;
+    struct httpconns *metrics_conns;   /* http.metrics-port's own listener, or NULL */
     bool metrics_on_main;
-    struct event *adopt_event;
-    struct event *header_timer;
-    struct conn *adopting;             /* accepted since the last on_adopt */
-    struct conn *first, *last;         /* CONN_HEAD connections, earliest deadline first */
-    struct intmap conns;               /* evhttp connection -> struct conn * */
-    size_t open;                       /* every connection not yet closed */
-    bool paused;
-    unsigned long pauses;
 };
 
 /* A route serves one method on one path (`exact`), or on every path below a prefix
@@ -114,186 +62,19 @@ static bool route_serves(const struct route *r, enum evhttp_cmd_type method)
     return method == r->method || (method == EVHTTP_REQ_HEAD && r->method == EVHTTP_REQ_GET);
 }
 
-static void admit(struct http *http)
+/* The HTTP layer's counters, kept with the gateway's metrics. */
+static void on_conns_event(enum httpconns_event event, void *arg)
 {
-    bool full = http->open >= (size_t)http->gw->cfg->http_max_connections;
-    if (!http->listener || full == http->paused)
-        return;
-    http->paused = full;
-    if (full) {
-        evconnlistener_disable(http->listener);
-        metrics_inc(METRIC_ACCEPT_PAUSES);
-        if (http->pauses++ % 100 == 0)
-            LOG_WARN("http.max-connections (%lld) reached: accepting paused",
-                     (long long)http->gw->cfg->http_max_connections);
-    } else {
-        evconnlistener_enable(http->listener);
+    (void)arg;
+    switch (event) {
+    case HTTPCONNS_CAP_PAUSE: metrics_inc(METRIC_ACCEPT_PAUSES); break;
+    case HTTPCONNS_HEADER_TIMEOUT: metrics_inc(METRIC_HEADER_TIMEOUTS); break;
+    case HTTPCONNS_ACCEPT_FAILED: metrics_inc(METRIC_ACCEPT_FAILURES); break;
     }
 }
 
-static void deadline_unlink(struct conn *c)
-{
-    struct http *http = c->http;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        http->first = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        http->last = c->prev;
-    c->prev = c->next = NULL;
-}
+size_t http_open_connections(const struct http *http) { return httpconns_open(http->conns); }
 
-static void arm_header_timer(struct http *http, int64_t now_us)
-{
-    if (!http->first || evtimer_pending(http->header_timer, NULL))
-        return;
-    int64_t wait_us = http->first->deadline_us - now_us;
-    if (wait_us < 0)
-        wait_us = 0;
-    struct timeval tv = { (time_t)(wait_us / 1000000), (suseconds_t)(wait_us % 1000000) };
-    evtimer_add(http->header_timer, &tv);
-}
-
-/* A request begins now (or at accept, `start_us`): its deadline goes to the end of the
- * list, which keeps it sorted. */
-static void await_request(struct conn *c, int64_t start_us)
-{
-    struct http *http = c->http;
-    c->state = CONN_HEAD;
-    c->deadline_us = start_us + http->gw->cfg->http_header_timeout_ms * 1000;
-    c->prev = http->last;
-    c->next = NULL;
-    if (http->last)
-        http->last->next = c;
-    else
-        http->first = c;
-    http->last = c;
-    arm_header_timer(http, clock_mono_us());
-}
-
-static void leave_head(struct conn *c, enum conn_state next)
-{
-    if (c->state == CONN_HEAD)
-        deadline_unlink(c);
-    c->state = next;
-}
-
-/* Bytes arrived: on a kept-alive connection that is the start of its next request. */
-static void on_input(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
-{
-    (void)buf;
-    struct conn *c = arg;
-    if (info->n_added > 0 && c->state == CONN_IDLE)
-        await_request(c, clock_mono_us());
-}
-
-static void on_connection_close(struct evhttp_connection *evcon, void *arg)
-{
-    struct conn *c = arg;
-    struct http *http = c->http;
-    leave_head(c, CONN_BUSY);
-    intmap_remove(&http->conns, (int64_t)(uintptr_t)evcon);
-    evbuffer_remove_cb(bufferevent_get_input(c->bev), on_input, c);
-    free(c);
-    http->open--;
-    admit(http);
-}
-
-static void on_header_timeout(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct http *http = arg;
-    int64_t now = clock_mono_us();
-    while (http->first && http->first->deadline_us <= now) {
-        struct conn *c = http->first;
-        leave_head(c, CONN_BUSY);
-        metrics_inc(METRIC_HEADER_TIMEOUTS);
-        /* No handler has the request yet, so nothing else holds it: evhttp frees it with
-         * the connection, as on its own timeouts, and on_connection_close uncounts it. */
-        evhttp_connection_free(c->evcon);
-    }
-    arm_header_timer(http, now);
-}
-
-static struct bufferevent *on_new_connection(struct event_base *base, void *arg)
-{
-    struct http *http = arg;
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    struct conn *c = bev ? calloc(1, sizeof(*c)) : NULL;
-    if (!c)
-        return bev;  /* out of memory: served, but neither counted nor timed */
-    c->http = http;
-    c->bev = bev;
-    c->state = CONN_ADOPTING;
-    c->deadline_us = clock_mono_us();  /* the accept time, until adopted */
-    bufferevent_incref(bev);
-    c->next = http->adopting;
-    http->adopting = c;
-    event_active(http->adopt_event, EV_READ, 0);
-    http->open++;
-    admit(http);
-    return bev;
-}
-
-static void on_adopt(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct http *http = arg;
-    while (http->adopting) {
-        struct conn *c = http->adopting;
-        http->adopting = c->next;
-        c->next = NULL;
-        void *cbarg = NULL;
-        bufferevent_getcb(c->bev, NULL, NULL, NULL, &cbarg);
-        struct evhttp_connection *evcon = cbarg;
-        /* bufferevent_free clears the callbacks: NULL means evhttp already let it go. */
-        if (evcon && evhttp_connection_get_bufferevent(evcon) == c->bev &&
-            intmap_put(&http->conns, (int64_t)(uintptr_t)evcon, (uint64_t)(uintptr_t)c) == 0) {
-            c->evcon = evcon;
-            evhttp_connection_set_closecb(evcon, on_connection_close, c);
-            evbuffer_add_cb(bufferevent_get_input(c->bev), on_input, c);
-            await_request(c, c->deadline_us);
-            bufferevent_decref(c->bev);
-        } else {
-            bufferevent_decref(c->bev);
-            free(c);
-            http->open--;
-        }
-    }
-    admit(http);
-}
-
-/* The request is complete and goes to a handler: no deadline until it is answered. */
-static void on_complete(struct evhttp_request *req, void *arg);
-
-static void begin_handling(struct http *http, struct evhttp_request *req)
-{
-    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-    uint64_t value;
-    if (!evcon || !intmap_get(&http->conns, (int64_t)(uintptr_t)evcon, &value))
-        return;
-    struct conn *c = (struct conn *)(uintptr_t)value;
-    leave_head(c, CONN_BUSY);
-    evhttp_request_set_on_complete_cb(req, on_complete, c);
-}
-
-/* The answer is written. Bytes already waiting are a pipelined request that has begun. */
-static void on_complete(struct evhttp_request *req, void *arg)
-{
-    (void)req;
-    struct conn *c = arg;
-    if (c->state != CONN_BUSY)
-        return;
-    c->state = CONN_IDLE;
-    if (evbuffer_get_length(bufferevent_get_input(c->bev)) > 0)
-        await_request(c, clock_mono_us());
-}
-
-size_t http_open_connections(const struct http *http) { return http->open; }
 
 static void metrics_page(struct http *http, struct evhttp_request *req)
 {
@@ -327,25 +108,13 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
     free(text);
 }
 
-/* Whether the connection must close after this answer: evhttp 2.1 reads no body for HEAD,
- * TRACE and methods it does not know, so the body's bytes would be read as the next
- * request. */
-static bool must_close(struct evhttp_request *req)
-{
-    struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-    const char *length = evhttp_find_header(in, "Content-Length");
-    bool announced = evhttp_find_header(in, "Transfer-Encoding") || (length && strcmp(length, "0") != 0);
-    struct evbuffer *body = evhttp_request_get_input_buffer(req);
-    return announced && (!body || evbuffer_get_length(body) == 0);
-}
-
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
-    begin_handling(http, req);
+    httpconns_begin(http->conns, req);
     /* Draining: answer what comes on an open connection, then let it go. */
-    if (http->gw->draining || must_close(req))
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    if (http->gw->draining)
+        httpconns_close_after(req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path) {
@@ -386,8 +155,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 static void on_metrics_request(struct evhttp_request *req, void *arg)
 {
     struct http *http = arg;
-    if (must_close(req))
-        evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+    httpconns_begin(http->metrics_conns, req);
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
     if (!path || strcmp(path, "/metrics") != 0) {
@@ -416,51 +184,22 @@ static void apply_limits(struct evhttp *evhttp, const struct config *cfg)
     evhttp_set_allowed_methods(evhttp, 0xffff);
 }
 
-/* Our own listener for a deep backlog: evhttp_bind_socket is fixed at 128, which a
- * flash-sale burst of connects overflows. addr gets "host:port" for messages. */
-static struct evconnlistener *listen_on(struct event_base *base, const char *key, const char *host, int64_t port,
-                                        int backlog, bool reuse_port, char *addr, size_t addrlen, char *err,
-                                        size_t errlen)
-{
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof(ss));
-    int sslen = (int)sizeof(ss);
-    snprintf(addr, addrlen, strchr(host, ':') ? "[%s]:%lld" : "%s:%lld", host, (long long)port);
-    if (evutil_parse_sockaddr_port(addr, (struct sockaddr *)&ss, &sslen) != 0) {
-        snprintf(err, errlen, "%s: '%s' is not an IP address", key, host);
-        return NULL;
-    }
-    /* With SO_REUSEPORT the kernel spreads new connections over every gateway bound to
-     * the port, so several single-threaded gateways use several cores. */
-    unsigned flags = LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC;
-    if (reuse_port)
-        flags |= LEV_OPT_REUSEABLE_PORT;
-    struct evconnlistener *l = evconnlistener_new_bind(base, NULL, NULL, flags, backlog, (struct sockaddr *)&ss, sslen);
-    if (!l)
-        snprintf(err, errlen, "http %s: %s", addr, strerror(errno));
-    return l;
-}
-
 static int metrics_listener(struct http *http, int64_t port, char *err, size_t errlen)
 {
     const struct config *cfg = http->gw->cfg;
-    http->metrics_evhttp = evhttp_new(http->gw->base);
-    if (!http->metrics_evhttp) {
+    struct httpconns_limits limits = { cfg->http_max_connections, cfg->http_header_timeout_ms };
+    http->metrics_conns = httpconns_new(http->gw->base, &limits, on_conns_event, http);
+    if (!http->metrics_conns) {
         snprintf(err, errlen, "evhttp_new failed");
         return -1;
     }
-    apply_limits(http->metrics_evhttp, cfg);
-    evhttp_set_gencb(http->metrics_evhttp, on_metrics_request, http);
+    struct evhttp *evhttp = httpconns_evhttp(http->metrics_conns);
+    apply_limits(evhttp, cfg);
+    evhttp_set_gencb(evhttp, on_metrics_request, http);
     char addr[300];
-    struct evconnlistener *l = listen_on(http->gw->base, "http.metrics-host", cfg->http_metrics_host, port, 128,
-                                         false, addr, sizeof(addr), err, errlen);
-    if (!l || !evhttp_bind_listener(http->metrics_evhttp, l)) {
-        if (l) {
-            evconnlistener_free(l);
-            snprintf(err, errlen, "http %s: evhttp_bind_listener failed", addr);
-        }
+    if (httpconns_listen(http->metrics_conns, "http.metrics-host", cfg->http_metrics_host, port, 128, false, addr,
+                         sizeof(addr), err, errlen) != 0)
         return -1;
-    }
     LOG_INFO("metrics on http://%s/metrics", addr);
     return 0;
 }
@@ -474,16 +213,16 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
         return NULL;
     }
     http->gw = gw;
-    http->evhttp = evhttp_new(gw->base);
-    http->adopt_event = event_new(gw->base, -1, 0, on_adopt, http);
-    http->header_timer = evtimer_new(gw->base, on_header_timeout, http);
-    if (!http->evhttp || !http->adopt_event || !http->header_timer) {
+    struct httpconns_limits limits = { cfg->http_max_connections, cfg->http_header_timeout_ms };
+    http->conns = httpconns_new(gw->base, &limits, on_conns_event, http);
+    if (!http->conns) {
         snprintf(err, errlen, "evhttp_new failed");
         http_free(http);
         return NULL;
     }
-    apply_limits(http->evhttp, cfg);
-    evhttp_set_gencb(http->evhttp, on_request, http);
+    struct evhttp *evhttp = httpconns_evhttp(http->conns);
+    apply_limits(evhttp, cfg);
+    evhttp_set_gencb(evhttp, on_request, http);
     const char *route_names[sizeof(routes) / sizeof(routes[0])];
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
         route_names[i] = routes[i].path;
@@ -495,64 +234,24 @@ struct http *http_new(struct gateway *gw, char *err, size_t errlen)
         http_free(http);
         return NULL;
     }
-    /* A flash sale holds many connections open: use every descriptor the system allows. */
-    struct rlimit limit;
-    if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
-        limit.rlim_cur = limit.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &limit);
-    }
-    evhttp_set_bevcb(http->evhttp, on_new_connection, http);
-    /* Our own listener for a deep backlog: evhttp_bind_socket is fixed at 128, which a
-     * flash-sale burst of connects overflows. */
+    /* A deep backlog: a flash-sale burst of connects overflows evhttp_bind_socket's 128. */
     char addr[300];
-    http->listener = listen_on(gw->base, "http.host", cfg->http_host, cfg->http_port, (int)cfg->http_backlog,
-                               cfg->http_reuse_port, addr, sizeof(addr), err, errlen);
-    if (!http->listener) {
+    if (httpconns_listen(http->conns, "http.host", cfg->http_host, cfg->http_port, (int)cfg->http_backlog,
+                         cfg->http_reuse_port, addr, sizeof(addr), err, errlen) != 0) {
         http_free(http);
         return NULL;
     }
-    http->bound = evhttp_bind_listener(http->evhttp, http->listener);
     LOG_INFO("listening on http://%s", addr);
     return http;
 }
 
-void http_stop_accepting(struct http *http)
-{
-    if (http->bound) {
-        evhttp_del_accept_socket(http->evhttp, http->bound);  /* frees the listener, closing it */
-        http->bound = NULL;
-        http->listener = NULL;
-    }
-}
+void http_stop_accepting(struct http *http) { httpconns_stop_accepting(http->conns); }
 
 void http_free(struct http *http)
 {
     if (!http)
         return;
-    /* evhttp_free frees the listener before the connections, whose close callbacks
-     * would otherwise re-enable it. */
-    http->listener = NULL;
-    http->bound = NULL;
-    if (http->metrics_evhttp)
-        evhttp_free(http->metrics_evhttp);
-    if (http->evhttp)
-        evhttp_free(http->evhttp);  /* closes the listener and every connection */
-    /* Accepted in the last loop pass and never adopted: the reference taken at accept
-     * is the last one once evhttp let go. */
-    while (http->adopting) {
-        struct conn *c = http->adopting;
-        http->adopting = c->next;
-        bufferevent_decref(c->bev);
-        free(c);
-    }
-    /* Connections evhttp closed without calling back (none known, but never leak). */
-    for (size_t i = 0; i < http->conns.capacity; i++)
-        if (http->conns.slots[i].key)
-            free((struct conn *)(uintptr_t)http->conns.slots[i].value);
-    if (http->adopt_event)
-        event_free(http->adopt_event);
-    if (http->header_timer)
-        event_free(http->header_timer);
-    intmap_free(&http->conns);
+    httpconns_free(http->metrics_conns);
+    httpconns_free(http->conns);
     free(http);
 }

@@ -19,7 +19,7 @@
 #include "common/log.h"
 #include "gateway/clientip.h"
 #include "gateway/finalsub.h"
-#include "gateway/intmap.h"
+#include "common/intmap.h"
 #include "gateway/iplimit.h"
 #include "gateway/metrics.h"
 #include "gateway/reply.h"

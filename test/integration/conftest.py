@@ -26,6 +26,7 @@ test/lib on the import path.
 import http.client
 import os
 import re
+import resource
 import signal
 import socket
 import subprocess
@@ -211,6 +212,7 @@ class Service:
         self.offset = 0         # log size when the current process started
         self.exits = []         # (pid, returncode) of every SIGTERM stop
         self.kills = 0
+        self.nofile = None      # (soft, hard) RLIMIT_NOFILE to start it with, or None: ours
 
     # -- readiness, per binary
     def is_ready(self):
@@ -245,7 +247,7 @@ class Service:
             self.proc = subprocess.Popen(
                 [str(self.binary), "-c", str(self.conf.path)], cwd=ROOT, env=child_env(),
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=self._limits if self.nofile else None)
         deadline = time.monotonic() + timeout
         while not self.is_ready():
             if self.proc.poll() is not None:
@@ -256,6 +258,10 @@ class Service:
                             f"{self.log_tail()}")
             time.sleep(POLL)
         return self
+
+    def _limits(self):
+        """In the child before exec: the descriptor limit a service would get."""
+        resource.setrlimit(resource.RLIMIT_NOFILE, self.nofile)
 
     def terminate(self):
         """Sends SIGTERM and returns at once."""
@@ -354,7 +360,7 @@ class Consumer(Service):
 
 
 class AdminServer(Service):
-    """seckill-admin on the configuration's admin.port."""
+    """seckill-admin on the config's admin.port (admin.token set by the module)."""
 
     def __init__(self, conf, logdir):
         super().__init__("seckill-admin", conf, logdir)
@@ -690,17 +696,39 @@ def api(gateway):
 
 @pytest.fixture
 def gateway_with(tmp_path, services):
-    """Starts gateways with their own settings (on top of the suite's relaxed limits);
-    each is stopped and checked (exit 0, sanitizer-clean log) at the end of the test."""
+    """Starts gateways with their own settings (on top of the suite's relaxed limits) and,
+    when given, their RLIMIT_NOFILE (soft, hard); each is stopped and checked (exit 0,
+    sanitizer-clean log) at the end of the test."""
     started = []
 
-    def start(overrides):
+    def start(overrides, nofile=None):
         d = tmp_path / f"gateway{len(started)}"
         d.mkdir()
         g = Gateway(write_conf(d / "seckill.conf", overrides), d)
+        g.nofile = nofile
         started.append(g)
         return g.start()
 
     yield start
     for g in started:
         g.finish(timeout=int(g.conf.get("http.request-timeout-ms")) / 1000 + 20)
+
+
+@pytest.fixture
+def admin_with(tmp_path, services):
+    """Starts seckill-admins with their own settings (admin.port and admin.token are
+    needed) and, when given, the RLIMIT_NOFILE (soft, hard) a service manager would give
+    them; each is stopped and checked at the end of the test."""
+    started = []
+
+    def start(overrides, nofile=None):
+        d = tmp_path / f"admin{len(started)}"
+        d.mkdir()
+        a = AdminServer(write_conf(d / "seckill.conf", overrides), d)
+        a.nofile = nofile
+        started.append(a)
+        return a.start()
+
+    yield start
+    for a in started:
+        a.finish(timeout=60)

@@ -286,16 +286,23 @@ def test_a_control_byte_in_a_path_forges_no_log_line(admin_server):
     assert "/admin/x\\r" + forged in line and " seckill-admin: POST " in line, line
 
 
-@pytest.mark.parametrize("method", ["QUERY", "BREW", "TRACE"])
-def test_a_method_nobody_serves_is_the_json_405(admin_server, method):
-    """Methods evhttp does not know get the API's JSON 405 with Allow, as on the gateway,
-    not libevent's HTML 501."""
-    with socket.create_connection(("127.0.0.1", admin_server.port), timeout=5) as s:
-        s.sendall(f"{method} /admin/coupons/1 HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {TOKEN}\r\n"
-                  f"Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
+def raw_exchange(port, data):
+    """Sends data on one connection and reads until the admin closes it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
         answer = b""
         while chunk := s.recv(4096):
             answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize("path", ["/admin/coupons/1", "/healthz"])
+@pytest.mark.parametrize("method", ["QUERY", "BREW", "TRACE", "POST"])
+def test_a_method_nobody_serves_is_the_json_405(admin_server, method, path):
+    """Methods evhttp does not know, and those a path does not serve, get the API's JSON
+    405 with Allow, as on the gateway, not libevent's HTML 501 (nor /healthz's 200)."""
+    answer = raw_exchange(admin_server.port, f"{method} {path} HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer {TOKEN}\r\n"
+                                             f"Content-Length: 0\r\nConnection: close\r\n\r\n".encode())
     head, _, body = answer.partition(b"\r\n\r\n")
     lines = head.decode().split("\r\n")
     assert lines[0].startswith("HTTP/1.1 405"), answer
@@ -303,3 +310,16 @@ def test_a_method_nobody_serves_is_the_json_405(admin_server, method):
     assert headers.get("allow") == "GET, HEAD", headers
     assert headers.get("content-type", "").startswith("application/json"), headers
     assert json.loads(body)["status"] == "METHOD_NOT_ALLOWED", body
+
+
+def test_a_body_left_unread_is_never_a_request(admin_server):
+    """evhttp reads no body for a method it does not know: the admin answers 405 and
+    closes the connection, rather than read the body as a next request (libevent's HTML
+    400)."""
+    body = b'{"ref": "x", "userId": 1}'
+    answer = raw_exchange(admin_server.port, f"QUERY /admin/coupons/1/grant HTTP/1.1\r\nHost: a\r\n"
+                                             f"Authorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\n"
+                                             f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+    assert answer.startswith(b"HTTP/1.1 405"), answer
+    assert answer.count(b"HTTP/1.1 ") == 1, answer
+    assert b"connection: close" in answer.lower(), answer

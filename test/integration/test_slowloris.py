@@ -5,16 +5,19 @@ until it is really closed it counts against http.max-connections (docs/protectio
 "HTTP limits").
 
 The slow clients send one header byte at a time, far more often than http.idle-timeout,
-so evhttp's own per-read timeout never fires: only the header timeout can end them."""
+so evhttp's own per-read timeout never fires: only the header timeout can end them.
 
-import select
+Out of descriptors (ulimit -n below the cap), the gateway pauses accepting instead of
+retrying accept() on one core, until the slow clients' deadline frees descriptors."""
+
+import os
 import socket
-import threading
 import time
 
 import pytest
 
 from conftest import free_port, poll_until
+from dribble import HEAD, Dribblers, cpu_seconds
 from gatewayhttp import gateway_metrics, http_bytes, read_raw_reply
 
 CAP = 20
@@ -23,59 +26,6 @@ IDLE_TIMEOUT_S = 3
 DRIBBLE_EVERY = 0.2   # seconds between two bytes: far below the idle timeout
 # Timer and scheduling slack of an ASan build on a busy two-core machine.
 LATE = 1.0
-
-HEAD = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n" + b"X-Slow: " + b"a" * 4096
-
-
-class Dribblers:
-    """Sockets that each send one byte of a never-ending header every DRIBBLE_EVERY
-    seconds from a thread, and note when the gateway closed them (EOF or reset)."""
-
-    def __init__(self, port, n, first=b""):
-        self.socks, self.started, self.closed = [], [], {}
-        for _ in range(n):
-            s = socket.create_connection(("127.0.0.1", port), timeout=5)
-            self.started.append(time.monotonic())
-            if first:
-                s.sendall(first)
-            self.socks.append(s)
-        self.offset = [0] * n
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def mark_closed(self, i):
-        self.closed.setdefault(i, time.monotonic())
-
-    def run(self):
-        while not self.stop.is_set() and len(self.closed) < len(self.socks):
-            for i, s in enumerate(self.socks):
-                if i in self.closed:
-                    continue
-                try:
-                    s.send(HEAD[self.offset[i]:self.offset[i] + 1])
-                    self.offset[i] = (self.offset[i] + 1) % len(HEAD)
-                except OSError:
-                    self.mark_closed(i)
-            live = [s for i, s in enumerate(self.socks) if i not in self.closed]
-            readable, _, _ = select.select(live, [], [], DRIBBLE_EVERY) if live else ([], [], [])
-            for s in readable:
-                i = self.socks.index(s)
-                try:
-                    if s.recv(4096) == b"":
-                        self.mark_closed(i)
-                except OSError:
-                    self.mark_closed(i)
-
-    def lifetimes(self):
-        return [self.closed[i] - self.started[i] for i in sorted(self.closed)]
-
-    def finish(self):
-        self.stop.set()
-        self.thread.join(10)
-        for s in self.socks:
-            s.close()
-
 
 @pytest.fixture
 def slow_gateway(gateway_with):
@@ -154,3 +104,25 @@ def test_kept_alive_connection_gets_the_header_timeout_from_its_next_request(slo
         assert HEADER_TIMEOUT_MS / 1000 - 0.05 <= took <= HEADER_TIMEOUT_MS / 1000 + LATE, took
     finally:
         s.close()
+
+
+def test_out_of_descriptors_pauses_accepting_instead_of_spinning(gateway_with):
+    limit = 256
+    metrics_port = free_port()
+    gw = gateway_with({"http.header-timeout-ms": 3000, "http.metrics-port": metrics_port}, nofile=(limit, limit))
+    port = gw.conf.http_port
+    slow = Dribblers(port, limit + 50, every=1.0)  # those it cannot accept wait in the backlog
+    try:
+        poll_until(lambda: len(os.listdir(f"/proc/{gw.pid}/fd")) >= limit - 4, 5, "the gateway out of descriptors")
+        before, t0 = cpu_seconds(gw.pid), time.monotonic()
+        time.sleep(1.0)  # a measuring window, not a wait for a state
+        share = (cpu_seconds(gw.pid) - before) / (time.monotonic() - t0)
+        assert share < 0.4, f"the gateway used {share:.0%} of a core with no descriptor left"
+        poll_until(lambda: len(slow.closed) == len(slow.socks), 2 * 3 + 3 * LATE, "every slow client closed")
+        assert gateway_metrics(metrics_port)["seckill_http_accept_failures_total"] >= 1
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(http_bytes("GET", "/healthz"))
+        assert read_raw_reply(s).code == 200
+        s.close()
+    finally:
+        slow.finish()

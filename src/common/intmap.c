@@ -1,4 +1,4 @@
-#include "gateway/intmap.h"
+#include "common/intmap.h"
 
 #include <stdlib.h>
 

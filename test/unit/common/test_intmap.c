@@ -7,7 +7,7 @@
 
 #include <stdbool.h>
 
-#include "gateway/intmap.h"
+#include "common/intmap.h"
 
 /* Occupied slots, counted the way http.c's sweep walks them. */
 static size_t occupied(const struct intmap *m)

@@ -5,10 +5,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A hash map from non-zero 64-bit keys to 64-bit values, for the gateway's small
- * in-memory sets: the users holding an order of an activity (user id -> order id) and the
- * open HTTP connections (evhttp connection -> its record in http.c). Open addressing with linear probing
- * and backward-shift deletion; key 0 marks an empty slot. Iterate over `slots` directly. */
+/* A hash map from non-zero 64-bit keys to 64-bit values, for small in-memory sets: the
+ * users holding an order of an activity (user id -> order id) and the open HTTP
+ * connections of the gateway and the admin (evhttp connection -> its record in
+ * httpconns.c). Open addressing with linear probing and backward-shift deletion; key 0
+ * marks an empty slot. Iterate over `slots` directly. */
 
 struct intmap_slot {
     int64_t key;
