@@ -5,8 +5,11 @@ check (server errors, status codes, content types, headers, response schemas, va
 refused, unsupported methods, requests without the token) but one: that every request
 the schema allows is accepted. The schema cannot say what the commands check across
 fields or against the database (a start before its end, a rate only for DISCOUNT, a
-time that names a real day), which the CLI refuses with 400 `INVALID`. Two
-workers send at once, as several operators would. A coupon and a sale of its own give
+time that names a real day), which the CLI refuses with 400 `INVALID`. One worker:
+with two, schemathesis's generator (hypothesis describing its filters with ast.parse on
+several threads) failed now and then with CPython's "AST constructor recursion depth
+mismatch", an error of the fuzzer, not of the admin; requests at once are
+test_admin_concurrency.py's. A coupon and a sale of its own give
 the generated requests something real to hit: the run's configuration offers their ids
 beside the generated ones."""
 
@@ -62,7 +65,7 @@ values = [{coupon}, {activity}]
 """, encoding="utf-8")
     url = f"http://127.0.0.1:{admin_server.port}"
     cmd = [str(SCHEMATHESIS), "--no-color", "--config-file", str(config), "run", str(CONTRACT), "--url", url,
-           "--header", f"Authorization: Bearer {TOKEN}", "--checks", "all", "--workers", "2",
+           "--header", f"Authorization: Bearer {TOKEN}", "--checks", "all", "--workers", "1",
            "--exclude-checks", "positive_data_acceptance",
            "--generation-database", "none", "--request-timeout", str(MAX_RESPONSE_SECONDS + 10),
            "--max-response-time", str(MAX_RESPONSE_SECONDS),
