@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import pytest
+import requests
 
 from ctlconf import Conf
 from luabody import lua_body
@@ -471,6 +472,14 @@ def live_reservations(redis, conf, activity_id):
             + redis("SCARD", conf.key("claimed", activity_id)))
 
 
+def buy_order(conf, user, activity):
+    """One order through the module's gateway, which must accept it: its order number."""
+    r = requests.post(f"{conf.base_url}/seckill/execute", params={"userId": user, "activityId": activity},
+                      timeout=10)
+    assert r.status_code == 200, r.text
+    return r.json()["orderNo"]
+
+
 def order_rows(mysql, activity_id):
     """{order_no: user_id} of the activity's rows in seckill_order."""
     rows = mysql.rows(f"SELECT order_no, user_id FROM seckill_order WHERE activity_id = {activity_id}")
@@ -694,41 +703,44 @@ def api(gateway):
     return Api(gateway.base_url)
 
 
-@pytest.fixture
-def gateway_with(tmp_path, services):
-    """Starts gateways with their own settings (on top of the suite's relaxed limits) and,
-    when given, their RLIMIT_NOFILE (soft, hard); each is stopped and checked (exit 0,
-    sanitizer-clean log) at the end of the test."""
+def _starter(tmp_path, name, service, finish_timeout):
+    """A fixture's function that starts services of `service`'s class with their own
+    settings and, when given, RLIMIT_NOFILE (soft, hard); each is stopped and checked
+    (exit 0, sanitizer-clean log) by the generator's end."""
     started = []
 
     def start(overrides, nofile=None):
-        d = tmp_path / f"gateway{len(started)}"
+        d = tmp_path / f"{name}{len(started)}"
         d.mkdir()
-        g = Gateway(write_conf(d / "seckill.conf", overrides), d)
-        g.nofile = nofile
-        started.append(g)
-        return g.start()
+        s = service(write_conf(d / "seckill.conf", overrides), d)
+        s.nofile = nofile
+        started.append(s)
+        return s.start()
 
     yield start
-    for g in started:
-        g.finish(timeout=int(g.conf.get("http.request-timeout-ms")) / 1000 + 20)
+    for s in started:
+        s.finish(timeout=finish_timeout(s))
+
+
+@pytest.fixture
+def gateway_with(tmp_path, services):
+    """Gateways with their own settings (on top of the suite's relaxed limits)."""
+    yield from _starter(tmp_path, "gateway", Gateway,
+                        lambda g: int(g.conf.get("http.request-timeout-ms")) / 1000 + 20)
 
 
 @pytest.fixture
 def admin_with(tmp_path, services):
-    """Starts seckill-admins with their own settings (admin.port and admin.token are
-    needed) and, when given, the RLIMIT_NOFILE (soft, hard) a service manager would give
-    them; each is stopped and checked at the end of the test."""
-    started = []
+    """seckill-admins with their own settings (admin.port and admin.token are needed), and
+    the RLIMIT_NOFILE a service manager would give them."""
+    yield from _starter(tmp_path, "admin", AdminServer, lambda a: 60)
 
-    def start(overrides, nofile=None):
-        d = tmp_path / f"admin{len(started)}"
-        d.mkdir()
-        a = AdminServer(write_conf(d / "seckill.conf", overrides), d)
-        a.nofile = nofile
-        started.append(a)
-        return a.start()
 
-    yield start
-    for a in started:
-        a.finish(timeout=60)
+@pytest.fixture(scope="module")
+def admin_server(conf, logdir):
+    """seckill-admin on the module's configuration (its CONF_OVERRIDES set admin.port and
+    admin.token); a long verify may still run at the end, hence the wait."""
+    s = AdminServer(conf, logdir)
+    s.start()
+    yield s
+    s.finish(timeout=120)

@@ -17,14 +17,6 @@ CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}
 
 
 @pytest.fixture(scope="module")
-def admin_server(conf, logdir):
-    s = AdminServer(conf, logdir)
-    s.start()
-    yield s
-    s.finish()
-
-
-@pytest.fixture(scope="module")
 def admin(admin_server):
     return Admin(f"http://127.0.0.1:{admin_server.port}", TOKEN)
 

@@ -16,21 +16,13 @@ import requests
 
 from adminhttp import Admin
 from bulkfill import bulk_fill
-from conftest import AdminServer, free_port
+from conftest import free_port
 
 TOKEN = "t0k3n-for-the-admin-concurrency-tests-0123"
 CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}
 BULK_ORDERS = 600_000
 # What "at once" means on a busy two-core machine with an ASan build.
 PROMPT = 1.0
-
-
-@pytest.fixture(scope="module")
-def admin_server(conf, logdir):
-    s = AdminServer(conf, logdir)
-    s.start()
-    yield s
-    s.finish(timeout=120)
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from adminhttp import Admin
-from conftest import ROOT, AdminServer, free_port
+from conftest import ROOT, free_port
 
 TOKEN = "t0k3n-for-the-admin-contract-tests-012345"
 CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}
@@ -35,14 +35,6 @@ RUN_SECONDS = 25
 # command is milliseconds on the run's small data, but an ASan build on a loaded two-core
 # machine has taken over 10 s for one; a command held behind another takes much longer.
 MAX_RESPONSE_SECONDS = 20
-
-
-@pytest.fixture(scope="module")
-def admin_server(conf, logdir):
-    s = AdminServer(conf, logdir)
-    s.start()
-    yield s
-    s.finish(timeout=60)
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from buckets import users_of_bucket
-from conftest import AdminServer, execute_script, free_port, poll_until, wait_for_consumer
+from conftest import execute_script, free_port, poll_until, wait_for_consumer
 from gatewayhttp import Api, gateway_metrics, jwt_sign
 
 TOKEN = "t0k3n-for-the-archived-reads-tests-0123456789"
@@ -27,14 +27,6 @@ CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN, "http.request
 
 ORDERNO_EPOCH_MS = 1704067200000
 SALE_SECONDS = 15
-
-
-@pytest.fixture(scope="module")
-def admin_server(conf, logdir):
-    s = AdminServer(conf, logdir)
-    s.start()
-    yield s
-    s.finish()
 
 
 @pytest.fixture(scope="module")

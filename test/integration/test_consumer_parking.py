@@ -10,17 +10,10 @@ import re
 
 import requests
 
-from conftest import order_rows, poll_until, success_count, wait_for_consumer
+from conftest import buy_order, order_rows, poll_until, success_count, wait_for_consumer
 
 A_ORDERS = 20
 B_ORDERS = 10
-
-
-def buy(conf, user, activity):
-    r = requests.post(f"{conf.base_url}/seckill/execute", params={"userId": user, "activityId": activity},
-                      timeout=10)
-    assert r.status_code == 200, r.text
-    return r.json()["orderNo"]
 
 
 def parked(conf):
@@ -38,12 +31,12 @@ def test_a_sale_whose_slot_cannot_be_written_holds_back_no_other(conf, gateway, 
     a = ctl.create_sale(A_ORDERS).activity_id
     b = ctl.create_sale(B_ORDERS).activity_id
     consumer.stop()
-    held = [buy(conf, ids(), a) for _ in range(A_ORDERS)]
+    held = [buy_order(conf, ids(), a) for _ in range(A_ORDERS)]
     claimed = conf.key("claimed", a)
     redis("SET", claimed, "unwritable")
     try:
         consumer.start()
-        bought = [buy(conf, ids(), b) for _ in range(B_ORDERS)]
+        bought = [buy_order(conf, ids(), b) for _ in range(B_ORDERS)]
         poll_until(lambda: success_count(redis, conf, b) == B_ORDERS, 15,
                    f"sale {b}'s orders SUCCESS while sale {a}'s slot cannot be written")
         assert set(order_rows(mysql, b)) == set(bought)

@@ -5,18 +5,9 @@ Redis at once — one batch at a time would leave them queued until A's write en
 none of B's is written or shown SUCCESS before A's write is over. Once the lock goes, both
 sales end with every order SUCCESS and in MySQL once."""
 
-import requests
-
-from conftest import RowLock, live_reservations, order_rows, poll_until, success_count, wait_for_consumer
+from conftest import buy_order, RowLock, live_reservations, order_rows, poll_until, success_count, wait_for_consumer
 
 B_ORDERS = 5
-
-
-def buy(conf, user, activity):
-    r = requests.post(f"{conf.base_url}/seckill/execute", params={"userId": user, "activityId": activity},
-                      timeout=10)
-    assert r.status_code == 200, r.text
-    return r.json()["orderNo"]
 
 
 def test_the_next_batch_is_claimed_while_one_is_written(conf, gateway, consumer, ctl, mysql, redis, ids):
@@ -24,11 +15,11 @@ def test_the_next_batch_is_claimed_while_one_is_written(conf, gateway, consumer,
     b = ctl.create_sale(10).activity_id
     lock = RowLock(mysql, f"SELECT id FROM seckill_activity WHERE id = {a}")
     try:
-        first = buy(conf, ids(), a)
+        first = buy_order(conf, ids(), a)
         waiting = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() " \
                   f"AND INFO LIKE 'UPDATE seckill_activity SET sold_count%WHERE id = {a}'"
         poll_until(lambda: mysql.count(waiting) > 0, 10, f"the write of sale {a}'s batch to wait on the lock")
-        bought = {buy(conf, ids(), b) for _ in range(B_ORDERS)}
+        bought = {buy_order(conf, ids(), b) for _ in range(B_ORDERS)}
         claimed = conf.key("claimed", b)
         poll_until(lambda: redis("SCARD", claimed) == B_ORDERS, 3,
                    f"sale {b}'s orders claimed while sale {a}'s batch is written")
