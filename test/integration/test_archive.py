@@ -24,22 +24,6 @@ from kafkaproduce import produce
 from luabody import lua_body
 from resp import Redis
 
-
-@pytest.fixture(scope="module", autouse=True)
-def archived_hashes_go(redis):
-    """At the module's end the hashes its archives kept go too, so that those sales read as
-    never having existed: other modules' gateways run without seckill-admin and would
-    answer a generated read of an archived one 503 (test_openapi.py)."""
-    yield
-    cursor = "0"
-    while True:
-        cursor, keys = redis("SCAN", cursor, "MATCH", "seckill:activity:*", "COUNT", "1000")
-        for key in keys:
-            if redis("HEXISTS", key, "archived"):
-                redis("DEL", key)
-        if cursor == "0":
-            break
-
 # The module archives by hand; the schedule's own test starts a consumer of its own.
 CONF_OVERRIDES = {"consumer.archive-after-ms": "0", "consumer.lifecycle-interval-ms": "200"}
 
