@@ -323,7 +323,7 @@ define HELP
 make [all]          build seckill-server, order-consumer, seckillctl, seckill-admin into build/
 make run            install what is missing, start the stack, create a demo sale, print curl lines
 make up|down|status the stack alone [TOPOLOGY=single|cluster] [CONF=FILE]
-make check          unit tests (cmocka, ASan+UBSan) and the tests that need no service: seconds
+make check          line length, unit tests (cmocka, ASan+UBSan) and the tests that need no service: seconds
 make test           the suite on its own stacks: unit, C integration, fuzz smoke, pytest in two lanes, chaos
 make test-cluster   the integration tests on the tests' Redis and Kafka cluster (.ci/run runs both)
 make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster]

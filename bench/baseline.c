@@ -87,7 +87,8 @@ int main(int argc, char **argv)
         case 'b': backlog = baseline_int(optarg, 1, 1 << 20, "backlog"); break;
         case 't': idle_timeout = baseline_int(optarg, 1, 86400, "idle timeout"); break;
         default:
-            fprintf(stderr, "usage: %s [-h host] [-p port] [-b backlog] [-t idle-timeout-seconds]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-h host] [-p port] [-b backlog] [-t idle-timeout-seconds]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -125,8 +126,9 @@ int main(int argc, char **argv)
         return 2;
     }
     struct evconnlistener *listener =
-        evconnlistener_new_bind(b.base, NULL, NULL, LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                backlog, (struct sockaddr *)&ss, sslen);
+        evconnlistener_new_bind(b.base, NULL, NULL,
+                                LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, backlog,
+                                (struct sockaddr *)&ss, sslen);
     if (!listener) {
         fprintf(stderr, "baseline: listen on %s: %s\n", addr, strerror(errno));
         return 1;

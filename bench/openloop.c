@@ -521,9 +521,9 @@ static void openloop_report(struct openloop *ol, int64_t end_us)
     double send_seconds = (double)(last_due - ol->start_us) / 1e6;
     int64_t unanswered = ol->count - ol->answered - ol->errors - ol->skipped;
     printf("{\"due\":%" PRId64 ",\"sent\":%" PRId64 ",\"answered\":%" PRId64 ",\"unanswered\":%" PRId64
-           ",\"socket_errors\":%" PRId64 ",\"reconnects\":%" PRId64 ",\"target_rate\":%.0f,\"send_seconds\":%.3f",
-           ol->next_due, ol->next_send - ol->skipped - ol->refused, ol->answered, unanswered < 0 ? 0 : unanswered,
-           ol->errors, ol->reconnects, ol->rate, send_seconds);
+           ",\"socket_errors\":%" PRId64 ",\"reconnects\":%" PRId64 ",\"target_rate\":%.0f,"
+           "\"send_seconds\":%.3f", ol->next_due, ol->next_send - ol->skipped - ol->refused, ol->answered,
+           unanswered < 0 ? 0 : unanswered, ol->errors, ol->reconnects, ol->rate, send_seconds);
     printf(",\"skipped\":%" PRId64 ",\"refused\":%" PRId64 ",\"timeouts\":%" PRId64, ol->skipped, ol->refused,
            ol->timeouts);
     printf(",\"status\":{");
@@ -618,8 +618,9 @@ int main(int argc, char **argv)
     ol.sigint = evsignal_new(ol.base, SIGINT, openloop_on_signal, &ol);
     ol.tick = evtimer_new(ol.base, openloop_on_tick, &ol);
     ol.start = evtimer_new(ol.base, openloop_on_start, &ol);
-    if (!ol.base || !ol.conns || !ol.due_us || !ol.latency_us || !ol.user || !ol.repeat || !ol.answered_users ||
-        !ol.tick || !ol.start || !ol.sigterm || !ol.sigint || event_add(ol.sigterm, NULL) || event_add(ol.sigint, NULL)) {
+    if (!ol.base || !ol.conns || !ol.due_us || !ol.latency_us || !ol.user || !ol.repeat ||
+        !ol.answered_users || !ol.tick || !ol.start || !ol.sigterm || !ol.sigint ||
+        event_add(ol.sigterm, NULL) || event_add(ol.sigint, NULL)) {
         fprintf(stderr, "openloop: out of memory\n");
         return 1;
     }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make check: the tests that need no running service and no root, in seconds: the cmocka
-# unit tests (ASan+UBSan) and the pytest tests that use none of the stacks (those not
-# marked `stack`: test/integration/conftest.py marks every test whose fixtures reach the
-# services, a cluster or a stack of its own). Ends with one line "N passed, N failed".
+# make check: the tests that need no running service and no root, in seconds: the line-length
+# rule of the C tree (scripts/linelength.sh), the cmocka unit tests (ASan+UBSan) and the
+# pytest tests that use none of the stacks (those not marked `stack`:
+# test/integration/conftest.py marks every test whose fixtures reach the services, a cluster
+# or a stack of its own). Ends with one line "N passed, N failed".
 # make test runs all of these too.
 set -uo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
@@ -12,6 +13,9 @@ cd "$ROOT" || exit 1
 # shellcheck source-path=SCRIPTDIR source=testlib.sh
 . "$ROOT/scripts/testlib.sh"
 suite_start
+echo "== line length (C sources and headers: at most 110 columns)"
+step_run "line length" bash scripts/linelength.sh
+
 # The binaries too: some of these tests run seckillctl, seckill-admin or the gateway alone.
 make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
 # The release seckillctl as well: it finds the checkout's config from build/, one level

@@ -50,6 +50,9 @@ export SECKILL_TEST_REDIS_PORT=${SECKILL_TEST_REDIS_PORT:-$(conf_get redis.port)
 # test_persist_race.c finds the MariaDB in the same file.
 export SECKILL_CONF=${SECKILL_CONF:-$CONF}
 
+echo "== line length (C sources and headers: at most 110 columns)"
+step_run "line length" bash scripts/linelength.sh
+
 echo "== unit tests (cmocka, ASan+UBSan, no I/O)"
 unit_tests_run build/asan
 

@@ -48,6 +48,17 @@ cmocka_run() {
   [ "$bad" -eq 0 ] || printf '%s\n' "$out" | tail -n 40
 }
 
+# step_run LABEL COMMAND...: one check that is a command (its output shown as it comes),
+# counted as one test: passed if it exits 0, failed otherwise.
+step_run() {
+  local label=$1 ok=1 bad=0
+  shift
+  "$@" || { ok=0; bad=1; }
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  printf '%-28s %3d passed, %d failed\n' "$label" "$ok" "$bad"
+}
+
 # unit_tests_run BUILD: every cmocka unit test of test/unit, from BUILD/test. One binary per
 # test source: a binary left in BUILD by a test that was renamed or removed must not count.
 unit_tests_run() {

@@ -32,8 +32,8 @@ typedef void (*adminpool_done)(struct adminpool_job *job);
 struct adminpool;
 
 /* cfg must outlive the pool; mysql_library_init must have run (it is not thread-safe). */
-struct adminpool *adminpool_new(struct event_base *base, const struct config *cfg, int workers, adminpool_done done,
-                                char *err, size_t errlen);
+struct adminpool *adminpool_new(struct event_base *base, const struct config *cfg, int workers,
+                                adminpool_done done, char *err, size_t errlen);
 void adminpool_submit(struct adminpool *p, struct adminpool_job *job);
 /* Jobs submitted and not handed back yet. */
 size_t adminpool_pending(const struct adminpool *p);

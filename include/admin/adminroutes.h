@@ -29,7 +29,8 @@ struct adminroutes_route {
     ctlrun_handler handler;
     const char *id_option;      /* the id as an option ("--coupon"), NULL: a positional */
     int created;                /* the HTTP code of success: 201 for a create, else 200 */
-    struct adminroutes_field fields[ADMINROUTES_MAX_FIELDS];  /* the body's (a GET's: its query's), NULL-ended */
+    /* the body's (a GET's: its query's), NULL-ended */
+    struct adminroutes_field fields[ADMINROUTES_MAX_FIELDS];
 };
 
 /* What a path names. */
@@ -41,15 +42,16 @@ enum adminroutes_match {
 
 /* Finds the route of method and path; id receives the path's "{id}" segment (the text,
  * checked by the command) or "" when it has none. HEAD is served wherever GET is. */
-enum adminroutes_match adminroutes_find(const char *method, const char *path, const struct adminroutes_route **route,
-                                        char *id, size_t idlen, char *allow, size_t allowlen);
+enum adminroutes_match adminroutes_find(const char *method, const char *path,
+                                        const struct adminroutes_route **route, char *id, size_t idlen,
+                                        char *allow, size_t allowlen);
 
 /* The command line for route from id and body (a JSON object, or NULL for no body):
  * argv[0..*argc-1], each malloc'd (adminroutes_free_argv). A field the route does not
  * take, or a value that is neither a string nor a number, is refused: -1 with err set
  * and nothing allocated. */
-int adminroutes_argv(const struct adminroutes_route *route, const char *id, const struct cJSON *body, char ***argv,
-                     int *argc, char *err, size_t errlen);
+int adminroutes_argv(const struct adminroutes_route *route, const char *id, const struct cJSON *body,
+                     char ***argv, int *argc, char *err, size_t errlen);
 void adminroutes_free_argv(char **argv, int argc);
 
 /* A command's message in the API's words: each option of the route named as its field

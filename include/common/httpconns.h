@@ -31,8 +31,8 @@ typedef void (*httpconns_note)(enum httpconns_event event, void *arg);
 
 /* A new evhttp on base, its connections counted and timed; note (may be NULL) hears of
  * each event above. The first call raises RLIMIT_NOFILE's soft limit to the hard one. */
-struct httpconns *httpconns_new(struct event_base *base, const struct httpconns_limits *limits, httpconns_note note,
-                                void *note_arg);
+struct httpconns *httpconns_new(struct event_base *base, const struct httpconns_limits *limits,
+                                httpconns_note note, void *note_arg);
 /* The evhttp to set limits and callbacks on; httpconns_free frees it. Its bevcb is this
  * module's and each connection's close callback too: the owner sets neither. */
 struct evhttp *httpconns_evhttp(struct httpconns *hc);

@@ -20,7 +20,8 @@ void log_write(enum log_level level, const char *fmt, ...)
 void log_write_order(enum log_level level, const char *order_no, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-#define LOG_DEBUG(...) do { if (log_enabled(LOG_LEVEL_DEBUG)) log_write(LOG_LEVEL_DEBUG, __VA_ARGS__); } while (0)
+#define LOG_DEBUG(...) \
+    do { if (log_enabled(LOG_LEVEL_DEBUG)) log_write(LOG_LEVEL_DEBUG, __VA_ARGS__); } while (0)
 #define LOG_INFO(...)  log_write(LOG_LEVEL_INFO, __VA_ARGS__)
 #define LOG_WARN(...)  log_write(LOG_LEVEL_WARN, __VA_ARGS__)
 #define LOG_ERROR(...) log_write(LOG_LEVEL_ERROR, __VA_ARGS__)

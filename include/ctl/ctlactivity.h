@@ -70,7 +70,8 @@ void ctlactivity_redis_cmds(const struct keys_set *keys, struct ctlredis_cmd *cm
 /* Reads the first CTLACTIVITY_REDIS_CMDS answers of the EXEC reply r into rd. */
 int ctlactivity_redis_parse(struct ctlrun *ctl, const redisReply *r, struct ctlactivity_redis *rd);
 /* The Redis side of row's activity, summed over its buckets. */
-int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row, struct ctlactivity_redis *rd);
+int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                           struct ctlactivity_redis *rd);
 /* The bucket list of row (one bucket for an activity created without --buckets). */
 int ctlactivity_buckets(struct ctlrun *ctl, const struct ctlactivity_row *row, struct bucket_list *list);
 

@@ -18,7 +18,8 @@ int ctlbuckets_choose(struct ctlrun *ctl, int64_t id, int count, struct bucket_l
 /* The list recorded in MySQL (seckill_activity.bucket_tags). */
 int ctlbuckets_parse(struct ctlrun *ctl, int64_t id, const char *recorded, struct bucket_list *list);
 /* The keys of bucket b. */
-int ctlbuckets_keys(struct ctlrun *ctl, int64_t id, const struct bucket_list *list, int b, struct keys_set *k);
+int ctlbuckets_keys(struct ctlrun *ctl, int64_t id, const struct bucket_list *list, int b,
+                    struct keys_set *k);
 /* "host:port" of the master serving bucket b's keys now. */
 int ctlbuckets_master(struct ctlrun *ctl, const struct keys_set *k, char *buf, size_t len);
 /* Units taken out of a bucket ('out') that their destination has not received yet. */

@@ -34,8 +34,8 @@ struct ctlredis_cmd {
     int argc;
     const char *argv[16];
 };
-/* Runs the commands (keys of one activity, argv[1] of each) as one MULTI/EXEC (one consistent snapshot, one round trip) and
- * returns EXEC's array reply, element i answering cmds[i]; an element may be an error
+/* Runs the commands (keys of one activity, argv[1] of each) as one MULTI/EXEC (one consistent snapshot, one
+ * round trip) and returns EXEC's array reply, element i answering cmds[i]; an element may be an error
  * reply (WRONGTYPE) for the caller to judge. NULL after printing the error. */
 redisReply *ctlredis_multi(struct ctlrun *ctl, const struct ctlredis_cmd *cmds, size_t n);
 /* The schema/lua scripts, read from seckill.lua-dir on first use; NULL after printing. */

@@ -63,7 +63,8 @@ void longpoll_answer(struct evhttp_request *req, const struct longpoll_order *o,
 
 /* Answers now when o is final, wait_s is 0 or long polling is off or closed; otherwise
  * holds req (or refuses it, 503, at http.max-waiting). Either way req is answered here. */
-void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct longpoll_order *o, int wait_s);
+void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct longpoll_order *o,
+                   int wait_s);
 
 /* Shutdown: answers every held request; returns how many. */
 size_t longpoll_close(struct longpoll *lp);

@@ -17,8 +17,8 @@
 struct queuedmarks;
 
 /* The keys of each activity come from its cached entry (activity_keys). */
-struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                                    struct activity_cache *activities);
+struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg,
+                                    struct redisconn *redis, struct activity_cache *activities);
 void queuedmarks_free(struct queuedmarks *m);
 /* member is "orderNo|userId"; part is the user's bucket of the activity (0 unbucketed). */
 void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int part, const char *member);

@@ -14,6 +14,7 @@
 
 /* true when the request is refused: the caller answers RATE_LIMITED with *message and
  * Retry-After *retry_after. */
-bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req, const char **message, int64_t *retry_after);
+bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req, const char **message,
+                       int64_t *retry_after);
 
 #endif

@@ -34,7 +34,8 @@ struct reaper;
 /* redeliver: NULL to expire stale reservations (reply-after-ack), else what hands them
  * back to Kafka; it must outlive the reaper's pending Redis calls like the reaper. */
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                          struct activity_cache *activities, struct nodelease *lease, struct redeliver *redeliver);
+                          struct activity_cache *activities, struct nodelease *lease,
+                          struct redeliver *redeliver);
 void reaper_free(struct reaper *reaper);
 
 /* node-lease-ms (a lease seen missing may just have been let lapse) + redis.reconnect-max-ms
@@ -49,7 +50,7 @@ int64_t reaper_grace_ms(const struct config *cfg);
 /* The nodes whose reservations this gateway must leave alone, as ",a,b," for release.lua:
  * every live node but `own`, and every node first seen without a lease (dead_since_ms,
  * updated here from `live`; 0 for a live one) less than grace_ms before now_ms. */
-void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own, int64_t now_ms,
-                      int64_t grace_ms, char out[REAPER_KEEP_LEN]);
+void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own,
+                      int64_t now_ms, int64_t grace_ms, char out[REAPER_KEEP_LEN]);
 
 #endif

@@ -46,7 +46,8 @@ const char *reply_status_message(enum reply_status status);
 void reply_send(struct evhttp_request *req, int code, const char *body, size_t len);
 /* The same, counted in the metrics under `status` rather than the one the code stands
  * for (http.refusal-status = 200 sends refusals with 200). */
-void reply_send_as(struct evhttp_request *req, int code, enum reply_status status, const char *body, size_t len);
+void reply_send_as(struct evhttp_request *req, int code, enum reply_status status, const char *body,
+                   size_t len);
 /* Appends `text` to buf (len bytes used of cap) as the inside of a JSON string. Returns
  * the new length, or -1 when the buffer is full. */
 int reply_append_escaped(char *buf, size_t cap, size_t len, const char *text);

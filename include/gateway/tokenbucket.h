@@ -4,8 +4,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* A limiter (the gateway's global one, and each bucket of iplimit): `rate` permits per second, at most `burst` saved up.
- * Pure arithmetic on the caller's monotonic clock in microseconds; never waits.
+/* A limiter (the gateway's global one, and each bucket of iplimit): `rate` permits per second, at most
+ * `burst` saved up. Pure arithmetic on the caller's monotonic clock in microseconds; never waits.
  * Tokens are kept in millionths so that refills of a fraction of a token are not lost. */
 
 struct tokenbucket {

@@ -63,6 +63,7 @@ int archive_activity(MYSQL *db, struct redisroute *redis, const struct luascript
  * archived, ended at least after_ms ago (and ARCHIVE_END_GRACE_MS), the latest end first (a
  * backlog of old sales, refused ones among them, never holds up the sale of last night), at
  * most cap. Returns how many, or -1 with err. */
-int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_t cap, char *err, size_t errlen);
+int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_t cap, char *err,
+                size_t errlen);
 
 #endif

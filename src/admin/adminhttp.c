@@ -249,9 +249,10 @@ static void on_done(struct adminpool_job *job)
     cJSON_AddBoolToObject(answer, "success", job->outcome == CTLCALL_DONE);
     if (status) {
         cJSON_AddStringToObject(answer, "status", status);
-        cJSON_AddStringToObject(answer, "message", message[0] ? message
-                                                             : job->outcome == CTLCALL_FAILED ? "a check failed"
-                                                                                              : "the command failed");
+        cJSON_AddStringToObject(answer, "message",
+                                message[0] ? message
+                                           : job->outcome == CTLCALL_FAILED ? "a check failed"
+                                                                            : "the command failed");
     }
     if (job->outcome == CTLCALL_DONE || job->outcome == CTLCALL_FAILED)
         add_result(answer, &job->call);
@@ -322,7 +323,8 @@ static void on_request(struct evhttp_request *req, void *arg)
     } else if (!adminauth_allows(evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"),
                                  h->cfg->admin_token)) {
         code = 401;
-        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate", "Bearer realm=\"seckill-admin\"");
+        evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+                          "Bearer realm=\"seckill-admin\"");
         send_error(req, code, "UNAUTHORIZED", "a valid admin token is required (Authorization: Bearer ...)");
     } else {
         const struct adminroutes_route *route = NULL;
@@ -379,8 +381,8 @@ struct adminhttp *adminhttp_new(struct event_base *base, const struct config *cf
     evhttp_set_allowed_methods(evhttp, 0xffff);
     evhttp_set_gencb(evhttp, on_request, h);
     char addr[300];
-    if (httpconns_listen(h->conns, "admin.port", cfg->admin_host, config_admin_port(cfg), ADMINHTTP_BACKLOG, false,
-                         addr, sizeof(addr), err, errlen) != 0) {
+    if (httpconns_listen(h->conns, "admin.port", cfg->admin_host, config_admin_port(cfg), ADMINHTTP_BACKLOG,
+                         false, addr, sizeof(addr), err, errlen) != 0) {
         adminhttp_free(h);
         return NULL;
     }

@@ -101,8 +101,8 @@ static bool nonblocking(int fd)
     return fcntl(fd, F_SETFL, O_NONBLOCK) == 0 && fcntl(fd, F_SETFD, FD_CLOEXEC) == 0;
 }
 
-struct adminpool *adminpool_new(struct event_base *base, const struct config *cfg, int workers, adminpool_done done,
-                                char *err, size_t errlen)
+struct adminpool *adminpool_new(struct event_base *base, const struct config *cfg, int workers,
+                                adminpool_done done, char *err, size_t errlen)
 {
     struct adminpool *p = calloc(1, sizeof(*p));
     if (!p) {

@@ -29,7 +29,8 @@ const struct adminroutes_route adminroutes_table[] = {
     { "GET", "/admin/coupons/{id}", "coupon show", ctlcouponshow_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/grant", "coupon grant", ctlcoupongrant_run, "--coupon", 200,
       { { "userId", "--user" }, { "ref", "--ref" }, { NULL, NULL } } },
-    { "POST", "/admin/coupons/{id}/warmup", "coupon warmup", ctlcouponwarmup_run, NULL, 200, { { NULL, NULL } } },
+    { "POST", "/admin/coupons/{id}/warmup", "coupon warmup", ctlcouponwarmup_run, NULL, 200,
+      { { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/deactivate", "coupon deactivate", ctlcouponstatus_deactivate, NULL, 200,
       { { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/activate", "coupon activate", ctlcouponstatus_activate, NULL, 200,
@@ -38,8 +39,10 @@ const struct adminroutes_route adminroutes_table[] = {
       { { "couponId", "--coupon" }, { "stock", "--stock" }, { "start", "--start" }, { "end", "--end" },
         { "name", "--name" }, { NULL, NULL } } },
     { "GET", "/admin/activities/{id}", "activity show", ctlactivityshow_run, NULL, 200, { { NULL, NULL } } },
-    { "POST", "/admin/activities/{id}/cancel", "activity cancel", ctlactivitycancel_run, NULL, 200, { { NULL, NULL } } },
-    { "POST", "/admin/activities/{id}/warmup", "activity warmup", ctlactivitywarmup_run, NULL, 200, { { NULL, NULL } } },
+    { "POST", "/admin/activities/{id}/cancel", "activity cancel", ctlactivitycancel_run, NULL, 200,
+      { { NULL, NULL } } },
+    { "POST", "/admin/activities/{id}/warmup", "activity warmup", ctlactivitywarmup_run, NULL, 200,
+      { { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/archive", "activity archive", ctlactivityarchive_run, NULL, 200,
       { { NULL, NULL } } },
     { "GET", "/admin/activities/{id}/verify", "verify", ctlverify_run, NULL, 200, { { NULL, NULL } } },
@@ -75,11 +78,13 @@ static bool path_matches(const char *pattern, const char *path, char *id, size_t
 
 static bool method_serves(const char *route_method, const char *method)
 {
-    return strcmp(route_method, method) == 0 || (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
+    return strcmp(route_method, method) == 0 ||
+           (strcmp(method, "HEAD") == 0 && strcmp(route_method, "GET") == 0);
 }
 
-enum adminroutes_match adminroutes_find(const char *method, const char *path, const struct adminroutes_route **route,
-                                        char *id, size_t idlen, char *allow, size_t allowlen)
+enum adminroutes_match adminroutes_find(const char *method, const char *path,
+                                        const struct adminroutes_route **route, char *id, size_t idlen,
+                                        char *allow, size_t allowlen)
 {
     allow[0] = '\0';
     bool path_known = false;
@@ -144,8 +149,8 @@ void adminroutes_free_argv(char **argv, int argc)
     free(argv);
 }
 
-int adminroutes_argv(const struct adminroutes_route *route, const char *id, const cJSON *body, char ***argv_out,
-                     int *argc_out, char *err, size_t errlen)
+int adminroutes_argv(const struct adminroutes_route *route, const char *id, const cJSON *body,
+                     char ***argv_out, int *argc_out, char *err, size_t errlen)
 {
     if (body && !cJSON_IsObject(body)) {
         snprintf(err, errlen, "the body must be a JSON object");
@@ -174,14 +179,17 @@ int adminroutes_argv(const struct adminroutes_route *route, const char *id, cons
                 snprintf(known + used, sizeof(known) - used, "%s%s", used ? ", " : "", k->name);
             }
             if (known[0])
-                snprintf(err, errlen, "unknown field '%s' (%s takes: %s)", item->string, route->command, known);
+                snprintf(err, errlen, "unknown field '%s' (%s takes: %s)", item->string, route->command,
+                         known);
             else
-                snprintf(err, errlen, "unknown field '%s' (%s takes no body fields)", item->string, route->command);
+                snprintf(err, errlen, "unknown field '%s' (%s takes no body fields)", item->string,
+                         route->command);
             goto refuse;
         }
         char value[1024];
         if (value_text(item, value, sizeof(value)) != 0) {
-            snprintf(err, errlen, "%s: must be a string or a number (at most %zu bytes)", f->name, sizeof(value) - 1);
+            snprintf(err, errlen, "%s: must be a string or a number (at most %zu bytes)", f->name,
+                     sizeof(value) - 1);
             goto refuse;
         }
         if (argc >= max) {

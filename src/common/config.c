@@ -36,7 +36,8 @@ struct config_entry {
 };
 
 #define STR(name, field, def) { name, CONFIG_STRING, offsetof(struct config, field), def, 0, 0, NULL }
-#define CHOICE(name, field, def, choices) { name, CONFIG_STRING, offsetof(struct config, field), def, 0, 0, choices }
+#define CHOICE(name, field, def, choices) \
+    { name, CONFIG_STRING, offsetof(struct config, field), def, 0, 0, choices }
 #define INT(name, field, def, lo, hi) { name, CONFIG_INT, offsetof(struct config, field), def, lo, hi, NULL }
 #define BOOL(name, field, def) { name, CONFIG_BOOL, offsetof(struct config, field), def, 0, 0, NULL }
 
@@ -91,7 +92,8 @@ static const struct config_entry config_table[] = {
 
     INT("seckill.rate-limit.permits-per-second", permits_per_second, "100", 1, 100000000),
     INT("seckill.rate-limit.burst-capacity", burst_capacity, "200", 1, 100000000),
-    INT("seckill.rate-limit.per-ip-local-permits-per-second", per_ip_local_permits_per_second, "10", 0, 100000000),
+    INT("seckill.rate-limit.per-ip-local-permits-per-second", per_ip_local_permits_per_second, "10", 0,
+        100000000),
     INT("seckill.rate-limit.per-ip-local-burst", per_ip_local_burst, "20", 1, 100000000),
     INT("seckill.rate-limit.per-ip-local-table-size", per_ip_local_table_size, "65536", 64, 16777216),
     STR("seckill.stock.prefix", stock_prefix, "seckill:stock"),
@@ -500,7 +502,8 @@ static int check_admin(const struct config *cfg, char *err, size_t errlen)
 {
     int64_t port = config_admin_port(cfg);
     if (port < 0) {
-        set_err(err, errlen, "admin.port: '%s' is not 0 (off), empty (off) or a port (1-65535)", cfg->admin_port);
+        set_err(err, errlen, "admin.port: '%s' is not 0 (off), empty (off) or a port (1-65535)",
+                cfg->admin_port);
         return -1;
     }
     if (port == 0)
@@ -528,11 +531,13 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         return -1;
     int64_t metrics_port = config_metrics_port(cfg);
     if (metrics_port == CONFIG_METRICS_OFF && strcmp(cfg->http_metrics_port, "off") != 0) {
-        set_err(err, errlen, "http.metrics-port: '%s' is not main, off or a port (1-65535)", cfg->http_metrics_port);
+        set_err(err, errlen, "http.metrics-port: '%s' is not main, off or a port (1-65535)",
+                cfg->http_metrics_port);
         return -1;
     }
     if (metrics_port == cfg->http_port) {
-        set_err(err, errlen, "http.metrics-port: must differ from http.port (say main to serve /metrics there)");
+        set_err(err, errlen, "http.metrics-port: must differ from http.port (say main to serve /metrics "
+                "there)");
         return -1;
     }
     if (cfg->burst_capacity < 1) {
@@ -554,15 +559,15 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         return -1;
     }
     if (cfg->stack_gateways > 1 && !cfg->http_reuse_port) {
-        set_err(err, errlen, "stack.gateways: %" PRId64 " gateways share http.port only with http.reuse-port = true",
-                cfg->stack_gateways);
+        set_err(err, errlen, "stack.gateways: %" PRId64 " gateways share http.port only with http.reuse-port "
+                "= true", cfg->stack_gateways);
         return -1;
     }
     if (cfg->redis_wait_replicas > 0 && cfg->redis_wait_timeout_ms * 2 > cfg->redis_timeout_ms) {
         /* A WAIT holds its connection until it answers, behind the script it follows:
          * past redis.timeout-ms the connection would be dropped with every command on it. */
-        set_err(err, errlen, "redis.wait-timeout-ms: %" PRId64 " must be at most half of redis.timeout-ms (%" PRId64 ")",
-                cfg->redis_wait_timeout_ms, cfg->redis_timeout_ms);
+        set_err(err, errlen, "redis.wait-timeout-ms: %" PRId64 " must be at most half of redis.timeout-ms "
+                "(%" PRId64 ")", cfg->redis_wait_timeout_ms, cfg->redis_timeout_ms);
         return -1;
     }
     if (cfg->http_request_timeout_ms <= cfg->redis_timeout_ms) {
@@ -599,7 +604,8 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         return -1;
     }
     if (cfg->require_token && strlen(cfg->token_secret) < 32) {
-        set_err(err, errlen, "seckill.token-secret: seckill.require-token needs a secret of at least 32 characters");
+        set_err(err, errlen, "seckill.token-secret: seckill.require-token needs a secret of at least 32 "
+                "characters");
         return -1;
     }
     if (!cfg->enable_pre_reduce) {

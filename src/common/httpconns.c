@@ -115,7 +115,8 @@ static void admit(struct httpconns *hc)
     if (full) {
         tell(hc, HTTPCONNS_CAP_PAUSE);
         if (hc->pauses++ % 100 == 0)
-            LOG_WARN("http.max-connections (%lld) reached: accepting paused", (long long)hc->limits.max_connections);
+            LOG_WARN("http.max-connections (%lld) reached: accepting paused",
+                     (long long)hc->limits.max_connections);
     }
 }
 
@@ -342,12 +343,12 @@ static void raise_nofile(int64_t max_connections)
             getrlimit(RLIMIT_NOFILE, &limit);
     }
     if (limit.rlim_cur != RLIM_INFINITY && (int64_t)limit.rlim_cur < max_connections + HTTPCONNS_SPARE_FDS)
-        LOG_WARN("http.max-connections (%lld) is above what %llu descriptors allow (ulimit -n): accepting pauses "
-                 "when they run out", (long long)max_connections, (unsigned long long)limit.rlim_cur);
+        LOG_WARN("http.max-connections (%lld) is above what %llu descriptors allow (ulimit -n): accepting "
+                 "pauses when they run out", (long long)max_connections, (unsigned long long)limit.rlim_cur);
 }
 
-struct httpconns *httpconns_new(struct event_base *base, const struct httpconns_limits *limits, httpconns_note note,
-                                void *note_arg)
+struct httpconns *httpconns_new(struct event_base *base, const struct httpconns_limits *limits,
+                                httpconns_note note, void *note_arg)
 {
     struct httpconns *hc = calloc(1, sizeof(*hc));
     if (!hc)

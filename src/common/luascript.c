@@ -57,7 +57,8 @@ static char *read_file(const char *path, size_t *len)
 }
 
 /* prelude, a newline, then the file's text: the one body Redis runs and names. */
-static char *with_prelude(const char *prelude, size_t prelude_len, const char *text, size_t text_len, size_t *len)
+static char *with_prelude(const char *prelude, size_t prelude_len, const char *text, size_t text_len,
+                          size_t *len)
 {
     char *body = malloc(prelude_len + 1 + text_len + 1);
     if (!body)

@@ -15,7 +15,8 @@ int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
                      "{\"orderNo\":\"%s\",\"userId\":%" PRId64 ",\"activityId\":%" PRId64
                      ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "%s%s%s}",
                      ev->order_no, ev->user_id, ev->activity_id, ev->coupon_id, ev->created_ms,
-                     ev->bucket_tag[0] ? ",\"bucketTag\":\"" : "", ev->bucket_tag, ev->bucket_tag[0] ? "\"" : "");
+                     ev->bucket_tag[0] ? ",\"bucketTag\":\"" : "", ev->bucket_tag, ev->bucket_tag[0] ? "\""
+                     : "");
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 

@@ -15,7 +15,8 @@ int redeemevent_encode(const struct redeemevent *ev, char *buf, size_t len)
     /* The order reference is limited to [A-Za-z0-9_.:-]: nothing to escape. */
     int n = snprintf(buf, len,
                      "{\"type\":\"" USEEVENT_TYPE "\",\"userCouponId\":%" PRId64 ",\"userId\":%" PRId64
-                     ",\"orderRef\":\"%s\",\"discount\":%" PRId64 ",\"payable\":%" PRId64 ",\"usedAt\":%" PRId64 "}",
+                     ",\"orderRef\":\"%s\","
+                     "\"discount\":%" PRId64 ",\"payable\":%" PRId64 ",\"usedAt\":%" PRId64 "}",
                      ev->user_coupon_id, ev->user_id, ev->order_ref, ev->discount, ev->payable, ev->used_ms);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }

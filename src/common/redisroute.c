@@ -127,7 +127,8 @@ static int route(struct redisroute *rr, const char *key, size_t keylen, char *er
         return -1;
     int node = key ? slotmap_owner_of_key(&rr->map, key, keylen) : rr->map.owner[0];
     if (node < 0)
-        snprintf(err, errlen, "redis cluster: no master serves the slot of '%.*s'", (int)keylen, key ? key : "");
+        snprintf(err, errlen, "redis cluster: no master serves the slot of '%.*s'", (int)keylen, key ? key
+                 : "");
     return node;
 }
 

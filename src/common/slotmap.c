@@ -148,7 +148,8 @@ static int parse_entry(const redisReply *e, const char *asked_host, int *first, 
     const char *host = master->element[0]->str;
     if (host[0] == '\0' || strcmp(host, "?") == 0)
         host = asked_host;
-    if (strlen(host) >= sizeof(a->host) || master->element[1]->integer < 1 || master->element[1]->integer > 65535) {
+    if (strlen(host) >= sizeof(a->host) || master->element[1]->integer < 1 ||
+        master->element[1]->integer > 65535) {
         snprintf(err, errlen, "CLUSTER SLOTS: bad master address");
         return -1;
     }
@@ -197,7 +198,8 @@ int slotmap_load(struct slotmap *m, const redisReply *r, const char *asked_host,
                  char *err, size_t errlen)
 {
     if (!r || r->type != REDIS_REPLY_ARRAY) {
-        snprintf(err, errlen, "CLUSTER SLOTS: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "not an array");
+        snprintf(err, errlen, "CLUSTER SLOTS: %s", r && r->type == REDIS_REPLY_ERROR ? r->str
+                 : "not an array");
         return -1;
     }
     struct slotmap *next = malloc(sizeof(*next));
@@ -212,7 +214,8 @@ int slotmap_load(struct slotmap *m, const redisReply *r, const char *asked_host,
     }
     slotmap_set gone = 0;
     for (size_t i = 0; i < m->count; i++)
-        if (slotmap_known(m, (int)i) && (!slotmap_known(next, (int)i) || !same_addr(&m->nodes[i], &next->nodes[i])))
+        if (slotmap_known(m, (int)i) &&
+            (!slotmap_known(next, (int)i) || !same_addr(&m->nodes[i], &next->nodes[i])))
             gone |= (slotmap_set)1 << i;
     memcpy(m, next, sizeof(*m));
     free(next);

@@ -91,8 +91,8 @@ int archived_settle(struct consumer *c, char *err, size_t errlen)
         if (b->verdicts[i] != BATCH_ARCHIVED)
             continue;
         if (known[i]) {
-            LOG_ORDER_INFO(ev->order_no, "activity %" PRId64 " is archived: the order is final in MySQL already",
-                           ev->activity_id);
+            LOG_ORDER_INFO(ev->order_no, "activity %" PRId64 " is archived: the order is final in MySQL "
+                           "already", ev->activity_id);
             continue;
         }
         uint64_t id;
@@ -107,8 +107,8 @@ int archived_settle(struct consumer *c, char *err, size_t errlen)
         sqltext_printf(&s, ", ");
         sqltext_datetime(&s, now);
         sqltext_printf(&s, ")");
-        LOG_ORDER_WARN(ev->order_no, "activity %" PRId64 " is archived and MySQL has no outcome of this order: "
-                       "recorded FAILED (REJECTED)", ev->activity_id);
+        LOG_ORDER_WARN(ev->order_no, "activity %" PRId64 " is archived and MySQL has no outcome of this "
+                       "order: recorded FAILED (REJECTED)", ev->activity_id);
     }
     sqltext_printf(&s, " ON DUPLICATE KEY UPDATE id = id");
     if (rc == 0 && rows > 0) {

@@ -140,8 +140,9 @@ int autoarchive_run(struct consumer *c)
                                   sizeof(err));
         if (rc == ARCHIVE_DONE) {
             archived++;
-            LOG_INFO("archive: activity %" PRId64 " archived: %" PRId64 " SUCCESS and %" PRId64 " FAILED orders "
-                     "in MySQL, %" PRId64 " Redis keys removed", ids[i], res.orders, res.failed, res.keys_removed);
+            LOG_INFO("archive: activity %" PRId64 " archived: %" PRId64 " SUCCESS and %" PRId64 " FAILED "
+                     "orders in MySQL, %" PRId64 " Redis keys removed", ids[i], res.orders, res.failed,
+                     res.keys_removed);
         } else if (rc == ARCHIVE_REFUSED || rc == ARCHIVE_MISSING) {
             LOG_WARN("archive: activity %" PRId64 " not archived: %s (tried again in %d min)", ids[i], err,
                      AUTOARCHIVE_RETRY_MS / 60000);

@@ -98,8 +98,8 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
     }
     if (wanted > 0 && replicas < wanted) {
         c->claim_failure = CLAIM_FAILURE_REPLICAS;
-        snprintf(err, errlen, "%s.lua: %lld of %" PRId64 " replicas acknowledged it within %" PRId64 " ms", s->name,
-                 replicas < 0 ? 0 : replicas, wanted, c->cfg.redis_wait_timeout_ms);
+        snprintf(err, errlen, "%s.lua: %lld of %" PRId64 " replicas acknowledged it within %" PRId64 " ms",
+                 s->name, replicas < 0 ? 0 : replicas, wanted, c->cfg.redis_wait_timeout_ms);
         freeReplyObject(reply);
         return NULL;
     }

@@ -131,8 +131,8 @@ static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r, in
  * lose rows without an error. A duplicate row that opens a new auto-increment interval
  * gives the statement back the end of the previous one; when another transaction took those
  * ids meanwhile, every later row of the array gets an id that exists, and "id=id" turns its
- * PRIMARY KEY collision into a no-op (docs/chaos.md, finding 9). A second statement of only the missing rows holds no
- * duplicate of theirs; it repeats while it adds rows. */
+ * PRIMARY KEY collision into a no-op (docs/chaos.md, finding 9). A second statement of only the missing rows
+ * holds no duplicate of theirs; it repeats while it adds rows. */
 static void note_lost(const struct orderrows_run *r, const char *table, uint64_t rows)
 {
     LOG_WARN("activity %" PRId64 ": MariaDB's array insert into %s lost %" PRIu64 " row(s) "
@@ -240,7 +240,8 @@ int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct pers
             continue;
         const struct orderevent *ev = &r->orders[i];
         LOG_ORDER_ERROR(ev->order_no, "user %" PRId64 " already holds another order of activity %" PRId64
-                  " in MySQL, or this number is another user's there; not persisted", ev->user_id, r->activity_id);
+                  " in MySQL, or this number is another user's there; not persisted", ev->user_id,
+                  r->activity_id);
         stats->conflicts++;
     }
     coupons_added = 0;

@@ -141,9 +141,9 @@ static void account(struct consumer *c)
               " ms, publish %" PRId64 " ms, finalize %" PRId64 " ms, abandon %" PRId64
               " ms, commit %" PRId64 " ms",
               b->messages, persisted, c->persisted.orders_added, rejected, uses,
-              c->persisted.uses_applied, b->dead_count, b->duplicates, (clock_mono_us() - t->started_us) / 1000,
-              t->fill, t->dead, t->claim, t->persist, t->publish, t->finalize, t->abandon,
-              t->commit);
+              c->persisted.uses_applied, b->dead_count, b->duplicates,
+              (clock_mono_us() - t->started_us) / 1000, t->fill, t->dead, t->claim, t->persist, t->publish,
+              t->finalize, t->abandon, t->commit);
 }
 
 /* Up to the write: seal, dead letters, claim. */

@@ -62,8 +62,8 @@ static int park_records(struct consumer *c, const size_t *owners, size_t from, s
     for (size_t i = from; i < to; i++)
         if (claim_park_accepted(c, owners[i]) != 0)
             return -1;
-    LOG_WARN("user coupons of %zu orders not published, the orders set aside, the rest of the batch goes on: %s",
-             to - from, why);
+    LOG_WARN("user coupons of %zu orders not published, the orders set aside, the rest of the batch goes on: "
+             "%s", to - from, why);
     return 0;
 }
 
@@ -130,8 +130,8 @@ static int publish_uses(struct consumer *c, char *err, size_t errlen)
         char key[64], field[40], mark[USERCOUPON_REF_LEN + 80];
         usercoupon_key(key, sizeof(key), ev->user_id);
         snprintf(field, sizeof(field), "%" PRId64 ":used", ev->user_coupon_id);
-        snprintf(mark, sizeof(mark), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, ev->order_ref, ev->discount, ev->payable,
-                 ev->used_ms);
+        snprintf(mark, sizeof(mark), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, ev->order_ref, ev->discount,
+                 ev->payable, ev->used_ms);
         const char *argv[] = { "HSETNX", key, field, mark };
         redisReply *r = redisroute_argv(c->redis, 4, argv, NULL, 1, err, errlen);
         if (!r)
@@ -141,7 +141,8 @@ static int publish_uses(struct consumer *c, char *err, size_t errlen)
             LOG_WARN("user coupon %" PRId64 " order '%s': its used mark was missing in Redis; written again",
                      ev->user_coupon_id, ev->order_ref);
         if (!ok)
-            snprintf(err, errlen, "HSETNX %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+            snprintf(err, errlen, "HSETNX %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str
+                     : "unexpected reply");
         freeReplyObject(r);
         if (!ok)
             return -1;

@@ -148,7 +148,8 @@ static int call(struct consumer *c, const struct keys_set *set, const struct pai
         args[1 + 2 * (nl + i)] = winners->order_no[wo + i];
         args[2 + 2 * (nl + i)] = winners->user[wo + i];
     }
-    redisReply *reply = claim_eval(c, LUASCRIPT_SUPERSEDE, SUPERSEDE_KEYS, keys, (int)nargs, args, err, errlen);
+    redisReply *reply = claim_eval(c, LUASCRIPT_SUPERSEDE, SUPERSEDE_KEYS, keys, (int)nargs, args, err,
+                                   errlen);
     free(args);
     if (!reply)
         return -1;
@@ -183,9 +184,10 @@ static int supersede_run(struct consumer *c, const struct batch *b, size_t start
             continue;
         char user[24];
         snprintf(user, sizeof(user), "%" PRId64, b->accepted[i].user_id);
-        LOG_ORDER_WARN(b->accepted[i].order_no, "user %" PRId64 ": MySQL holds %s already; FAILED, its unit kept for it",
-                       b->accepted[i].user_id,
-                       b->refused[i] == BATCH_REFUSED_SOLD_OUT ? "the sale's whole stock" : "another order of the user");
+        LOG_ORDER_WARN(b->accepted[i].order_no, "user %" PRId64 ": MySQL holds %s already; FAILED, its unit "
+                       "kept for it", b->accepted[i].user_id,
+                       b->refused[i] == BATCH_REFUSED_SOLD_OUT ? "the sale's whole stock"
+                       : "another order of the user");
         if (pairs_add(&losers, b->accepted[i].order_no, user) != 0) {
             snprintf(err, errlen, "out of memory");
             rc = -1;
@@ -203,11 +205,12 @@ static int supersede_run(struct consumer *c, const struct batch *b, size_t start
                   &winners, 0, 0, &ended, &adopted, err, errlen);
     for (size_t wo = 0; rc == 0 && wo < winners.count; wo += CLAIM_CHUNK)
         rc = call(c, &set, &losers, 0, 0, &winners, wo,
-                  winners.count - wo < CLAIM_CHUNK ? winners.count - wo : CLAIM_CHUNK, &ended, &adopted, err, errlen);
+                  winners.count - wo < CLAIM_CHUNK ? winners.count - wo : CLAIM_CHUNK, &ended, &adopted, err,
+                  errlen);
     if (rc == 0 && (ended > 0 || adopted > 0))
-        LOG_WARN("activity %" PRId64 ": %lld order(s) FAILED in place of orders MySQL holds, %lld order(s) MySQL "
-                 "holds recorded SUCCESS again (Redis had lost them: a failover without redis.wait-replicas?)",
-                 b->accepted[start].activity_id, ended, adopted);
+        LOG_WARN("activity %" PRId64 ": %lld order(s) FAILED in place of orders MySQL holds, %lld order(s) "
+                 "MySQL holds recorded SUCCESS again (Redis had lost them: a failover without "
+                 "redis.wait-replicas?)", b->accepted[start].activity_id, ended, adopted);
     pairs_free(&losers);
     pairs_free(&winners);
     return rc;

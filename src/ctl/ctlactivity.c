@@ -149,7 +149,8 @@ static int ctlactivity_read_bucket(struct ctlrun *ctl, const struct keys_set *k,
 
 /* Bucket by bucket: each is one instant of its own master, so a live sale's sum may be a
  * little off; at quiescence (verify's I3) it is exact. */
-int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row, struct ctlactivity_redis *rd)
+int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                           struct ctlactivity_redis *rd)
 {
     struct bucket_list list;
     if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
@@ -181,7 +182,8 @@ int ctlactivity_read_redis(struct ctlrun *ctl, const struct ctlactivity_row *row
     return CTLRUN_OK;
 }
 
-static int ctlactivity_cancel_bucket(struct ctlrun *ctl, const struct keys_set *k, struct ctlactivity_cancelled *out)
+static int ctlactivity_cancel_bucket(struct ctlrun *ctl, const struct keys_set *k,
+                                     struct ctlactivity_cancelled *out)
 {
     const char *keys[] = { k->name[KEYS_ACTIVITY], k->name[KEYS_STOCK] };
     redisReply *r = ctlredis_script(ctl, LUASCRIPT_CANCEL, 2, keys, 0, NULL);

@@ -144,8 +144,8 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
     if ((rc = ctldb_exec(ctl, "START TRANSACTION")) != CTLRUN_OK)
         return rc;
     int64_t id = 0;
-    rc = ctlactivitycreate_insert(ctl, coupon_id, stock, start_ms, end_ms, opts[NAME].value, now, (int)buckets,
-                                  &id);
+    rc = ctlactivitycreate_insert(ctl, coupon_id, stock, start_ms, end_ms, opts[NAME].value, now,
+                                  (int)buckets, &id);
     if (rc != CTLRUN_OK) {
         char err[256];
         db_exec(ctl->db, "ROLLBACK", err, sizeof(err));

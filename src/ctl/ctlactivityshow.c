@@ -35,8 +35,8 @@ struct ctlactivityshow_live {
  * sale of millions): SUCCESS is the activity hash's 'sold', PROCESSING the live orders
  * (reserved, queued or claimed), FAILED the rest of the hash. A bucket without the counter
  * (warmed before it existed) leaves SUCCESS and FAILED unknown. */
-static int ctlactivityshow_bucket(struct ctlrun *ctl, const struct keys_set *k, struct ctlactivityshow_live *lv,
-                                  struct ctlactivity_redis *rd)
+static int ctlactivityshow_bucket(struct ctlrun *ctl, const struct keys_set *k,
+                                  struct ctlactivityshow_live *lv, struct ctlactivity_redis *rd)
 {
     struct ctlredis_cmd cmds[CTLACTIVITY_REDIS_CMDS + 2];
     ctlactivity_redis_cmds(k, cmds);
@@ -61,7 +61,8 @@ static int ctlactivityshow_bucket(struct ctlrun *ctl, const struct keys_set *k, 
     return rc;
 }
 
-static int ctlactivityshow_live(struct ctlrun *ctl, const struct ctlactivity_row *row, struct ctlactivityshow_live *lv)
+static int ctlactivityshow_live(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                                struct ctlactivityshow_live *lv)
 {
     memset(lv, 0, sizeof(*lv));
     struct bucket_list list;
@@ -242,7 +243,8 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
             char left[24] = "no stock key";
             if (lv.buckets[b].has_stock)
                 snprintf(left, sizeof(left), "%" PRId64, lv.buckets[b].stock_left);
-            printf("  bucket %-2d {%s} on %s, stock left %s\n", b, lv.buckets[b].tag, lv.buckets[b].master, left);
+            printf("  bucket %-2d {%s} on %s, stock left %s\n", b, lv.buckets[b].tag, lv.buckets[b].master,
+                   left);
         }
     }
     return CTLRUN_OK;

@@ -40,7 +40,8 @@ struct ctlactivitywarmup_meta {
 };
 
 static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char *key,
-                                   const struct ctlactivitywarmup_part *part, struct ctlactivitywarmup_meta *m)
+                                   const struct ctlactivitywarmup_part *part,
+                                   struct ctlactivitywarmup_meta *m)
 {
     snprintf(m->id, sizeof(m->id), "%" PRId64, row->id);
     snprintf(m->coupon, sizeof(m->coupon), "%" PRId64, row->coupon_id);
@@ -201,7 +202,8 @@ static int ctlactivitywarmup_exec(struct ctlrun *ctl, redisContext *c, redisRepl
  * rebuilt are all SUCCESS (their rows are in MySQL): 'sold' starts at their number. */
 static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
                                      const struct ctlactivity_row *row, const struct keys_set *k,
-                                     const struct ctlactivitywarmup_part *part, char *report, size_t reportlen)
+                                     const struct ctlactivitywarmup_part *part, char *report,
+                                     size_t reportlen)
 {
     struct ctlactivitywarmup_staging st;
     if (ctlactivitywarmup_staging_names(ctl, k, &st) != CTLRUN_OK)
@@ -316,7 +318,8 @@ out:
  * the stock, the users and the orders are left as they are. Under the caller's WATCH. */
 static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
                                      const struct ctlactivity_row *row, const struct keys_set *k,
-                                     const struct ctlactivitywarmup_part *part, char *report, size_t reportlen)
+                                     const struct ctlactivitywarmup_part *part, char *report,
+                                     size_t reportlen)
 {
     if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
         return CTLRUN_FAIL;
@@ -446,7 +449,8 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
     /* Its orders are answered from MySQL; warming it would bring back a sale that is over
      * (and every key the archive removed). */
     if (row->archived)
-        return ctlout_fail(ctl, "activity %" PRId64 " is archived: it is over and stays out of Redis", row->id);
+        return ctlout_fail(ctl, "activity %" PRId64 " is archived: it is over and stays out of Redis",
+                           row->id);
     struct bucket_list list;
     if (ctlactivity_buckets(ctl, row, &list) != CTLRUN_OK)
         return CTLRUN_FAIL;
@@ -457,7 +461,8 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
     bool cancelled = ctlactivity_is_cancelled(row);
     int rc = CTLRUN_OK;
     for (int b = 0; b < list.count && rc == CTLRUN_OK; b++) {
-        struct ctlactivitywarmup_part part = { &list, b, left / list.count + (b < left % list.count ? 1 : 0) };
+        struct ctlactivitywarmup_part part = { &list, b,
+                                               left / list.count + (b < left % list.count ? 1 : 0) };
         char one[256] = "";
         rc = ctlactivitywarmup_bucket(ctl, row, &part, one, sizeof(one));
         if (b == 0)

@@ -69,8 +69,9 @@ int ctlbuckets_master(struct ctlrun *ctl, const struct keys_set *k, char *buf, s
 }
 
 /* Calls fn on each transfer record of every bucket: its source, destination, id, units. */
-typedef int (*ctlbuckets_record_fn)(struct ctlrun *ctl, const struct keys_set *src, const struct keys_set *dst,
-                                    const char *xfer, const char *units, int64_t *total);
+typedef int (*ctlbuckets_record_fn)(struct ctlrun *ctl, const struct keys_set *src,
+                                    const struct keys_set *dst, const char *xfer, const char *units,
+                                    int64_t *total);
 
 static int ctlbuckets_each_record(struct ctlrun *ctl, int64_t id, const struct bucket_list *list,
                                   ctlbuckets_record_fn fn, int64_t *total)

@@ -258,7 +258,8 @@ int ctlorder_find_run(struct ctlrun *ctl, int argc, char **argv)
         snprintf(o.no, sizeof(o.no), "%s", r[0]);
     mysql_free_result(res);
     if (!found)
-        return ctlout_missing(ctl, "user %" PRId64 " holds no order in activity %" PRId64, user_id, activity_id);
+        return ctlout_missing(ctl, "user %" PRId64 " holds no order in activity %" PRId64, user_id,
+                              activity_id);
     o.activity_id = activity_id;
     return ctlorder_report(ctl, &o, id);
 }

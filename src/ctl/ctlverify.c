@@ -148,8 +148,8 @@ static int ctlverify_grow(void **items, size_t *cap, size_t need, size_t size)
 
 static int ctlverify_keep(struct ctlrun *ctl, struct ctlverify_redis *rd, redisReply *r)
 {
-    if (ctlverify_grow((void **)&rd->pages, &rd->pages_cap, rd->npages + 1 > rd->pages_cap ? rd->pages_cap * 2 + 16 : 0,
-                       sizeof(*rd->pages))) {
+    if (ctlverify_grow((void **)&rd->pages, &rd->pages_cap, rd->npages + 1 > rd->pages_cap
+                       ? rd->pages_cap * 2 + 16 : 0, sizeof(*rd->pages))) {
         freeReplyObject(r);
         return ctlout_fail(ctl, "out of memory");
     }
@@ -162,8 +162,8 @@ static int ctlverify_keep(struct ctlrun *ctl, struct ctlverify_redis *rd, redisR
  * field/value array. */
 typedef int (*ctlverify_page_fn)(struct ctlrun *ctl, struct ctlverify_redis *rd, int b, const redisReply *fv);
 
-static int ctlverify_scan(struct ctlrun *ctl, redisContext *c, const char *key, int b, struct ctlverify_redis *rd,
-                          ctlverify_page_fn fn)
+static int ctlverify_scan(struct ctlrun *ctl, redisContext *c, const char *key, int b,
+                          struct ctlverify_redis *rd, ctlverify_page_fn fn)
 {
     char cursor[32] = "0";
     do {
@@ -186,8 +186,8 @@ static int ctlverify_scan(struct ctlrun *ctl, redisContext *c, const char *key, 
 static int ctlverify_users_page(struct ctlrun *ctl, struct ctlverify_redis *rd, int b, const redisReply *uh)
 {
     if (ctlverify_grow((void **)&rd->users, &rd->users_cap,
-                       rd->nusers + uh->elements / 2 > rd->users_cap ? (rd->nusers + uh->elements / 2) * 2 : 0,
-                       sizeof(*rd->users)))
+                       rd->nusers + uh->elements / 2 > rd->users_cap ? (rd->nusers + uh->elements / 2) * 2
+                       : 0, sizeof(*rd->users)))
         return ctlout_fail(ctl, "out of memory");
     for (size_t i = 0; i + 1 < uh->elements; i += 2) {
         int64_t user;
@@ -207,8 +207,8 @@ static int ctlverify_orders_page(struct ctlrun *ctl, struct ctlverify_redis *rd,
 {
     (void)b;
     if (ctlverify_grow((void **)&rd->orders, &rd->orders_cap,
-                       rd->norders + oh->elements / 2 > rd->orders_cap ? (rd->norders + oh->elements / 2) * 2 : 0,
-                       sizeof(*rd->orders)))
+                       rd->norders + oh->elements / 2 > rd->orders_cap ? (rd->norders + oh->elements / 2) * 2
+                       : 0, sizeof(*rd->orders)))
         return ctlout_fail(ctl, "out of memory");
     for (size_t i = 0; i + 1 < oh->elements; i += 2) {
         rd->orders[rd->norders].order_no = oh->element[i]->str;

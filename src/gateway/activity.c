@@ -261,7 +261,8 @@ static void on_page(redisReply *reply, void *privdata)
     for (size_t i = 0; i + 1 < pairs->elements; i += 2) {
         int64_t user, activity_id;
         uint64_t order_id;
-        if (pairs->element[i]->type == REDIS_REPLY_STRING && pairs->element[i + 1]->type == REDIS_REPLY_STRING &&
+        if (pairs->element[i]->type == REDIS_REPLY_STRING &&
+            pairs->element[i + 1]->type == REDIS_REPLY_STRING &&
             parse_id(pairs->element[i]->str, &user) == 0 &&
             orderno_parse(pairs->element[i + 1]->str, &order_id, &activity_id) == 0)
             intmap_put(&load->loaded, user, order_id);
@@ -485,7 +486,8 @@ struct activity_cache *activity_cache_new(struct event_base *base, const struct 
     return cache;
 }
 
-void activity_cache_set_archive(struct activity_cache *cache, struct archive *archive) { cache->archive = archive; }
+void activity_cache_set_archive(struct activity_cache *cache,
+                                struct archive *archive) { cache->archive = archive; }
 
 void activity_cache_free(struct activity_cache *cache)
 {

@@ -229,7 +229,8 @@ static void undo(struct redeem *r)
     if (what)
         snprintf(what, 128, "user coupon %s order %s", r->id_text, r->ev.order_ref);
     if (!what || redisconn_eval(r->gw->redis, LUASCRIPT_UNUSE, 1, 2, argv, NULL, on_unused, what) != 0) {
-        LOG_ERROR("user coupon %s order %s: could not undo the redemption in Redis", r->id_text, r->ev.order_ref);
+        LOG_ERROR("user coupon %s order %s: could not undo the redemption in Redis", r->id_text,
+                  r->ev.order_ref);
         free(what);
     }
 }
@@ -440,7 +441,8 @@ static void on_record(redisReply *reply, void *privdata)
         return;
     }
     int64_t now = clock_wall_ms();
-    enum coupon_verdict verdict = couponterms_apply(&uc.terms, r->order_amount, &r->ev.discount, &r->ev.payable);
+    enum coupon_verdict verdict = couponterms_apply(&uc.terms, r->order_amount, &r->ev.discount,
+                                                    &r->ev.payable);
     if (now < uc.start_ms) {
         reply_error(r->d.http, REPLY_NOT_STARTED, "coupon not valid yet", 0, NULL, NULL);
     } else if (now >= uc.end_ms) {
@@ -448,7 +450,8 @@ static void on_record(redisReply *reply, void *privdata)
     } else if (verdict == COUPON_BELOW_MIN_ORDER) {
         char min[32];
         couponterms_format_cents(uc.terms.min_order, min, sizeof(min));
-        reply_error(r->d.http, REPLY_BELOW_MIN_ORDER, "order amount below the coupon's minimum", 0, "minOrder", min);
+        reply_error(r->d.http, REPLY_BELOW_MIN_ORDER, "order amount below the coupon's minimum", 0,
+                    "minOrder", min);
     } else if (verdict != COUPON_APPLIED) {
         reply_error(r->d.http, REPLY_UNAVAILABLE, "coupon record is inconsistent", 0, NULL, NULL);
     } else {
@@ -490,7 +493,8 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
               auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     if (!bad) {
         status = REPLY_INVALID;
-        bad = httpparams_get_required(&params, "orderAmount", amount, sizeof(amount), err, sizeof(err)) != 0 ||
+        bad = httpparams_get_required(&params, "orderAmount", amount, sizeof(amount), err,
+                                      sizeof(err)) != 0 ||
               httpparams_get_required(&params, "orderRef", ref, sizeof(ref), err, sizeof(err)) != 0;
     }
     httpparams_free(&params);

@@ -38,7 +38,8 @@ void delivery_send(struct delivery *d, struct kafkaprod *kp, bool reply_after_ac
     d->ticket.done = on_report;
     d->produced_us = clock_mono_us();
     rd_kafka_resp_err_t err = len < 0 ? RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE
-                                      : kafkaprod_produce(kp, key, key ? strlen(key) : 0, payload, (size_t)len, &d->ticket);
+                                      : kafkaprod_produce(kp, key, key ? strlen(key) : 0, payload,
+                                                          (size_t)len, &d->ticket);
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
         d->ops->failed(d, err, true);
         return;

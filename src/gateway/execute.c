@@ -179,7 +179,8 @@ static void forget_winner(struct order *r)
 static int release_send(struct order *r, redisconn_cb cb)
 {
     struct keys_set scratch;
-    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket, &scratch);
+    const struct keys_set *keys = activity_bucket_keys(r->gw->activities, r->activity_id, r->bucket,
+                                                       &scratch);
     if (!r->gw->cfg->enable_stock_rollback || !keys)
         return 1;
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
@@ -226,7 +227,8 @@ static bool release_later(struct order *r, redisconn_cb cb)
     if (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))
         return false;
     if (!r->retry_cb)
-        LOG_ORDER_WARN(r->order_no, "rollback got no verdict from Redis; the answer to user %s waits for one", r->user);
+        LOG_ORDER_WARN(r->order_no, "rollback got no verdict from Redis; the answer to user %s waits for one",
+                       r->user);
     r->retry_cb = cb;
     metrics_inc(METRIC_RELEASE_RETRIES);
     retry_link(r, gw->cfg->redis_reconnect_min_ms);
@@ -244,7 +246,8 @@ static void redeliver_later(struct order *r)
     move(r, EXECUTESTAGE_REDELIVERING);
     if (gw->draining || gw->orders_stopped ||
         (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))) {
-        LOG_ORDER_WARN(r->order_no, "answered 200 and not delivered; left to the reaper, which produces it again");
+        LOG_ORDER_WARN(r->order_no, "answered 200 and not delivered; left to the reaper, which produces it "
+                       "again");
         req_finish(r);
         return;
     }
@@ -573,19 +576,21 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         int64_t buckets = element_int(reply, 1, 1);
         if (buckets > 1 && (!a || a->nbuckets != buckets)) {
             activity_cache_refresh(r->gw->activities);
-            reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL, NULL);
+            reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL,
+                        NULL);
         } else if (!a || activity_bucket_empty(r->gw->activities, a, r->bucket)) {
             refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, NULL, 0, NULL);
         } else {
             metrics_inc(METRIC_BUCKET_EMPTY_RETRIES);
             rebalance_soon(r->gw->rebalance);
-            reply_error(r->d.http, REPLY_UNAVAILABLE, "stock is being moved to your part of the sale, please retry",
-                        1, NULL, NULL);
+            reply_error(r->d.http, REPLY_UNAVAILABLE, "stock is being moved to your part of the sale, please "
+                        "retry", 1, NULL, NULL);
         }
         break;
     }
     case EXECUTEVERDICT_SETUP:
-        activity_cache_refresh(r->gw->activities);  /* the activity has buckets this gateway does not know yet */
+        /* the activity has buckets this gateway does not know yet */
+        activity_cache_refresh(r->gw->activities);
         reply_error(r->d.http, v.status, v.message, 1, NULL, NULL);
         break;
     case EXECUTEVERDICT_LOST:
@@ -600,10 +605,12 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
     req_finish(r);
 }
 
-static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id);
+static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id,
+                         int64_t user_id);
 
 /* The answers the gateway can give without I/O. Returns true when it replied. */
-static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64_t activity_id, int64_t user_id)
+static bool answer_locally(struct gateway *gw, struct evhttp_request *req, int64_t activity_id,
+                           int64_t user_id)
 {
     bool answered = local_answer(gw, req, activity_id, user_id);
     if (answered)
@@ -680,7 +687,8 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     }
     char nonce[PURCHASETOKEN_NONCE_LEN] = "-";
     if (gw->cfg->require_token &&
-        purchasetoken_check(gw->cfg->token_secret, token, activity_id, user_id, clock_wall_ms() / 1000, nonce) != 0) {
+        purchasetoken_check(gw->cfg->token_secret, token, activity_id, user_id, clock_wall_ms() / 1000,
+                            nonce) != 0) {
         refuse(gw, req, user_id, activity_id, REPLY_FORBIDDEN, "purchase token invalid or expired", 0, NULL);
         return;
     }

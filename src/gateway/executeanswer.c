@@ -32,7 +32,8 @@ static int add(char *buf, size_t cap, int len, const char *fmt, ...)
 
 static int add_id(char *buf, size_t cap, int len, const char *name, int64_t id)
 {
-    return id > 0 ? add(buf, cap, len, ",\"%s\":%" PRId64, name, id) : add(buf, cap, len, ",\"%s\":null", name);
+    return id > 0 ? add(buf, cap, len, ",\"%s\":%" PRId64, name, id)
+                  : add(buf, cap, len, ",\"%s\":null", name);
 }
 
 /* The fields every answer ends with, and the closing brace. */
@@ -51,7 +52,8 @@ int executeanswer_render_refusal(char *buf, size_t cap, const struct executeansw
                                  enum reply_status status, const char *message, int64_t retry_after,
                                  const char *order_no)
 {
-    int len = add(buf, cap, 0, "{\"success\":false,\"status\":\"%s\",\"message\":\"", reply_status_name(status));
+    int len = add(buf, cap, 0, "{\"success\":false,\"status\":\"%s\",\"message\":\"",
+                  reply_status_name(status));
     if (len >= 0)
         len = reply_append_escaped(buf, cap, (size_t)len, message ? message : reply_status_message(status));
     len = add(buf, cap, len, "\",\"orderNo\":");

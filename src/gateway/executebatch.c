@@ -99,8 +99,8 @@ static void on_called_replicated(redisReply *reply, long long replicas, void *pr
     if (short_of) {
         metrics_inc(METRIC_REDIS_WAIT_SHORT);
         LOG_WARN("execute: %lld of %lld replicas acknowledged a call of %zu request(s) within %lld ms; "
-                 "its reservations are rolled back", replicas, (long long)cfg->redis_wait_replicas, call->count,
-                 (long long)cfg->redis_wait_timeout_ms);
+                 "its reservations are rolled back", replicas, (long long)cfg->redis_wait_replicas,
+                 call->count, (long long)cfg->redis_wait_timeout_ms);
     }
     for (size_t i = 0; i < call->count; i++)
         call->reqs[i]->unreplicated = short_of;
@@ -141,7 +141,8 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     args[6] = b->settings[4];
     /* The five subject keys of a request differ from another request's only after their
      * prefix, which every request of the call shares. */
-    static const enum keys_subject_kind kinds[5] = { KEYS_RATE_USER, KEYS_RATE_IP, KEYS_BRUSH, KEYS_BAN, KEYS_TOKEN };
+    static const enum keys_subject_kind kinds[5] = { KEYS_RATE_USER, KEYS_RATE_IP, KEYS_BRUSH, KEYS_BAN,
+                                                     KEYS_TOKEN };
     char prefix[5][EXECUTEBATCH_KEY_LEN];
     size_t prefix_len[5];
     for (size_t j = 0; j < 5; j++) {
@@ -172,7 +173,8 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     int sent = b->cfg->redis_wait_replicas > 0
                    ? redisconn_eval_wait(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL,
                                          on_called_replicated, call)
-                   : redisconn_eval(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL, on_called, call);
+                   : redisconn_eval(b->redis, LUASCRIPT_EXECUTE, (int)nkeys, (int)nargs, argv, NULL,
+                                    on_called, call);
     if (sent != 0) {
         free(call);
         executebatch_fail_all(reqs, count);
@@ -267,7 +269,8 @@ struct executebatch *executebatch_new(struct event_base *base, const struct conf
     snprintf(b->settings[1], sizeof(b->settings[1]), "%" PRId64, cfg->max_requests_per_ip);
     snprintf(b->settings[2], sizeof(b->settings[2]), "%" PRId64, cfg->anti_brush_threshold);
     snprintf(b->settings[3], sizeof(b->settings[3]), "%" PRId64, cfg->anti_brush_ban_seconds);
-    snprintf(b->settings[4], sizeof(b->settings[4]), "%" PRId64, cfg->require_token ? cfg->token_ttl_seconds : 0);
+    snprintf(b->settings[4], sizeof(b->settings[4]), "%" PRId64, cfg->require_token ? cfg->token_ttl_seconds
+             : 0);
     return b;
 }
 

@@ -18,7 +18,8 @@ static const struct {
     { "INACTIVE", { EXECUTEVERDICT_REFUSE, REPLY_INACTIVE, NULL, false, false, false } },
     { "RATE_LIMITED", { EXECUTEVERDICT_REFUSE, REPLY_RATE_LIMITED, NULL, false, true, false } },
     { "BLOCKED", { EXECUTEVERDICT_REFUSE, REPLY_BLOCKED, NULL, false, true, false } },
-    { "TOKEN_USED", { EXECUTEVERDICT_REFUSE, REPLY_FORBIDDEN, "purchase token already used", false, false, false } },
+    { "TOKEN_USED", { EXECUTEVERDICT_REFUSE, REPLY_FORBIDDEN, "purchase token already used", false, false,
+                      false } },
     { "GONE", { EXECUTEVERDICT_LOST, REPLY_UNAVAILABLE, NULL, false, false, false } },
     { "NOT_FOUND", { EXECUTEVERDICT_REFUSE, REPLY_NOT_FOUND, "no such activity", false, false, false } },
 };
@@ -29,6 +30,6 @@ struct executeverdict executeverdict_of(const char *verdict)
         for (size_t i = 0; i < sizeof(verdicts) / sizeof(verdicts[0]); i++)
             if (strcmp(verdicts[i].verdict, verdict) == 0)
                 return verdicts[i].meaning;
-    return (struct executeverdict){ EXECUTEVERDICT_UNKNOWN, REPLY_UNAVAILABLE, "unexpected stock service answer",
-                                    false, false, false };
+    return (struct executeverdict){ EXECUTEVERDICT_UNKNOWN, REPLY_UNAVAILABLE,
+                                    "unexpected stock service answer", false, false, false };
 }

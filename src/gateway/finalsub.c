@@ -133,8 +133,8 @@ static void conn_close(struct conn *k, const char *why)
     struct finalsub *fs = k->fs;
     if (k->bev) {
         if (why)
-            LOG_WARN("redis %s:%d subscriber connection lost (%s); resubscribing", fs->map.nodes[k->node].host,
-                     fs->map.nodes[k->node].port, why);
+            LOG_WARN("redis %s:%d subscriber connection lost (%s); resubscribing",
+                     fs->map.nodes[k->node].host, fs->map.nodes[k->node].port, why);
         bufferevent_free(k->bev);
         k->bev = NULL;
     }
@@ -239,8 +239,9 @@ static void on_error_reply(struct finalsub *fs, struct conn *k, const redisReply
         if (slotmap_redirect(r, &rd) == SLOTMAP_MOVED && slotmap_follow(&fs->map, &rd) >= 0) {
             c->retry_at_us = now;  /* the map says where now */
         } else {
-            LOG_WARN("redis %s:%d refused %s %s: %.*s", fs->map.nodes[k->node].host, fs->map.nodes[k->node].port,
-                     e->subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE", e->name, (int)r->len, r->str);
+            LOG_WARN("redis %s:%d refused %s %s: %.*s", fs->map.nodes[k->node].host,
+                     fs->map.nodes[k->node].port, e->subscribe ? "SSUBSCRIBE" : "SUNSUBSCRIBE", e->name,
+                     (int)r->len, r->str);
             chan_retry_later(c, now);
             fs->reload = fs->cluster;
         }

@@ -197,8 +197,8 @@ static int metrics_listener(struct http *http, int64_t port, char *err, size_t e
     apply_limits(evhttp, cfg);
     evhttp_set_gencb(evhttp, on_metrics_request, http);
     char addr[300];
-    if (httpconns_listen(http->metrics_conns, "http.metrics-host", cfg->http_metrics_host, port, 128, false, addr,
-                         sizeof(addr), err, errlen) != 0)
+    if (httpconns_listen(http->metrics_conns, "http.metrics-host", cfg->http_metrics_host, port, 128, false,
+                         addr, sizeof(addr), err, errlen) != 0)
         return -1;
     LOG_INFO("metrics on http://%s/metrics", addr);
     return 0;

@@ -103,7 +103,8 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
         p->has_form = true;
         return 0;
     }
-    snprintf(err, errlen, "unsupported Content-Type (use application/json or application/x-www-form-urlencoded)");
+    snprintf(err, errlen, "unsupported Content-Type (use application/json or "
+             "application/x-www-form-urlencoded)");
     return -1;
 }
 

@@ -203,7 +203,8 @@ enum jwt_result jwt_check(const char *token, const struct jwt_rules *rules, int6
 enum jwt_result jwt_verify(const char *token, const char *secret, int64_t now_s, int64_t skew_s,
                            int64_t *user_id)
 {
-    const struct jwt_rules rules = { .secret = secret, .now_s = now_s, .skew_s = skew_s, .require_exp = true };
+    const struct jwt_rules rules = { .secret = secret, .now_s = now_s, .skew_s = skew_s,
+                                     .require_exp = true };
     return jwt_check(token, &rules, user_id);
 }
 

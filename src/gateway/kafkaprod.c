@@ -116,11 +116,11 @@ static int producer_create(struct kafkaprod *kp, char *err, size_t errlen)
     if (kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", kp->cfg->kafka_brokers, err, errlen) != 0)
         goto fail;
     for (size_t i = 0; i < sizeof(producer_defaults) / sizeof(producer_defaults[0]); i++)
-        if (kafkaconf_set(conf, producer_defaults[i][0], producer_defaults[i][0], producer_defaults[i][1], err,
-                          errlen) != 0)
+        if (kafkaconf_set(conf, producer_defaults[i][0], producer_defaults[i][0], producer_defaults[i][1],
+                          err, errlen) != 0)
             goto fail;
-    if (kafkaconf_set_pairs(conf, "kafka.producer.", kp->cfg->kafka_producer, kp->cfg->kafka_producer_count, err,
-                            errlen) != 0)
+    if (kafkaconf_set_pairs(conf, "kafka.producer.", kp->cfg->kafka_producer, kp->cfg->kafka_producer_count,
+                            err, errlen) != 0)
         goto fail;
     rd_kafka_conf_set_opaque(conf, kp);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);

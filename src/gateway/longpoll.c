@@ -330,7 +330,8 @@ static struct hold *hold_new(struct longpoll *lp, struct evhttp_request *req, co
     return h;
 }
 
-void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct longpoll_order *o, int wait_s)
+void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct longpoll_order *o,
+                   int wait_s)
 {
     if (wait_s <= 0 || longpoll_is_final(o->status) || !lp || lp->closed || lp->reg.max == 0) {
         longpoll_answer(req, o, o->status);
@@ -339,8 +340,8 @@ void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct
     if (waiters_full(&lp->reg)) {
         metrics_inc(METRIC_LONGPOLL_REFUSED);
         char msg[160];
-        snprintf(msg, sizeof(msg), "too many requests waiting (http.max-waiting = %zu); retry later or without wait",
-                 lp->reg.max);
+        snprintf(msg, sizeof(msg), "too many requests waiting (http.max-waiting = %zu); retry later or "
+                 "without wait", lp->reg.max);
         reply_error(req, REPLY_UNAVAILABLE, msg, 1, NULL, NULL);
         return;
     }
@@ -355,7 +356,8 @@ void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct
     if (held >= (uint64_t)lp->cfg->http_max_waiting_per_client) {
         metrics_inc(METRIC_LONGPOLL_REFUSED);
         char msg[160];
-        snprintf(msg, sizeof(msg), "too many requests waiting from this address (http.max-waiting-per-client = %" PRId64
+        snprintf(msg, sizeof(msg), "too many requests waiting from this address (http.max-waiting-per-client "
+                 "= %" PRId64
                  "); retry later or without wait", lp->cfg->http_max_waiting_per_client);
         reply_error(req, REPLY_RATE_LIMITED, msg, 1, NULL, NULL);
         return;

@@ -93,16 +93,19 @@ char *metrics_render(const struct metrics_gauges *g)
 {
     struct textbuf t;
     textbuf_init(&t);
-    textbuf_printf(&t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE seckill_http_requests_total counter\n");
+    textbuf_printf(&t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE "
+                   "seckill_http_requests_total counter\n");
     for (size_t i = 0; i < metrics.route_count; i++)
         textbuf_printf(&t, "seckill_http_requests_total{route=\"%s\"} %" PRIu64 "\n", metrics.route_names[i],
              metrics.route_requests[i]);
-    textbuf_printf(&t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE seckill_http_responses_total counter\n");
+    textbuf_printf(&t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE "
+                   "seckill_http_responses_total counter\n");
     for (size_t i = 0; i < metrics.response_count; i++)
         textbuf_printf(&t, "seckill_http_responses_total{status=\"%s\",code=\"%d\"} %" PRIu64 "\n",
              metrics.responses[i].status, metrics.responses[i].code, metrics.responses[i].count);
     for (size_t i = 0; i < METRICS_COUNTER_COUNT; i++)
-        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i], counter_help[i],
+        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i],
+                       counter_help[i],
              counter_names[i], counter_names[i], metrics.counters[i]);
     for (size_t i = 0; i < METRICS_HISTOGRAM_COUNT; i++) {
         textbuf_printf(&t, "# HELP %s %s\n# TYPE %s histogram\n", histogram_names[i], histogram_help[i],
@@ -121,12 +124,13 @@ char *metrics_render(const struct metrics_gauges *g)
           g->kafka_queue);
     gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
     gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
-    gauge(&t, "seckill_longpoll_waiting", "GET ...?wait=N requests held until their order is final", g->longpoll_waiting);
+    gauge(&t, "seckill_longpoll_waiting", "GET ...?wait=N requests held until their order is final",
+          g->longpoll_waiting);
     gauge(&t, "seckill_cached_winners",
           "Buyers the sale cache remembers to answer a sold-out sale's repeats locally; an ended sale's go",
           g->cached_winners);
-    gauge(&t, "seckill_archive_forwards_in_flight", "Reads of archived sales waiting on seckill-admin (at most 32)",
-          g->admin_forwards);
+    gauge(&t, "seckill_archive_forwards_in_flight", "Reads of archived sales waiting on seckill-admin (at "
+          "most 32)", g->admin_forwards);
     if (g->sales)
         salestats_render(g->sales, &t, clock_wall_ms());
     return textbuf_take(&t);

@@ -80,8 +80,8 @@ static void on_renew(redisReply *reply, void *privdata)
         lease->valid_until_ms = lease->sent_ms + lease->ttl_ms - lease->margin_ms;
         return;
     }
-    LOG_ERROR("order-number node lease %d: another gateway holds it now, or Redis lost it; seeking another id",
-              lease->node);
+    LOG_ERROR("order-number node lease %d: another gateway holds it now, or Redis lost it; seeking another "
+              "id", lease->node);
     lease->node = -1;
     acquire(lease);
 }
@@ -102,7 +102,8 @@ static void renew(struct nodelease *lease)
 {
     if (lease->pending || lease->released)
         return;
-    const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "renew", lease->token, lease->ttl_text, lease->node_text };
+    const char *argv[] = { KEYS_NODES, KEYS_NODE_SEQ, "renew", lease->token, lease->ttl_text,
+                           lease->node_text };
     lease->sent_ms = clock_mono_ms();
     if (redisconn_eval(lease->gw->redis, LUASCRIPT_NODELEASE, 2, 4, argv, NULL, on_renew, lease) == 0)
         lease->pending = true;
@@ -158,7 +159,8 @@ struct nodelease *nodelease_new(struct gateway *gw)
         free(lease);
         return NULL;
     }
-    struct timeval every = { (time_t)(lease->ttl_ms / 3 / 1000), (suseconds_t)(lease->ttl_ms / 3 % 1000 * 1000) };
+    struct timeval every = { (time_t)(lease->ttl_ms / 3 / 1000),
+                             (suseconds_t)(lease->ttl_ms / 3 % 1000 * 1000) };
     event_add(lease->timer, &every);
     return lease;
 }

@@ -98,7 +98,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     struct pending_set *s = arg;
     size_t cut = pending_expire_due(s, clock_mono_us());
     if (cut)
-        LOG_WARN("%zu requests still waiting at %s (%lld ms)", cut, s->name, (long long)(s->timeout_us / 1000));
+        LOG_WARN("%zu requests still waiting at %s (%lld ms)", cut, s->name,
+                 (long long)(s->timeout_us / 1000));
     arm(s);
 }
 

@@ -149,7 +149,8 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
     const struct keys_set *keys =
         b->count > 0 ? activity_bucket_keys(m->activities, b->activity_id, b->part, &scratch) : NULL;
     if (b->count > 0 && !keys) {
-        LOG_ERROR("activity %" PRId64 ": %zu queued marks kept: its keys are too long", b->activity_id, b->count);
+        LOG_ERROR("activity %" PRId64 ": %zu queued marks kept: its keys are too long", b->activity_id,
+                  b->count);
         return;
     }
     while (b->count > 0) {
@@ -170,7 +171,8 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
         int sent = m->cfg->redis_wait_replicas > 0
                        ? redisconn_eval_wait(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL,
                                              on_marked_replicated, call)
-                       : redisconn_eval(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL, on_marked, call);
+                       : redisconn_eval(m->redis, LUASCRIPT_QUEUED, 2, (int)call->count, argv, NULL,
+                                        on_marked, call);
         if (sent != 0) {
             free(call);
             schedule(m);  /* Redis is down: keep them and try again */
@@ -195,8 +197,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
     queuedmarks_flush(arg);
 }
 
-struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                                    struct activity_cache *activities)
+struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg,
+                                    struct redisconn *redis, struct activity_cache *activities)
 {
     struct queuedmarks *m = calloc(1, sizeof(*m));
     if (!m)

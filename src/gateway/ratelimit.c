@@ -7,7 +7,8 @@
 #include "gateway/iplimit.h"
 #include "gateway/metrics.h"
 
-bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req, const char **message, int64_t *retry_after)
+bool ratelimit_refused(struct gateway *gw, struct evhttp_request *req, const char **message,
+                       int64_t *retry_after)
 {
     int64_t now = clock_mono_us();
     if (gw->iplimit) {

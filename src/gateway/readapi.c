@@ -63,7 +63,8 @@ static void not_found(struct query *q)
     switch (q->kind) {
     case QUERY_STOCK:
     case QUERY_ACTIVITY: reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL); break;
-    case QUERY_RESULT: reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL, NULL); break;
+    case QUERY_RESULT: reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL,
+                                   NULL); break;
     case QUERY_ORDER:
     case QUERY_OWN_ORDER: reply_error(q->http, REPLY_NOT_FOUND, "no such order", 0, NULL, NULL); break;
     }
@@ -73,7 +74,8 @@ static bool answer_stock(struct query *q, const redisReply *reply)
 {
     if (reply->type == REDIS_REPLY_NIL)
         return check_archive(q);
-    reply_stock(q->http, q->activity_id, reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10) : 0);
+    reply_stock(q->http, q->activity_id, reply->type == REDIS_REPLY_STRING ? strtoll(reply->str, NULL, 10)
+                : 0);
     return false;
 }
 
@@ -203,8 +205,8 @@ static void on_admin(void *arg, int code, const cJSON *body)
             not_found(q);
         } else {
             metrics_inc(METRIC_ARCHIVED_READS);
-            struct longpoll_order o = { q->kind == QUERY_RESULT ? LONGPOLL_RESULT : LONGPOLL_ORDER, q->user_id,
-                                        q->activity_id, no, status, NULL, NULL };
+            struct longpoll_order o = { q->kind == QUERY_RESULT ? LONGPOLL_RESULT : LONGPOLL_ORDER,
+                                        q->user_id, q->activity_id, no, status, NULL, NULL };
             longpoll_answer(q->http, &o, status);
             q->http = NULL;
         }
@@ -228,10 +230,11 @@ static bool answer_archived(struct query *q, const struct archive_sale *sale)
     }
     char target[160];
     if (q->kind == QUERY_RESULT)
-        snprintf(target, sizeof(target), "/admin/activities/%" PRId64 "/orders?userId=%" PRId64, q->activity_id,
-                 q->user_id);
+        snprintf(target, sizeof(target), "/admin/activities/%" PRId64 "/orders?userId=%" PRId64,
+                 q->activity_id, q->user_id);
     else
-        snprintf(target, sizeof(target), "/admin/orders/%s", q->order_no);  /* digits-digits: nothing to escape */
+        /* digits-digits: nothing to escape */
+        snprintf(target, sizeof(target), "/admin/orders/%s", q->order_no);
     if (!adminfwd_enabled(q->gw->admin)) {
         static bool told;
         if (!told)
@@ -292,7 +295,8 @@ static void on_query(redisReply *reply, void *privdata)
     struct query *q = privdata;
     if (!q->http) {
         /* answered already */
-    } else if (q->kind == QUERY_ORDER && reply && reply->type == REDIS_REPLY_NIL && bucketed(q->gw, q->activity_id) &&
+    } else if (q->kind == QUERY_ORDER && reply && reply->type == REDIS_REPLY_NIL &&
+               bucketed(q->gw, q->activity_id) &&
                q->bucket + 1 < bucketed(q->gw, q->activity_id)->nbuckets) {
         /* The order number does not say which bucket holds the order: ask the next. */
         q->bucket++;
@@ -335,7 +339,8 @@ static struct query *query_new(struct gateway *gw, struct evhttp_request *req, e
     return q;
 }
 
-static void query_send(struct query *q, enum luascript_id script, int nkeys, int nargs, const char *const *argv)
+static void query_send(struct query *q, enum luascript_id script, int nkeys, int nargs,
+                       const char *const *argv)
 {
     int rc = script == LUASCRIPT_COUNT
                  ? redisconn_command_argv(q->gw->redis, nkeys + nargs, argv, NULL, on_query, q)
@@ -468,8 +473,9 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
 
 static void send_order_lookup(struct query *q)
 {
-    const struct keys_set *k = q->bucket == 0 ? q->keys : activity_bucket_keys(q->gw->activities, q->activity_id,
-                                                                              q->bucket, &q->scratch);
+    const struct keys_set *k = q->bucket == 0 ? q->keys
+                                              : activity_bucket_keys(q->gw->activities, q->activity_id,
+                                                                     q->bucket, &q->scratch);
     if (!k) {
         unavailable(q->http);
         query_free(q);
@@ -485,7 +491,8 @@ void readapi_activity(struct gateway *gw, struct evhttp_request *req, const char
     struct query *q = path_query(gw, req, activity_id, QUERY_ACTIVITY);
     if (!q)
         return;
-    const char *argv[] = { q->keys->name[KEYS_ACTIVITY], q->keys->name[KEYS_STOCK], q->keys->name[KEYS_USERS] };
+    const char *argv[] = { q->keys->name[KEYS_ACTIVITY], q->keys->name[KEYS_STOCK],
+                           q->keys->name[KEYS_USERS] };
     query_send(q, LUASCRIPT_ACTIVITY, 3, 0, argv);
 }
 

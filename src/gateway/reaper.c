@@ -89,8 +89,8 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
     }
 }
 
-void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own, int64_t now_ms,
-                      int64_t grace_ms, char out[REAPER_KEEP_LEN])
+void reaper_keep_list(const bool live[REAPER_NODES], int64_t dead_since_ms[REAPER_NODES], int own,
+                      int64_t now_ms, int64_t grace_ms, char out[REAPER_KEEP_LEN])
 {
     size_t used = 0;
     out[used++] = ',';
@@ -153,7 +153,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
-                          struct activity_cache *activities, struct nodelease *lease, struct redeliver *redeliver)
+                          struct activity_cache *activities, struct nodelease *lease,
+                          struct redeliver *redeliver)
 {
     struct reaper *reaper = calloc(1, sizeof(*reaper));
     if (!reaper)

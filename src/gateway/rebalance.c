@@ -121,8 +121,8 @@ static void on_in(redisReply *reply, long long replicas, void *privdata)
         return;
     }
     if (!a || !reply || reply->type != REDIS_REPLY_INTEGER) {
-        LOG_WARN("activity %" PRId64 ": transfer %s of %" PRId64 " unit(s) in transit (next pass delivers it)",
-                 mv->id, mv->xfer, mv->units);
+        LOG_WARN("activity %" PRId64 ": transfer %s of %" PRId64 " unit(s) in transit (next pass delivers "
+                 "it)", mv->id, mv->xfer, mv->units);
         free(mv);
         return;
     }
@@ -176,9 +176,9 @@ static void on_out(redisReply *reply, long long replicas, void *privdata)
     }
     if (!replicated(mv->rb, replicas)) {
         metrics_inc(METRIC_REDIS_WAIT_SHORT);
-        LOG_WARN("activity %" PRId64 ": transfer %s of %" PRId64 " unit(s) left bucket %d, but %lld replica(s) "
-                 "acknowledged it: not delivered until a pass finds it replicated", mv->id, mv->xfer, mv->units,
-                 mv->from, replicas);
+        LOG_WARN("activity %" PRId64 ": transfer %s of %" PRId64 " unit(s) left bucket %d, but %lld "
+                 "replica(s) acknowledged it: not delivered until a pass finds it replicated", mv->id,
+                 mv->xfer, mv->units, mv->from, replicas);
         free(mv);
         return;
     }
@@ -223,13 +223,15 @@ static void plan_sale(struct rebalance_sale *sale)
 }
 
 /* A record "to|units" found by a view: deliver it (again: 'in' is idempotent). */
-static void resume_transfer(struct rebalance *rb, struct activity *a, int from, const char *id, const char *what)
+static void resume_transfer(struct rebalance *rb, struct activity *a, int from, const char *id,
+                            const char *what)
 {
     char *bar;
     long to = strtol(what, &bar, 10);
     long long units = *bar == '|' ? strtoll(bar + 1, NULL, 10) : 0;
     if (to < 0 || to >= a->nbuckets || to == from || units <= 0 || strlen(id) >= BUCKET_TAG_LEN + 24) {
-        LOG_WARN("activity %" PRId64 ": malformed transfer record %s = %s in bucket %d", a->id, id, what, from);
+        LOG_WARN("activity %" PRId64 ": malformed transfer record %s = %s in bucket %d", a->id, id, what,
+                 from);
         return;
     }
     struct rebalance_move *mv = move_new(rb, a->id, from, (int)to, units);

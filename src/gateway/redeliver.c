@@ -93,8 +93,8 @@ static void produce_again(struct redeliver *rd, int64_t activity_id, int part, c
     int len;
     if (member_event(rd, activity_id, member, &ev) != 0 ||
         (len = ordermsg_encode(rd->activities, &ev, part, payload, sizeof(payload))) < 0) {
-        LOG_ERROR("activity %" PRId64 ": stale reservation %s is not an order this gateway can rebuild", activity_id,
-                  member);
+        LOG_ERROR("activity %" PRId64 ": stale reservation %s is not an order this gateway can rebuild",
+                  activity_id, member);
         return;
     }
     struct redeliver_msg *msg = malloc(sizeof(*msg));
@@ -119,8 +119,8 @@ static void on_taken(redisReply *reply, void *privdata)
 {
     struct redeliver_call *call = privdata;
     if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements > 0) {
-        LOG_WARN("activity %" PRId64 ": %zu reservations answered 200 have not reached Kafka in time; producing them again",
-                 call->activity_id, reply->elements);
+        LOG_WARN("activity %" PRId64 ": %zu reservations answered 200 have not reached Kafka in time; "
+                 "producing them again", call->activity_id, reply->elements);
         for (size_t i = 0; i < reply->elements; i++)
             if (reply->element[i]->type == REDIS_REPLY_STRING)
                 produce_again(call->rd, call->activity_id, call->part, reply->element[i]->str);

@@ -462,7 +462,8 @@ static void queue_kick(struct redisconn_waitq *q)
     if (q->in_flight || !q->next)
         return;
     struct redisnode *n = q->node;
-    if (!rc->closing && n && redisnode_send(n, rc->wait_buf, (size_t)rc->wait_len, LUASCRIPT_COUNT, false, on_wait, q) == 0) {
+    if (!rc->closing && n && redisnode_send(n, rc->wait_buf, (size_t)rc->wait_len, LUASCRIPT_COUNT, false,
+                                            on_wait, q) == 0) {
         q->in_flight = true;
         q->covered = q->next;
         q->covered->wprev = &q->covered;
@@ -552,7 +553,8 @@ static void on_reply(redisReply *reply, void *privdata)
     struct redisconn_cmd *cmd = privdata;
     struct redisconn *rc = cmd->rc;
     struct slotmap_redirect rd;
-    if (reply && !rc->closing && cmd->hops < SLOTMAP_MAX_REDIRECTS && slotmap_redirect(reply, &rd) != SLOTMAP_DONE) {
+    if (reply && !rc->closing && cmd->hops < SLOTMAP_MAX_REDIRECTS &&
+        slotmap_redirect(reply, &rd) != SLOTMAP_DONE) {
         cmd->hops++;
         LOG_INFO("redis: %s, following it", reply->str);
         int node = slotmap_follow(&rc->map, &rd);

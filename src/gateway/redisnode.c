@@ -114,7 +114,8 @@ static void command_done(redisAsyncContext *ac, void *r, void *privdata)
     cmd_unlink(n, cmd);
     if (reply)
         metrics_observe_us(METRIC_REDIS_ROUNDTRIP, clock_mono_us() - cmd->sent_us);
-    if (reply && cmd->script != LUASCRIPT_COUNT && !cmd->retried && luascript_is_noscript(reply) && n->connected) {
+    if (reply && cmd->script != LUASCRIPT_COUNT && !cmd->retried && luascript_is_noscript(reply) &&
+        n->connected) {
         const struct luascript *s = &n->scripts->scripts[cmd->script];
         LOG_WARN("redis %s:%d forgot script %s, loading it again", n->host, n->port, s->name);
         redisAsyncCommand(n->ac, NULL, NULL, "SCRIPT LOAD %b", s->body, s->body_len);

@@ -44,7 +44,8 @@ static const char *reason_phrase(int code)
     }
 }
 
-static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body, size_t len)
+static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body,
+                         size_t len)
 {
     if (!req)
         return;
@@ -77,7 +78,8 @@ void reply_send(struct evhttp_request *req, int code, const char *body, size_t l
     send_counted(req, code, status_of(code), body, len);
 }
 
-void reply_send_as(struct evhttp_request *req, int code, enum reply_status status, const char *body, size_t len)
+void reply_send_as(struct evhttp_request *req, int code, enum reply_status status, const char *body,
+                   size_t len)
 {
     send_counted(req, code, reply_status_name(status), body, len);
 }
@@ -87,7 +89,8 @@ static void send_json_counted(struct evhttp_request *req, int code, const char *
     char *text = json ? cJSON_PrintUnformatted(json) : NULL;
     cJSON_Delete(json);
     if (!text) {
-        static const char oom[] = "{\"success\":false,\"status\":\"UNAVAILABLE\",\"message\":\"out of memory\"}";
+        static const char oom[] = "{\"success\":false,\"status\":\"UNAVAILABLE\",\"message\":\"out of "
+        "memory\"}";
         send_counted(req, 503, "UNAVAILABLE", oom, sizeof(oom) - 1);
         return;
     }
@@ -144,7 +147,8 @@ void reply_error(struct evhttp_request *req, enum reply_status status, const cha
     }
     if (len >= 0) {
         int n = retry_after > 0
-                    ? snprintf(body + len, sizeof(body) - (size_t)len, "\",\"retryAfter\":%" PRId64 "}", retry_after)
+                    ? snprintf(body + len, sizeof(body) - (size_t)len, "\",\"retryAfter\":%" PRId64 "}",
+                               retry_after)
                     : snprintf(body + len, sizeof(body) - (size_t)len, "\"}");
         len = n < 0 || (size_t)(len + n) >= sizeof(body) ? -1 : len + n;
     }

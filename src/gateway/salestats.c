@@ -103,7 +103,8 @@ static void add_bucket(struct salestats_entry *e, const redisReply *reply)
     p->reserved += one.reserved;
     p->queued += one.queued;
     p->claimed += one.claimed;
-    p->sold = p->sold == SALESTATS_UNKNOWN || one.sold == SALESTATS_UNKNOWN ? SALESTATS_UNKNOWN : p->sold + one.sold;
+    p->sold = p->sold == SALESTATS_UNKNOWN || one.sold == SALESTATS_UNKNOWN ? SALESTATS_UNKNOWN
+    : p->sold + one.sold;
     p->returned += one.returned;
     if (one.oldest_ms >= 0 && (p->oldest_ms < 0 || one.oldest_ms < p->oldest_ms))
         p->oldest_ms = one.oldest_ms;
@@ -228,13 +229,13 @@ void salestats_render(const struct salestats *stats, struct textbuf *t, int64_t 
     family(t, "seckill_sale_stock", "Initial stock of the sale");
     for (size_t i = 0; i < stats->count; i++)
         if (stats->entries[i].valid)
-            textbuf_printf(t, "seckill_sale_stock{activity=\"%" PRId64 "\"} %" PRId64 "\n", stats->entries[i].id,
-                           stats->entries[i].sale.stock);
+            textbuf_printf(t, "seckill_sale_stock{activity=\"%" PRId64 "\"} %" PRId64 "\n",
+                           stats->entries[i].id, stats->entries[i].sale.stock);
 
     family(t, "seckill_sale_units",
-           "Units of the sale's stock by state, read in one Redis script from counters: left to sell, reserved "
-           "(not yet in Kafka), queued (in Kafka), claimed (being written to MySQL), sold (SUCCESS; absent for a "
-           "sale warmed before the counter existed), returned (cancel)");
+           "Units of the sale's stock by state, read in one Redis script from counters: left to sell, "
+           "reserved (not yet in Kafka), queued (in Kafka), claimed (being written to MySQL), sold (SUCCESS; "
+           "absent for a sale warmed before the counter existed), returned (cancel)");
     static const char *const states[] = { "left", "reserved", "queued", "claimed", "sold", "returned" };
     for (size_t i = 0; i < stats->count; i++) {
         const struct salestats_entry *e = &stats->entries[i];
@@ -244,16 +245,16 @@ void salestats_render(const struct salestats *stats, struct textbuf *t, int64_t 
                               e->sale.claimed, e->sale.sold, e->sale.returned };
         for (size_t s = 0; s < sizeof(states) / sizeof(states[0]); s++)
             if (e->sale.sold != SALESTATS_UNKNOWN || strcmp(states[s], "sold") != 0)
-                textbuf_printf(t, "seckill_sale_units{activity=\"%" PRId64 "\",state=\"%s\"} %" PRId64 "\n", e->id,
-                               states[s], v[s]);
+                textbuf_printf(t, "seckill_sale_units{activity=\"%" PRId64 "\",state=\"%s\"} %" PRId64 "\n",
+                               e->id, states[s], v[s]);
     }
 
     family(t, "seckill_sale_imbalance",
            "Sum of seckill_sale_units minus the initial stock: 0 while conservation (I3) holds");
     for (size_t i = 0; i < stats->count; i++)
         if (stats->entries[i].valid && stats->entries[i].sale.sold != SALESTATS_UNKNOWN)
-            textbuf_printf(t, "seckill_sale_imbalance{activity=\"%" PRId64 "\"} %" PRId64 "\n", stats->entries[i].id,
-                           salestats_imbalance(&stats->entries[i].sale));
+            textbuf_printf(t, "seckill_sale_imbalance{activity=\"%" PRId64 "\"} %" PRId64 "\n",
+                           stats->entries[i].id, salestats_imbalance(&stats->entries[i].sale));
 
     family(t, "seckill_sale_oldest_reservation_seconds",
            "Age of the sale's oldest reservation not yet in Kafka (0: none)");
@@ -262,7 +263,7 @@ void salestats_render(const struct salestats *stats, struct textbuf *t, int64_t 
         if (!e->valid)
             continue;
         int64_t age_ms = e->sale.oldest_ms < 0 || now_ms < e->sale.oldest_ms ? 0 : now_ms - e->sale.oldest_ms;
-        textbuf_printf(t, "seckill_sale_oldest_reservation_seconds{activity=\"%" PRId64 "\"} %" PRId64 ".%03" PRId64 "\n",
-                       e->id, age_ms / 1000, age_ms % 1000);
+        textbuf_printf(t, "seckill_sale_oldest_reservation_seconds{activity=\"%" PRId64 "\"} "
+                       "%" PRId64 ".%03" PRId64 "\n", e->id, age_ms / 1000, age_ms % 1000);
     }
 }

@@ -62,7 +62,8 @@ static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
     struct gateway *gw = d->gw;
     if (queuedmarks_pending(gw->marks) > 0)
         queuedmarks_flush(gw->marks);
-    bool idle = gw->in_flight == 0 && queuedmarks_pending(gw->marks) == 0 && redisconn_pending(gw->redis) == 0;
+    bool idle = gw->in_flight == 0 && queuedmarks_pending(gw->marks) == 0 &&
+    redisconn_pending(gw->redis) == 0;
     if (idle || clock_mono_us() > d->deadline_us) {
         if (!idle)
             LOG_WARN("drain deadline passed with %lu requests and %zu marks outstanding", gw->in_flight,
@@ -271,7 +272,8 @@ out:
     kafkaprod_free(gw.kafka);  /* before Redis: leftover reports roll back through it */
     execute_stop(&gw);
     adminfwd_close(gw.admin);  /* before Redis: a read answered by Redis now forwards nothing */
-    redisconn_free(gw.redis);  /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
+    /* pending callbacks still see the cache, marks, reaper, lease, sale stats and rebalance */
+    redisconn_free(gw.redis);
     adminfwd_free(gw.admin);
     archive_free(gw.archive);  /* after Redis: its last lookups have run */
     longpoll_free(gw.longpoll);  /* after Redis: its last reads have run */

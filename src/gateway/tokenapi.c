@@ -110,7 +110,8 @@ void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
     }
     char body[256];
     int n = snprintf(body, sizeof(body),
-                     "{\"success\":true,\"token\":\"%s\",\"activityId\":%" PRId64 ",\"expiresIn\":%" PRId64 "}",
-                     token, activity_id, gw->cfg->token_ttl_seconds);
+                     "{\"success\":true,\"token\":\"%s\","
+                     "\"activityId\":%" PRId64 ",\"expiresIn\":%" PRId64 "}", token, activity_id,
+                     gw->cfg->token_ttl_seconds);
     reply_send(req, 200, body, (size_t)n);
 }

@@ -34,7 +34,8 @@ struct archive_run {
     size_t errlen;
 };
 
-static int archive_fail(struct archive_run *r, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int archive_fail(struct archive_run *r, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static int archive_fail(struct archive_run *r, int rc, const char *fmt, ...)
 {
@@ -97,7 +98,8 @@ static int archive_mysql_int(struct archive_run *r, const char *sql, int64_t *ou
     return ARCHIVE_DONE;
 }
 
-int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_t cap, char *err, size_t errlen)
+int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_t cap, char *err,
+                size_t errlen)
 {
     int64_t before = now_ms - (after_ms > ARCHIVE_END_GRACE_MS ? after_ms : ARCHIVE_END_GRACE_MS);
     char sql[512];
@@ -145,8 +147,8 @@ static redisReply *archive_script(struct archive_run *r, int b, int nargs, const
     for (int i = 0; i < ARCHIVE_KEYS; i++)
         keys[i] = r->keys[b].name[archive_kinds[i]];
     char why[256];
-    redisReply *reply = redisroute_script(r->redis, &r->scripts->scripts[LUASCRIPT_ARCHIVE], ARCHIVE_KEYS, keys,
-                                          nargs, args, why, sizeof(why));
+    redisReply *reply = redisroute_script(r->redis, &r->scripts->scripts[LUASCRIPT_ARCHIVE], ARCHIVE_KEYS,
+                                          keys, nargs, args, why, sizeof(why));
     if (!reply) {
         archive_fail(r, ARCHIVE_ERROR, "archive.lua: %s", why);
         return NULL;
@@ -209,10 +211,11 @@ static int archive_scan(struct archive_run *r, int b, int64_t *success, int64_t 
         redisReply *reply = archive_cmd(r, 5, argv);
         if (!reply)
             return ARCHIVE_ERROR;
-        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 || reply->element[0]->type != REDIS_REPLY_STRING ||
-            reply->element[1]->type != REDIS_REPLY_ARRAY) {
+        if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+            reply->element[0]->type != REDIS_REPLY_STRING || reply->element[1]->type != REDIS_REPLY_ARRAY) {
             freeReplyObject(reply);
-            return archive_fail(r, ARCHIVE_ERROR, "redis HSCAN %s: unexpected reply", r->keys[b].name[KEYS_ORDERS]);
+            return archive_fail(r, ARCHIVE_ERROR, "redis HSCAN %s: unexpected reply",
+                                r->keys[b].name[KEYS_ORDERS]);
         }
         snprintf(cursor, sizeof(cursor), "%s", reply->element[0]->str);
         const redisReply *fv = reply->element[1];
@@ -235,14 +238,14 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
                          struct archive_result *out)
 {
     if (strcmp(row->status, "ENDED") != 0 && strcmp(row->status, "CANCELLED") != 0)
-        return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " is %s: only an ENDED or CANCELLED sale is "
-                            "archived (the consumer's lifecycle pass marks a sale ENDED after its end)",
+        return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " is %s: only an ENDED or CANCELLED sale "
+                            "is archived (the consumer's lifecycle pass marks a sale ENDED after its end)",
                             r->id, row->status);
     if (now_ms < row->end_ms + ARCHIVE_END_GRACE_MS) {
         char end[40];
         timeparse_format(row->end_ms, end, sizeof(end));
-        return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " ended at %s: it can be archived %d s after "
-                            "its end", r->id, end, ARCHIVE_END_GRACE_MS / 1000);
+        return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " ended at %s: it can be archived %d s "
+                            "after its end", r->id, end, ARCHIVE_END_GRACE_MS / 1000);
     }
     int64_t success = 0, failed = 0, sold = 0;
     bool has_sold = true;
@@ -272,7 +275,8 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
         if (has_sold)
             snprintf(redis_says, sizeof(redis_says), ", Redis counts %" PRId64 " sold", sold);
         return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 ": MySQL holds %" PRId64 " order rows "
-                            "(sold_count %" PRId64 ")%s: not every order is in MySQL (seckillctl verify %" PRId64
+                            "(sold_count %" PRId64 ")%s: not every order is in MySQL (seckillctl verify "
+                            "%" PRId64
                             " says more)", r->id, rows, row->sold_count, redis_says, r->id);
     }
     for (int b = 0; b < r->buckets.count; b++) {
@@ -281,8 +285,8 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
         if (rc != ARCHIVE_DONE)
             return rc;
         if (p > 0)
-            return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " has %" PRId64 " order(s) PROCESSING in "
-                                "Redis: not every order is final", r->id, p);
+            return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " has %" PRId64 " order(s) "
+                                "PROCESSING in Redis: not every order is final", r->id, p);
         r->success[b] = s;
         success += s;
         failed += f;
@@ -291,8 +295,8 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
         return archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 ": MySQL holds %" PRId64 " order rows "
                             "(sold_count %" PRId64 ") but Redis has %" PRId64 " SUCCESS orders%s: not every "
                             "order is in MySQL (seckillctl verify %" PRId64 " says more)", r->id, rows,
-                            row->sold_count, success, has_sold && sold != success ? " and another sold count" : "",
-                            r->id);
+                            row->sold_count, success, has_sold && sold != success ? " and another sold count"
+                            : "", r->id);
     out->orders = rows;
     out->failed = failed;
     return ARCHIVE_DONE;
@@ -339,17 +343,20 @@ static int archive_mark(struct archive_run *r, int64_t now_ms, bool checked, str
             rc = ARCHIVE_ERROR;
             break;
         }
-        if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 2 && reply->element[0]->type == REDIS_REPLY_STRING &&
+        if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 2 &&
+            reply->element[0]->type == REDIS_REPLY_STRING &&
             (strcmp(reply->element[0]->str, "OK") == 0 || strcmp(reply->element[0]->str, "ARCHIVED") == 0)) {
             marked[b] = strcmp(reply->element[0]->str, "OK") == 0;
             if (b == 0 && reply->element[1]->type == REDIS_REPLY_STRING)
                 out->archived_ms = strtoll(reply->element[1]->str, NULL, 10);
         } else if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 3 &&
-                   reply->element[1]->type == REDIS_REPLY_STRING && reply->element[2]->type == REDIS_REPLY_INTEGER) {
-            rc = archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " changed while it was being archived (%s: %lld)",
-                              r->id, reply->element[1]->str, reply->element[2]->integer);
+                   reply->element[1]->type == REDIS_REPLY_STRING &&
+                   reply->element[2]->type == REDIS_REPLY_INTEGER) {
+            rc = archive_fail(r, ARCHIVE_REFUSED, "activity %" PRId64 " changed while it was being archived "
+                              "(%s: %lld)", r->id, reply->element[1]->str, reply->element[2]->integer);
         } else {
-            rc = archive_fail(r, ARCHIVE_ERROR, "archive.lua: unexpected reply (is seckill.lua-dir current?)");
+            rc = archive_fail(r, ARCHIVE_ERROR, "archive.lua: unexpected reply (is seckill.lua-dir "
+                              "current?)");
         }
         freeReplyObject(reply);
     }
@@ -416,13 +423,13 @@ int archive_activity(MYSQL *db, struct redisroute *redis, const struct luascript
     if (rc != ARCHIVE_DONE)
         return rc;
     if (bucket_list_parse(row.bucket_tags, id, &r.buckets) != 0)
-        return archive_fail(&r, ARCHIVE_ERROR, "activity %" PRId64 ": bucket_tags '%s' is not a bucket list", id,
-                            row.bucket_tags);
+        return archive_fail(&r, ARCHIVE_ERROR, "activity %" PRId64 ": bucket_tags '%s' is not a bucket list",
+                            id, row.bucket_tags);
     out->nbuckets = r.buckets.count;
     for (int b = 0; b < r.buckets.count; b++)
         if (keys_set_build_tag(&r.keys[b], cfg, id, r.buckets.tag[b]) != 0)
-            return archive_fail(&r, ARCHIVE_ERROR, "activity %" PRId64 ": a configured key prefix makes its keys "
-                                "too long", id);
+            return archive_fail(&r, ARCHIVE_ERROR, "activity %" PRId64 ": a configured key prefix makes its "
+                                "keys too long", id);
     /* Once MySQL records the archive, deletion may have begun: the checks would find keys
      * missing. The marks stand since, so the rest is only finished. */
     out->already = row.archived;

@@ -227,7 +227,8 @@ static inline void fakeredis_on_event(struct bufferevent *bev, short what, void 
     }
 }
 
-static inline void fakeredis_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
+static inline void fakeredis_on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+                                       int len,
                                 void *arg)
 {
     (void)sa;

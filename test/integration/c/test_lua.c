@@ -338,7 +338,8 @@ static void execute_batch(const struct xreq *reqs, size_t n, const struct exec_o
         subject_key(rk + 2 * sizeof(k[0]), KEYS_BRUSH, uid[i]);
         subject_key(rk + 3 * sizeof(k[0]), KEYS_BAN, uid[i]);
         subject_key(rk + 4 * sizeof(k[0]), KEYS_TOKEN, o->token_nonce ? o->token_nonce : "-");
-        assert_true(orderno_format(out[i].sent_no, sizeof(out[i].sent_no), orderno_next(&gen, gen_clock), A) > 0);
+        assert_true(orderno_format(out[i].sent_no, sizeof(out[i].sent_no), orderno_next(&gen, gen_clock),
+                                   A) > 0);
         args[7 + 3 * i] = uid[i];
         args[8 + 3 * i] = out[i].sent_no;
         args[9 + 3 * i] = now_s[i];
@@ -1249,7 +1250,8 @@ static size_t redeliver_nodes(int64_t cutoff_ms, int64_t max_count, const char *
     snprintf(m, sizeof(m), "%" PRId64, max_count);
     const char *keys[1] = { k };
     const char *args[4] = { c, m, mode, nodes };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_REDELIVER], 1, keys, mode ? 4 : 2, args);
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_REDELIVER], 1, keys, mode ? 4 : 2,
+                                        args);
     if (!r || r->type != REDIS_REPLY_ARRAY)
         fail_msg("redeliver: %s", r && r->type == REDIS_REPLY_ERROR ? r->str : "no array");
     size_t n = r->elements;
@@ -1762,8 +1764,9 @@ static void test_purchase_token_spent_once(void **state)
  * 'drop' removes every key but the activity hash, only once marked. */
 static redisReply *archive_call(const char *mode, const char *sold)
 {
-    static const enum keys_kind kinds[10] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED,
-                                              KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED, KEYS_XFER_OUT, KEYS_XFER_IN };
+    static const enum keys_kind kinds[10] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS,
+                                              KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED,
+                                              KEYS_XFER_OUT, KEYS_XFER_IN };
     char k[10][KEYS_LEN];
     const char *keys[10];
     for (int i = 0; i < 10; i++) {
@@ -1890,14 +1893,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_confirm_twice_then_finalize, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper_cutoff_and_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reaper_takes_only_the_nodes_it_is_given, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_redeliver_takes_stale_reservations_and_expires_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_redeliver_takes_stale_reservations_and_expires_nothing, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_forget_settles_a_lost_verdict_in_either_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_batch_verdicts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_mixed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_conservation_random_walk, setup, teardown),
         cmocka_unit_test_setup_teardown(test_confirm_unknown_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_abandon_claimed, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_supersede_keeps_the_unit_for_the_forgotten_winner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_supersede_keeps_the_unit_for_the_forgotten_winner, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_finalize_leaves_a_sale_without_counter_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_result_script, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activity_script, setup, teardown),

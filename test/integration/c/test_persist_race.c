@@ -316,7 +316,8 @@ static void test_a_number_another_user_holds_is_no_row_of_this_user(void **state
     assert_int_equal(conflicts, 1);
     assert_int_equal(scalar(db, "SELECT user_id FROM seckill_order WHERE order_no = '%s'", first.order_no),
                      first.user_id);
-    assert_int_equal(scalar(db, "SELECT COUNT(*) FROM user_coupon WHERE user_id = %" PRId64, other.user_id), 0);
+    assert_int_equal(scalar(db, "SELECT COUNT(*) FROM user_coupon WHERE user_id = %" PRId64, other.user_id),
+                     0);
     /* The first one's replay is still a replay. */
     persist_one(db, &first, &in_db, &conflicts);
     assert_true(in_db && conflicts == 0);

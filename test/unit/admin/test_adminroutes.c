@@ -44,7 +44,8 @@ static void test_paths_and_methods(void **state)
                      ADMINROUTES_NO_PATH);
     assert_int_equal(adminroutes_find("GET", "/admin/activities/7/verify/", &none, id, 64, allow, 64),
                      ADMINROUTES_NO_PATH);
-    assert_int_equal(adminroutes_find("GET", "/admin/nothing", &none, id, 64, allow, 64), ADMINROUTES_NO_PATH);
+    assert_int_equal(adminroutes_find("GET", "/admin/nothing", &none, id, 64, allow, 64),
+                     ADMINROUTES_NO_PATH);
 }
 
 static void test_body_becomes_options(void **state)

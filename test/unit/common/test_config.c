@@ -639,9 +639,11 @@ static void test_validate_cross_checks(void **state)
         { { { "kafka.producer.message.timeout.ms", "0" } }, "kafka.producer.message.timeout.ms" },
         { { { "kafka.producer.delivery.timeout.ms", "5s" } }, "kafka.producer.delivery.timeout.ms" },
         /* Both aliases set: the later one is what librdkafka keeps. */
-        { { { "kafka.producer.message.timeout.ms", "3000" }, { "kafka.producer.delivery.timeout.ms", "20000" } },
+        { { { "kafka.producer.message.timeout.ms", "3000" },
+            { "kafka.producer.delivery.timeout.ms", "20000" } },
           "kafka.producer.delivery.timeout.ms" },
-        { { { "kafka.producer.delivery.timeout.ms", "20000" }, { "kafka.producer.message.timeout.ms", "3000" } },
+        { { { "kafka.producer.delivery.timeout.ms", "20000" },
+            { "kafka.producer.message.timeout.ms", "3000" } },
           NULL },
         /* Unset, the gateway's own default (5000) counts: 5000 + 1000 + 1000 > 6000. */
         { { { "http.request-timeout-ms", "6000" } }, "kafka.producer.message.timeout.ms" },

@@ -35,7 +35,8 @@ static void test_bad_pair_names_the_config_key(void **state)
     assert_string_equal(got, "3");
     assert_int_equal(kafkaconf_set_pairs(conf, "kafka.producer.", pairs, 2, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "kafka.producer.no.such.property: "));
-    assert_int_equal(kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", "127.0.0.1:1", err, sizeof(err)), 0);
+    assert_int_equal(kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", "127.0.0.1:1", err,
+                                   sizeof(err)), 0);
     assert_int_equal(kafkaconf_set(conf, "kafka.producer.acks", "acks", "sometimes", err, sizeof(err)), -1);
     assert_true(strncmp(err, "kafka.producer.acks: ", 21) == 0);
     rd_kafka_conf_destroy(conf);

@@ -96,7 +96,8 @@ static void test_json_escapes_control_characters(void **state)
     (void)state;
     const char *msg = "line1\nline2\r\ttab \x01\x1b[31m\x1f\x7f end";
     const char *text = json_line(NULL, msg);
-    assert_non_null(strstr(text, "\"message\":\"line1\\nline2\\r\\ttab \\u0001\\u001b[31m\\u001f\\u007f end\"}\n"));
+    assert_non_null(strstr(text, "\"message\":\"line1\\nline2\\r\\ttab \\u0001\\u001b[31m\\u001f\\u007f "
+                           "end\"}\n"));
     cJSON *j = parse_line(text);
     assert_string_equal(field(j, "message"), msg);
     cJSON_Delete(j);

@@ -30,7 +30,8 @@ static char nodes_list[64];
 static int setup(void **state)
 {
     (void)state;
-    struct fakeredis *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    struct fakeredis *shared = mmap(NULL, sizeof(*shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                    -1, 0);
     assert_true(shared != MAP_FAILED);
     assert_int_equal(fakeredis_bind(shared), 0);
     server = fork();
@@ -45,7 +46,8 @@ static int setup(void **state)
     for (int i = 0; i < 2; i++)
         close(fake->node[i].fd);  /* the child's now */
     memset(&cfg, 0, sizeof(cfg));
-    snprintf(nodes_list, sizeof(nodes_list), "127.0.0.1:%d,127.0.0.1:%d", fake->node[0].port, fake->node[1].port);
+    snprintf(nodes_list, sizeof(nodes_list), "127.0.0.1:%d,127.0.0.1:%d", fake->node[0].port,
+             fake->node[1].port);
     cfg.redis_nodes = nodes_list;
     cfg.redis_host = "127.0.0.1";
     cfg.redis_port = fake->node[0].port;
@@ -83,7 +85,8 @@ static const char *get(struct redisroute *rr, const char *key)
     if (!r)
         snprintf(out, sizeof(out), "(null) %s", err);
     else
-        snprintf(out, sizeof(out), "%s%s", r->type == REDIS_REPLY_ERROR ? "(error) " : "", r->str ? r->str : "");
+        snprintf(out, sizeof(out), "%s%s", r->type == REDIS_REPLY_ERROR ? "(error) " : "", r->str ? r->str
+                 : "");
     if (r)
         freeReplyObject(r);
     return out;
@@ -253,7 +256,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ask_is_resent_once_behind_asking, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noscript_loads_the_script_on_that_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_node_answering_is_an_error, setup, teardown),
     };

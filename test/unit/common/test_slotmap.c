@@ -48,7 +48,8 @@ static redisReply *r_range(long long first, long long last, const char *host, in
 {
     return r_arr(4, r_int(first), r_int(last),
                  r_arr(3, r_str(REDIS_REPLY_STRING, host), r_int(port), r_str(REDIS_REPLY_STRING, "id")),
-                 r_arr(3, r_str(REDIS_REPLY_STRING, host), r_int(replica_port), r_str(REDIS_REPLY_STRING, "id2")));
+                 r_arr(3, r_str(REDIS_REPLY_STRING, host), r_int(replica_port),
+                       r_str(REDIS_REPLY_STRING, "id2")));
 }
 
 static void r_free(redisReply *r)
@@ -73,7 +74,8 @@ static void test_parse_nodes(void **state)
     (void)state;
     struct slotmap_addr a[4];
     char err[128];
-    assert_int_equal(slotmap_parse_nodes("127.0.0.1:7001, 127.0.0.1:7002 ,localhost:7003", a, 4, err, sizeof(err)), 3);
+    assert_int_equal(slotmap_parse_nodes("127.0.0.1:7001, 127.0.0.1:7002 ,localhost:7003", a, 4, err,
+                                         sizeof(err)), 3);
     assert_string_equal(a[0].host, "127.0.0.1");
     assert_int_equal(a[0].port, 7001);
     assert_string_equal(a[2].host, "localhost");
@@ -356,10 +358,11 @@ static void test_other_replies_are_answers(void **state)
 {
     (void)state;
     struct slotmap_redirect rd;
-    const char *errors[] = { "NOSCRIPT No matching script", "CROSSSLOT Keys in request don't hash to the same slot",
-                             "CLUSTERDOWN The cluster is down", "TRYAGAIN Multiple keys request during rehashing",
-                             "MOVED", "MOVED x 127.0.0.1:7001", "MOVED 16384 127.0.0.1:7001",
-                             "MOVED 3 127.0.0.1", "ASK 3", "MOVEDX 3 h:1" };
+    const char *errors[] = { "NOSCRIPT No matching script", "CROSSSLOT Keys in request don't hash to the "
+                             "same slot", "CLUSTERDOWN The cluster is down",
+                             "TRYAGAIN Multiple keys request during rehashing", "MOVED",
+                             "MOVED x 127.0.0.1:7001", "MOVED 16384 127.0.0.1:7001", "MOVED 3 127.0.0.1",
+                             "ASK 3", "MOVEDX 3 h:1" };
     for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
         redisReply *r = r_str(REDIS_REPLY_ERROR, errors[i]);
         assert_int_equal(slotmap_redirect(r, &rd), SLOTMAP_DONE);

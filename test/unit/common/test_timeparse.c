@@ -107,7 +107,8 @@ static void test_local_time(void **state)
 static void test_absolute_or_from_now(void **state)
 {
     (void)state;
-    static const char *const absolute[] = { "2026-12-01T20:00:00+08:00", "2026-12-01 20:00", "2026-12-01T12:00:00Z" };
+    static const char *const absolute[] = { "2026-12-01T20:00:00+08:00", "2026-12-01 20:00",
+                                            "2026-12-01T12:00:00Z" };
     static const char *const from_now[] = { "now", "+1h", "-30s", "+0d" };
     for (size_t i = 0; i < sizeof(absolute) / sizeof(absolute[0]); i++)
         assert_true(timeparse_is_absolute(absolute[i]));

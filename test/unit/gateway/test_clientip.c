@@ -96,11 +96,14 @@ static void test_several_header_lines(void **state)
     assert_string_equal(from_lines((const char *[]){ "1.1.1.1, 2.2.2.2", " 2001:db8::7 ", NULL }, NULL),
                         "2001:db8::7");
     /* A bad or empty last hop is the peer, never an earlier line. */
-    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "garbage", NULL }, "10.0.0.7"), "10.0.0.7");
+    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "garbage", NULL }, "10.0.0.7"),
+                        "10.0.0.7");
     assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "", NULL }, "10.0.0.7"), "10.0.0.7");
-    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "1.2.3.4, ", NULL }, "10.0.0.7"), "10.0.0.7");
+    assert_string_equal(from_lines((const char *[]){ "203.0.113.9", "1.2.3.4, ", NULL }, "10.0.0.7"),
+                        "10.0.0.7");
     /* One line and none behave as before. */
-    assert_string_equal(from_lines((const char *[]){ "1.1.1.1, 203.0.113.9", NULL }, "10.0.0.7"), "203.0.113.9");
+    assert_string_equal(from_lines((const char *[]){ "1.1.1.1, 203.0.113.9", NULL }, "10.0.0.7"),
+                        "203.0.113.9");
     assert_string_equal(from_lines((const char *[]){ NULL }, "10.0.0.7"), "10.0.0.7");
     assert_string_equal(from_lines((const char *[]){ NULL }, NULL), "unknown");
 }

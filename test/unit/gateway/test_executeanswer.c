@@ -1,5 +1,5 @@
-/* The answers of POST /seckill/execute: the Spring service's result fields (docs/design.md) on every one, the HTTP code a
- * refusal gets under http.refusal-status, and JSON that stays JSON whatever the message. */
+/* The answers of POST /seckill/execute: the Spring service's result fields (docs/design.md) on every one, the
+ * HTTP code a refusal gets under http.refusal-status, and JSON that stays JSON whatever the message. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,8 +15,8 @@
 /* 2026-12-01T12:00:00.250Z */
 static const struct executeanswer_about about = { 42, 7, 1796126400250 };
 
-static cJSON *parse_refusal(const struct executeanswer_about *a, enum reply_status status, const char *message,
-                            int64_t retry_after, const char *order_no)
+static cJSON *parse_refusal(const struct executeanswer_about *a, enum reply_status status,
+                            const char *message, int64_t retry_after, const char *order_no)
 {
     char buf[1024];
     int len = executeanswer_render_refusal(buf, sizeof(buf), a, status, message, retry_after, order_no);
@@ -83,7 +83,8 @@ static void test_too_small_a_buffer_is_refused(void **state)
 {
     (void)state;
     char buf[40];
-    assert_int_equal(executeanswer_render_refusal(buf, sizeof(buf), &about, REPLY_ENDED, "the sale has ended", 0, NULL), -1);
+    assert_int_equal(executeanswer_render_refusal(buf, sizeof(buf), &about, REPLY_ENDED, "the sale has ended",
+                                                  0, NULL), -1);
     assert_int_equal(executeanswer_render_accepted(buf, sizeof(buf), &about, "99-7"), -1);
 }
 

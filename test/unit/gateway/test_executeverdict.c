@@ -87,7 +87,8 @@ static void test_every_verdict_of_execute_lua_is_known(void **state)
         for (char *p = strstr(line, "{'"); p; p = strstr(p + 1, "{'")) {
             char verdict[64];
             size_t n = 0;
-            for (const char *q = p + 2; (isupper((unsigned char)*q) || *q == '_') && n + 1 < sizeof(verdict); q++)
+            for (const char *q = p + 2; (isupper((unsigned char)*q) || *q == '_') &&
+                 n + 1 < sizeof(verdict); q++)
                 verdict[n++] = *q;
             verdict[n] = '\0';
             if (n == 0 || p[2 + n] != '\'')

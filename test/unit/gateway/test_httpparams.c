@@ -33,14 +33,16 @@ static void test_id_found(void **state)
     int64_t id = 0;
     assert_int_equal(get_id("activityId=42&userId=7", NULL, NULL, "activityId", &id, err, sizeof(err)), 0);
     assert_int_equal(id, 42);
-    assert_int_equal(get_id(NULL, JSON, "{\"activityId\":9007199254740991}", "activityId", &id, err, sizeof(err)), 0);
+    assert_int_equal(get_id(NULL, JSON, "{\"activityId\":9007199254740991}", "activityId", &id, err,
+                            sizeof(err)), 0);
     assert_int_equal(id, 9007199254740991LL);
     assert_int_equal(get_id(NULL, JSON, "{\"activityId\":\"12\"}", "activityId", &id, err, sizeof(err)), 0);
     assert_int_equal(id, 12);
     assert_int_equal(get_id(NULL, FORM, "activityId=5", "activityId", &id, err, sizeof(err)), 0);
     assert_int_equal(id, 5);
     /* query and body agreeing is fine */
-    assert_int_equal(get_id("activityId=3", JSON, "{\"activityId\":3}", "activityId", &id, err, sizeof(err)), 0);
+    assert_int_equal(get_id("activityId=3", JSON, "{\"activityId\":3}", "activityId", &id, err, sizeof(err)),
+                     0);
     assert_int_equal(id, 3);
 }
 
@@ -105,9 +107,11 @@ static void test_id_conflicts(void **state)
     (void)state;
     char err[160];
     int64_t id = 0;
-    assert_int_equal(get_id("activityId=1&activityId=2", NULL, NULL, "activityId", &id, err, sizeof(err)), -1);
+    assert_int_equal(get_id("activityId=1&activityId=2", NULL, NULL, "activityId", &id, err, sizeof(err)),
+                     -1);
     assert_string_equal(err, "activityId: given twice with different values");
-    assert_int_equal(get_id("activityId=1", JSON, "{\"activityId\":2}", "activityId", &id, err, sizeof(err)), -1);
+    assert_int_equal(get_id("activityId=1", JSON, "{\"activityId\":2}", "activityId", &id, err, sizeof(err)),
+                     -1);
     assert_string_equal(err, "activityId: query and body disagree");
 }
 
@@ -170,7 +174,8 @@ static void test_encoded_names(void **state)
     int64_t id = 0;
     assert_int_equal(get_id("user%49d=2&userId=1", NULL, NULL, "userId", &id, err, sizeof(err)), -1);
     assert_string_equal(err, "userId: given twice with different values");
-    assert_int_equal(get_id("userId=1&%75%73%65%72%49%64=2", NULL, NULL, "userId", &id, err, sizeof(err)), -1);
+    assert_int_equal(get_id("userId=1&%75%73%65%72%49%64=2", NULL, NULL, "userId", &id, err, sizeof(err)),
+                     -1);
     assert_string_equal(err, "userId: given twice with different values");
     assert_int_equal(get_id(NULL, FORM, "user%49d=2&userId=1", "userId", &id, err, sizeof(err)), -1);
     assert_string_equal(err, "userId: given twice with different values");
@@ -184,7 +189,8 @@ static void test_encoded_names(void **state)
     assert_int_equal(get_id("user%49d=7&userId=7", NULL, NULL, "userId", &id, err, sizeof(err)), 0);
     assert_int_equal(id, 7);
     /* Malformed escapes stay literal (as evhttp leaves them in values): no match. */
-    assert_int_equal(get_id("user%4=8&userI%d=9&userId%=1&userId=3", NULL, NULL, "userId", &id, err, sizeof(err)), 0);
+    assert_int_equal(get_id("user%4=8&userI%d=9&userId%=1&userId=3", NULL, NULL, "userId", &id, err,
+                            sizeof(err)), 0);
     assert_int_equal(id, 3);
     assert_int_equal(get_id("user%49=8", NULL, NULL, "userId", &id, err, sizeof(err)), -1);
     assert_string_equal(err, "userId is required");

@@ -60,8 +60,8 @@ static void test_issuer(void **state)
     (void)state;
     int64_t user = 0;
     const char *iss = "https://login.example.test";
-    assert_int_equal(check("{\"sub\":\"1\",\"exp\":1800000600,\"iss\":\"https://login.example.test\"}", true, iss,
-                           NULL, &user), JWT_OK);
+    assert_int_equal(check("{\"sub\":\"1\",\"exp\":1800000600,"
+                           "\"iss\":\"https://login.example.test\"}", true, iss, NULL, &user), JWT_OK);
     static const char *const bad[] = {
         "{\"sub\":\"1\",\"exp\":1800000600}",
         "{\"sub\":\"1\",\"exp\":1800000600,\"iss\":\"https://login.example.test/\"}",

@@ -90,7 +90,8 @@ static int setup(void **state)
     assert_int_equal(fakeredis_bind(&nodes_state), 0);
     assert_int_equal(fakeredis_serve(base), 0);
         memset(&cfg, 0, sizeof(cfg));
-    snprintf(nodes_list, sizeof(nodes_list), "127.0.0.1:%d,127.0.0.1:%d", fake->node[0].port, fake->node[1].port);
+    snprintf(nodes_list, sizeof(nodes_list), "127.0.0.1:%d,127.0.0.1:%d", fake->node[0].port,
+             fake->node[1].port);
     cfg.redis_nodes = nodes_list;
     cfg.redis_host = "127.0.0.1";
     cfg.redis_port = fake->node[0].port;
@@ -352,7 +353,8 @@ static void eval_many(struct redisconn *rc, struct many *m)
     memset(m, 0, sizeof(*m));
     const char *argv[] = { "foo" };
     for (int i = 0; i < MANY_CALLS; i++)
-        assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &m->w[i]), 0);
+        assert_int_equal(redisconn_eval_wait(rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &m->w[i]),
+                         0);
     assert_true(run_until(many_done, m));
 }
 
@@ -388,7 +390,8 @@ static void on_first_then_send(redisReply *reply, long long replicas, void *priv
     struct chained *c = privdata;
     on_waited(reply, replicas, &c->first);
     const char *argv[] = { "foo" };
-    assert_int_equal(redisconn_eval_wait(c->rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &c->third), 0);
+    assert_int_equal(redisconn_eval_wait(c->rc, LUASCRIPT_EXECUTE, 1, 0, argv, NULL, on_waited, &c->third),
+                     0);
 }
 
 static bool all_three(void *arg)
@@ -584,23 +587,33 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);  /* as the binaries do: a node gone under a write is an error, not death */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_commands_go_to_the_master_of_their_slot, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_moved_is_resent_to_the_new_owner_and_remembered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moved_is_resent_to_the_new_owner_and_remembered, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ask_is_resent_once_behind_asking_and_forgotten, setup, teardown),
         cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_master_gone_fails_only_its_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_node_that_leaves_the_map_is_closed_once_its_commands_are_answered,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wait_counts_the_replicas_of_the_node_that_ran_the_script, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_node_that_leaves_the_map_is_closed_once_its_commands_are_answered, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_counts_the_replicas_of_the_node_that_ran_the_script, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_wait_follows_a_moved_script_to_its_new_master, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wait_follows_an_asked_script_to_the_importing_node, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wait_overtaken_by_a_noscript_retry_is_sent_again, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_calls_sent_while_a_wait_is_out_share_the_next_one, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_late_replica_costs_one_wait_timeout_not_one_per_call, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_waited_call_sent_from_a_waited_callback_loses_no_call, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_replicated_waits_only_when_replicas_are_asked_for, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_gateway_that_did_not_run_does_not_blame_redis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_follows_an_asked_script_to_the_importing_node, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_wait_overtaken_by_a_noscript_retry_is_sent_again, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_calls_sent_while_a_wait_is_out_share_the_next_one, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_late_replica_costs_one_wait_timeout_not_one_per_call, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_waited_call_sent_from_a_waited_callback_loses_no_call, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_replicated_waits_only_when_replicas_are_asked_for, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_gateway_that_did_not_run_does_not_blame_redis, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,7 +128,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_balanced_sale_shows_every_term, setup, teardown),
         cmocka_unit_test_setup_teardown(test_an_imbalance_shows_its_sign, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failed_read_leaves_the_sale_off_the_page, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_a_sale_without_counter_shows_no_sold_nor_imbalance, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_sale_without_counter_shows_no_sold_nor_imbalance, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
