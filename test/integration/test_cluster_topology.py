@@ -383,6 +383,9 @@ def sells_and_persists(cluster, ids, sale, orders, within):
     persisted = f"SELECT COUNT(*) FROM seckill_order WHERE order_no IN ({','.join(repr(o) for o in accepted)})"
     poll_until(lambda: cluster.mysql.count(persisted) == len(accepted), within,
                f"the {len(accepted)} orders of {sale} in MariaDB")
+    # SUCCESS follows the row by a finalize, later when its slot's master was away then.
+    poll_until(lambda: cluster.ctl("verify", sale.activity_id).rc == 0, within,
+               f"the orders of {sale} SUCCESS in Redis as in MariaDB (seckillctl verify)")
     return accepted
 
 
