@@ -57,17 +57,24 @@ struct archive_row {
     char bucket_tags[BUCKET_LIST_LEN];
 };
 
+/* The result of sql, or NULL with the failure noted. */
+static MYSQL_RES *archive_query(struct archive_run *r, const char *sql)
+{
+    MYSQL_RES *res = mysql_query(r->db, sql) == 0 ? mysql_store_result(r->db) : NULL;
+    if (!res)
+        archive_fail(r, ARCHIVE_ERROR, "mysql: %s", mysql_error(r->db));
+    return res;
+}
+
 static int archive_load(struct archive_run *r, struct archive_row *row)
 {
     char sql[512];
     snprintf(sql, sizeof(sql),
              "SELECT status, " ARCHIVE_SQL_MS("end_time") ", sold_count, " ARCHIVE_SQL_MS("archived_at")
              ", bucket_tags FROM seckill_activity WHERE id = %" PRId64, r->id);
-    if (mysql_query(r->db, sql) != 0)
-        return archive_fail(r, ARCHIVE_ERROR, "mysql: %s", mysql_error(r->db));
-    MYSQL_RES *res = mysql_store_result(r->db);
+    MYSQL_RES *res = archive_query(r, sql);
     if (!res)
-        return archive_fail(r, ARCHIVE_ERROR, "mysql: %s", mysql_error(r->db));
+        return ARCHIVE_ERROR;
     MYSQL_ROW m = mysql_fetch_row(res);
     int rc = ARCHIVE_DONE;
     if (!m) {
@@ -87,11 +94,9 @@ static int archive_load(struct archive_run *r, struct archive_row *row)
 
 static int archive_mysql_int(struct archive_run *r, const char *sql, int64_t *out)
 {
-    if (mysql_query(r->db, sql) != 0)
-        return archive_fail(r, ARCHIVE_ERROR, "mysql: %s", mysql_error(r->db));
-    MYSQL_RES *res = mysql_store_result(r->db);
+    MYSQL_RES *res = archive_query(r, sql);
     if (!res)
-        return archive_fail(r, ARCHIVE_ERROR, "mysql: %s", mysql_error(r->db));
+        return ARCHIVE_ERROR;
     MYSQL_ROW m = mysql_fetch_row(res);
     *out = m && m[0] ? strtoll(m[0], NULL, 10) : 0;
     mysql_free_result(res);
