@@ -178,9 +178,12 @@ class Soak:
             log(f"starting {' '.join(self.started_services)} (stopped again at the end)")
             self.stack.sh("stack", "up", "--services-only", timeout=900)
         overrides = {k: v for k, v in chaoslib.CHAOS_CONF.items() if k != "consumer.batch-size"}
+        # info, not the bench's warn: the processes' readiness, the faults' checks and the
+        # report read their info lines (a consumer says "ready" at info).
         overrides.update({"kafka.topic": "seckill.soak.orders",
                           "kafka.dead-letter-topic": "seckill.soak.orders.dlq",
-                          "consumer.group-id": "seckill-soak-consumer"})
+                          "consumer.group-id": "seckill-soak-consumer",
+                          "log.level": "info"})
         for item in os.environ.get("SOAK_SET", "").split(";"):
             if item.strip():
                 k, _, v = item.partition("=")
