@@ -89,8 +89,11 @@ def parse_args():
 def default_conf(path):
     """As make bench runs: the shipped file, then the benchmark's overrides."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    # Data of its own: a soak leaves millions of user coupon records in Redis, which the
+    # benchmark's stack (whose ports it shares, never at the same time) must not inherit.
     path.write_text((ROOT / "conf" / "seckill.conf").read_text() + "\n# ==== bench/conf/bench.conf ====\n"
-                    + (ROOT / "bench" / "conf" / "bench.conf").read_text(), encoding="utf-8")
+                    + (ROOT / "bench" / "conf" / "bench.conf").read_text()
+                    + "\n# ==== the soak's own data ====\nstack.data-dir = var/soak\n", encoding="utf-8")
     return path
 
 

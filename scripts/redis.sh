@@ -45,8 +45,10 @@ EOF
     redis-server "$DIR/redis.conf" </dev/null >>"$LOG" 2>&1 9>&- \
       || { show_log "$LOG"; die "redis-server failed to start"; }
   fi
-  # A restart replays the AOF first and answers LOADING until done, hence the poll.
-  if ! wait_until 30 "redis on $HOST:$PORT to answer PING" answers; then
+  # A restart replays the AOF first and answers LOADING until done, hence the poll: for as
+  # long as the process lives, up to 10 minutes (millions of keys take tens of seconds).
+  if ! wait_until 10 "redis's pid file $PIDFILE" test -s "$PIDFILE" ||
+    ! WAIT_PID=$(pid_read "$PIDFILE") wait_until 600 "redis on $HOST:$PORT to answer PING" answers; then
     show_log "$LOG"
     die "redis did not come up"
   fi
