@@ -323,7 +323,7 @@ class Service:
 
 
 def healthz_ok(port):
-    """A gateway on 127.0.0.1:port answers GET /healthz with 200."""
+    """A gateway (or seckill-admin) on 127.0.0.1:port answers GET /healthz with 200."""
     try:
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
         c.request("GET", "/healthz")
@@ -368,14 +368,7 @@ class AdminServer(Service):
         self.port = int(conf.get("admin.port"))
 
     def is_ready(self):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
-            c.request("GET", "/healthz")
-            ok = c.getresponse().status == 200
-            c.close()
-            return ok
-        except OSError:
-            return False
+        return healthz_ok(self.port)
 
 
 # ---- seckillctl --------------------------------------------------------------------------
