@@ -113,3 +113,6 @@ ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS bucket_tags VARCHAR(800) N
 -- pass's look for sales to archive, which so reads only the ones not archived yet.
 ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS archived_at DATETIME(3) NULL AFTER bucket_tags;
 ALTER TABLE seckill_activity ADD INDEX IF NOT EXISTS idx_activity_archive (archived_at, end_time);
+-- When the coupon's user coupons left Redis (seckillctl coupon archive, the consumer's
+-- lifecycle pass: src/store/couponarchive.c). NULL while Redis holds them.
+ALTER TABLE coupon ADD COLUMN IF NOT EXISTS archived_at DATETIME(3) NULL AFTER status;

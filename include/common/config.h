@@ -116,6 +116,7 @@ struct config {
     int64_t consumer_parked_max;
     int64_t consumer_lifecycle_interval_ms;
     int64_t consumer_archive_after_ms;   /* 0: sales are archived by hand only */
+    int64_t consumer_coupon_archive_after_ms;   /* 0: coupons are archived by hand only */
     char *consumer_metrics_host;
     int64_t consumer_metrics_port;   /* 0: no metrics server */
 

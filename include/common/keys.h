@@ -61,6 +61,8 @@
 #define KEYS_ACTIVITIES "seckill:activities"
 /* Held (SET NX PX) by the one consumer whose lifecycle pass archives sales (autoarchive.c). */
 #define KEYS_ARCHIVE_LOCK "seckill:{archive}:lock"
+/* Held by the one consumer whose lifecycle pass walks a coupon out of Redis (autoarchive.c). */
+#define KEYS_COUPON_ARCHIVE_LOCK "seckill:{archive}:coupons"
 /* The two keys of nodelease.lua share the tag {nodes}: one slot in a Redis Cluster. */
 #define KEYS_NODE_SEQ "seckill:{nodes}:seq"
 #define KEYS_NODES "seckill:{nodes}"

@@ -19,6 +19,11 @@ struct consumer;
 
 /* Archives what is due. Returns how many sales it archived, or -1 (logged). */
 int autoarchive_run(struct consumer *c);
+/* The lifecycle pass's archive of coupons over for consumer.coupon-archive-after-ms (0:
+ * never by itself): store/couponarchive.h, one coupon at a time, the oldest end first, a
+ * time-boxed part of the walk each pass, by the one consumer holding KEYS_COUPON_ARCHIVE_LOCK.
+ * Returns 1 when a coupon's walk finished, 0, or -1 (logged). */
+int autoarchive_coupons(struct consumer *c);
 void autoarchive_free(struct consumer *c);
 
 #endif

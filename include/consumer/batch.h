@@ -74,6 +74,7 @@ enum batch_use_verdict {
 
 struct batch_use_result {
     enum batch_use_verdict verdict;
+    int64_t coupon_id;      /* of the user coupon, when MySQL has it */
     char reason[BATCH_ERROR_LEN];
 };
 

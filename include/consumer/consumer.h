@@ -15,6 +15,7 @@
 #include "consumer/parking.h"
 #include "consumer/persist.h"
 #include "consumer/publish.h"
+#include "store/couponarchive.h"
 
 struct writer;
 struct autoarchive_skip;
@@ -85,6 +86,7 @@ struct consumer {
     int64_t reported_ms;
     int64_t lifecycle_ms;            /* monotonic time of the last lifecycle pass, 0: none yet */
     struct autoarchive_skip *archive_skip;  /* sales the archive refused, and when to try again */
+    struct couponarchive_walk coupon_walk;  /* the coupon whose records leave Redis now, if coupon_id */
 };
 
 #endif

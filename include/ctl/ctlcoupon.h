@@ -24,6 +24,7 @@ struct ctlcoupon_row {
     char status[16];        /* ACTIVE INACTIVE EXPIRED */
     int64_t total, issued, used;
     int64_t start_ms, end_ms;
+    int64_t archived_ms;    /* when its user coupons left Redis (couponarchive.h), 0: not */
 };
 
 /* Reads the row, with for_update locked FOR UPDATE (inside the caller's transaction).

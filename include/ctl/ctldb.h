@@ -26,9 +26,4 @@ int64_t ctldb_int(const char *s);
 /* A string literal for SQL: quotes s, escaping it for this connection. Caller frees. */
 char *ctldb_quote(struct ctlrun *ctl, const char *s);
 
-/* A DATETIME column read back as epoch milliseconds. TIMESTAMPDIFF is plain calendar
- * arithmetic: unlike UNIX_TIMESTAMP (MariaDB 10.11) it does not stop at 2038 and does
- * not depend on the session time zone. */
-#define CTLDB_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
-
 #endif

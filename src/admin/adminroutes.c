@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ctl/ctlactivityarchive.h"
+#include "ctl/ctlcouponarchive.h"
 #include "ctl/ctlactivitycancel.h"
 #include "ctl/ctlactivitycreate.h"
 #include "ctl/ctlactivityshow.h"
@@ -34,6 +35,8 @@ const struct adminroutes_route adminroutes_table[] = {
     { "POST", "/admin/coupons/{id}/deactivate", "coupon deactivate", ctlcouponstatus_deactivate, NULL, 200,
       { { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/activate", "coupon activate", ctlcouponstatus_activate, NULL, 200,
+      { { NULL, NULL } } },
+    { "POST", "/admin/coupons/{id}/archive", "coupon archive", ctlcouponarchive_run, NULL, 200,
       { { NULL, NULL } } },
     { "POST", "/admin/activities", "activity create", ctlactivitycreate_run, NULL, 201,
       { { "couponId", "--coupon" }, { "stock", "--stock" }, { "start", "--start" }, { "end", "--end" },

@@ -129,6 +129,7 @@ static const struct config_entry config_table[] = {
     INT("consumer.parked-max", consumer_parked_max, "100000", 0, 100000000),
     INT("consumer.lifecycle-interval-ms", consumer_lifecycle_interval_ms, "1000", 0, 3600000),
     INT("consumer.archive-after-ms", consumer_archive_after_ms, "86400000", 0, 31536000000LL),
+    INT("consumer.coupon-archive-after-ms", consumer_coupon_archive_after_ms, "604800000", 0, 31536000000LL),
     STR("consumer.metrics-host", consumer_metrics_host, "127.0.0.1"),
     INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
 

@@ -73,33 +73,55 @@ static redisReply *autoarchive_cmd(struct consumer *c, int argc, const char **ar
     return r;
 }
 
-/* SET NX PX: true when this consumer holds the lock now. */
-static bool autoarchive_lock(struct consumer *c, const char *me)
+/* SET NX PX: true when this consumer holds the lock now. With renew, a lock this consumer
+ * holds already gets its TTL again (GET then PEXPIRE is not atomic: should the lock pass to
+ * another consumer in between, both work for a while, which every step here allows). */
+static bool autoarchive_lock(struct consumer *c, const char *key, const char *me, const char *ttl_ms,
+                             bool renew)
 {
-    const char *set[] = { "SET", KEYS_ARCHIVE_LOCK, me, "NX", "PX", AUTOARCHIVE_LOCK_MS };
+    const char *set[] = { "SET", key, me, "NX", "PX", ttl_ms };
     redisReply *r = autoarchive_cmd(c, 6, set);
     bool held = r && r->type == REDIS_REPLY_STATUS;
     if (r)
         freeReplyObject(r);
-    return held;
+    if (held || !renew || !c->redis)
+        return held;
+    const char *get[] = { "GET", key };
+    r = autoarchive_cmd(c, 2, get);
+    held = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, me) == 0;
+    if (r)
+        freeReplyObject(r);
+    if (!held || !c->redis)
+        return false;
+    const char *pexpire[] = { "PEXPIRE", key, ttl_ms };
+    if ((r = autoarchive_cmd(c, 3, pexpire)))
+        freeReplyObject(r);
+    return true;
 }
 
 /* Frees the lock if it is still ours. GET then DEL is not atomic, but the lock's TTL is far
  * longer than the two commands: it cannot have passed to another consumer between them. */
-static void autoarchive_unlock(struct consumer *c, const char *me)
+static void autoarchive_unlock(struct consumer *c, const char *key, const char *me)
 {
     if (!c->redis)
         return;
-    const char *get[] = { "GET", KEYS_ARCHIVE_LOCK };
+    const char *get[] = { "GET", key };
     redisReply *r = autoarchive_cmd(c, 2, get);
     bool ours = r && r->type == REDIS_REPLY_STRING && strcmp(r->str, me) == 0;
     if (r)
         freeReplyObject(r);
     if (!ours)
         return;
-    const char *del[] = { "DEL", KEYS_ARCHIVE_LOCK };
+    const char *del[] = { "DEL", key };
     if ((r = autoarchive_cmd(c, 2, del)))
         freeReplyObject(r);
+}
+
+static void autoarchive_me(char *me, size_t len)
+{
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(me, len, "%s:%ld", host, (long)getpid());
 }
 
 int autoarchive_run(struct consumer *c)
@@ -128,10 +150,9 @@ int autoarchive_run(struct consumer *c)
             ids[due++] = ids[i];
     if (due == 0)
         return 0;
-    char me[96], host[64] = "";
-    gethostname(host, sizeof(host) - 1);
-    snprintf(me, sizeof(me), "%s:%ld", host, (long)getpid());
-    if (!autoarchive_lock(c, me))
+    char me[96];
+    autoarchive_me(me, sizeof(me));
+    if (!autoarchive_lock(c, KEYS_ARCHIVE_LOCK, me, AUTOARCHIVE_LOCK_MS, false))
         return 0;   /* another consumer archives now */
     int archived = 0;
     for (int i = 0, tried = 0; i < due && tried < AUTOARCHIVE_PER_PASS && c->redis && c->db; i++, tried++) {
@@ -155,6 +176,62 @@ int autoarchive_run(struct consumer *c)
             break;
         }
     }
-    autoarchive_unlock(c, me);
+    autoarchive_unlock(c, KEYS_ARCHIVE_LOCK, me);
     return archived;
+}
+
+/* The coupons' walk runs in the consumer's loop, between batches: each pass gives it this
+ * long, a few pages, and the walk goes on at the next pass. */
+#define AUTOARCHIVE_COUPON_BUDGET_MS 50
+/* Renewed at every pass of the consumer walking; a consumer gone frees it within this. */
+#define AUTOARCHIVE_COUPON_LOCK_MS "30000"
+
+int autoarchive_coupons(struct consumer *c)
+{
+    int64_t after = c->cfg.consumer_coupon_archive_after_ms;
+    struct couponarchive_walk *w = &c->coupon_walk;
+    if (after == 0)
+        return 0;
+    char err[512];
+    if (backend_redis(c, err, sizeof(err)) != 0 || backend_db(c, err, sizeof(err)) != 0) {
+        LOG_WARN("coupon archive: %s", err);
+        return -1;
+    }
+    if (w->coupon_id == 0) {
+        int64_t id;
+        int found = couponarchive_due(c->db, clock_wall_ms(), after, &id, err, sizeof(err));
+        if (found < 0) {
+            LOG_WARN("coupon archive: %s", err);
+            backend_db_drop(c);
+            return -1;
+        }
+        if (found == 0)
+            return 0;
+        couponarchive_begin(w, id);
+    }
+    char me[96];
+    autoarchive_me(me, sizeof(me));
+    if (!autoarchive_lock(c, KEYS_COUPON_ARCHIVE_LOCK, me, AUTOARCHIVE_COUPON_LOCK_MS, true)) {
+        couponarchive_begin(w, 0);   /* another consumer walks; looked at again next pass */
+        return 0;
+    }
+    int64_t start = clock_mono_ms();
+    int rc;
+    do
+        rc = couponarchive_step(c->db, c->redis, w, clock_wall_ms(), err, sizeof(err));
+    while (rc == COUPONARCHIVE_MORE && clock_mono_ms() - start < AUTOARCHIVE_COUPON_BUDGET_MS);
+    if (rc == COUPONARCHIVE_ERROR) {
+        LOG_WARN("coupon archive: coupon %" PRId64 ": %s (goes on at the next pass)", w->coupon_id, err);
+        if (mysql_errno(c->db) != 0)
+            backend_db_drop(c);
+        return -1;
+    }
+    if (rc == COUPONARCHIVE_DONE) {
+        LOG_INFO("coupon archive: coupon %" PRId64 ": the records of %" PRId64 " user coupons left Redis (%"
+                 PRId64 " fields)", w->coupon_id, w->user_coupons, w->fields);
+        couponarchive_begin(w, 0);
+        autoarchive_unlock(c, KEYS_COUPON_ARCHIVE_LOCK, me);
+        return 1;
+    }
+    return 0;
 }

@@ -207,6 +207,7 @@ int couponuse_apply(struct sqltx *tx, const struct redeemevent *uses, size_t cou
         struct batch_use_result *res = &results[i];
         res->reason[0] = '\0';
         res->verdict = couponuse_judge(ev, u, res->reason, sizeof(res->reason));
+        res->coupon_id = u ? u->coupon_id : 0;
         if (res->verdict == BATCH_USE_REPEATED) {
             stats->uses_repeated++;
         } else if (res->verdict == BATCH_USE_INCONSISTENT) {

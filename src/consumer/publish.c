@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/redeemevent.h"
 #include "common/usercoupon.h"
@@ -13,6 +14,7 @@
 #include "consumer/claim.h"
 #include "consumer/consumer.h"
 #include "consumer/persist.h"
+#include "store/couponarchive.h"
 #include "store/couponsync.h"
 
 /* The terms of one coupon: from the cache, else from MySQL (and then kept). Returns the
@@ -118,8 +120,9 @@ static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t *o
 /* The used mark of every redemption MySQL holds (applied now or before), written again
  * where it is missing: Redis can lose it (a failover without redis.wait-replicas, a Redis
  * restarted from an AOF a second behind), and without it use.lua would let another
- * checkout redeem the same coupon. HSETNX in use.lua's format: a mark there stays. */
-static int publish_uses(struct consumer *c, char *err, size_t errlen)
+ * checkout redeem the same coupon. HSETNX in use.lua's format: a mark there stays. None
+ * for a coupon whose records have left Redis (couponarchive.h) or are about to. */
+static int publish_uses(struct consumer *c, int64_t now_ms, char *err, size_t errlen)
 {
     const struct batch *b = &c->batch;
     for (size_t i = 0; i < b->use_count; i++) {
@@ -127,6 +130,16 @@ static int publish_uses(struct consumer *c, char *err, size_t errlen)
         if (v != BATCH_USE_APPLIED && v != BATCH_USE_REPEATED)
             continue;
         const struct redeemevent *ev = &b->uses[i];
+        int failed = 0;
+        int64_t coupon_id = b->use_results[i].coupon_id;
+        const struct usercoupon *tmpl = coupon_id > 0 ? terms_of(c, coupon_id, &failed, err, errlen) : NULL;
+        if (failed)
+            return -1;
+        if (tmpl && couponarchive_past(tmpl->end_ms, c->cfg.consumer_coupon_archive_after_ms, now_ms)) {
+            LOG_INFO("user coupon %" PRId64 " order '%s': its coupon %" PRId64 " is due for its archive, "
+                     "the used mark stays out of Redis", ev->user_coupon_id, ev->order_ref, coupon_id);
+            continue;
+        }
         char key[64], field[40], mark[USERCOUPON_REF_LEN + 80];
         usercoupon_key(key, sizeof(key), ev->user_id);
         snprintf(field, sizeof(field), "%" PRId64 ":used", ev->user_coupon_id);
@@ -158,7 +171,8 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
         return 0;
     if (backend_redis(c, err, errlen) != 0)
         return -1;
-    if (publish_uses(c, err, errlen) != 0)
+    int64_t now_ms = clock_wall_ms();
+    if (publish_uses(c, now_ms, err, errlen) != 0)
         return -1;
     if (b->accepted_count == 0)
         return 0;
@@ -175,7 +189,7 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
         }
         p->records_cap = b->accepted_count;
     }
-    size_t n = 0;
+    size_t n = 0, archived = 0;
     const struct usercoupon *tmpl = NULL;
     int64_t looked_up = 0;
     for (size_t i = 0; i < b->accepted_count; i++) {
@@ -191,12 +205,19 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
         }
         if (!tmpl)
             continue;
+        if (couponarchive_past(tmpl->end_ms, c->cfg.consumer_coupon_archive_after_ms, now_ms)) {
+            archived++;
+            continue;
+        }
         p->owners[n] = i;
         struct usercoupon *uc = &p->records[n++];
         *uc = *tmpl;
         uc->id = bc->id;
         uc->user_id = b->accepted[i].user_id;
     }
+    if (archived > 0)
+        LOG_INFO("%zu user coupons of coupons due for their archive not written to Redis (MySQL has them)",
+                 archived);
     return n > 0 ? publish_routed(c, p->records, p->owners, n, err, errlen) : 0;
 }
 

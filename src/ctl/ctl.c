@@ -15,6 +15,7 @@
 #include "ctl/ctlcouponshow.h"
 #include "ctl/ctlcouponstatus.h"
 #include "ctl/ctlorder.h"
+#include "ctl/ctlcouponarchive.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlrun.h"
@@ -42,6 +43,7 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon warmup", ctlcouponwarmup_run, "ID" },
     { "coupon deactivate", ctlcouponstatus_deactivate, "ID" },
     { "coupon activate", ctlcouponstatus_activate, "ID" },
+    { "coupon archive", ctlcouponarchive_run, "ID" },
     { "activity create", ctlactivitycreate_run,
       "--coupon ID --stock N --start T --end T [--name N] [--buckets B]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },

@@ -9,13 +9,14 @@
 #include "ctl/ctlbuckets.h"
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
+#include "store/sqltime.h"
 
 /* ---- the row ---------------------------------------------------------------------- */
 
 #define CTLACTIVITY_COLUMNS                                                                  \
-    "id, coupon_id, stock, sold_count, " CTLDB_SQL_MS("start_time") ", " CTLDB_SQL_MS("end_time") \
+    "id, coupon_id, stock, sold_count, " SQLTIME_MS("start_time") ", " SQLTIME_MS("end_time") \
     ", name, status, bucket_tags, (SELECT c.status FROM coupon c WHERE c.id = coupon_id), "          \
-    CTLDB_SQL_MS("archived_at")
+    SQLTIME_MS("archived_at")
 
 static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
 {

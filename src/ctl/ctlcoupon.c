@@ -7,13 +7,15 @@
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "store/couponsync.h"
+#include "store/sqltime.h"
 
 int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlcoupon_row *row)
 {
     char sql[512];
     snprintf(sql, sizeof(sql),
              "SELECT name, type, status, total_count, issued_count, used_count, "
-             CTLDB_SQL_MS("start_time") ", " CTLDB_SQL_MS("end_time") " FROM coupon WHERE id = %" PRId64
+             SQLTIME_MS("start_time") ", " SQLTIME_MS("end_time") ", "
+             SQLTIME_MS("archived_at") " FROM coupon WHERE id = %" PRId64
              "%s", id, for_update ? " FOR UPDATE" : "");
     MYSQL_RES *res = ctldb_query(ctl, sql);
     if (!res)
@@ -33,6 +35,7 @@ int ctlcoupon_load(struct ctlrun *ctl, int64_t id, bool for_update, struct ctlco
     row->used = ctldb_int(r[5]);
     row->start_ms = ctldb_int(r[6]);
     row->end_ms = ctldb_int(r[7]);
+    row->archived_ms = r[8] ? ctldb_int(r[8]) : 0;
     mysql_free_result(res);
     return CTLRUN_OK;
 }

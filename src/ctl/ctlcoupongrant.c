@@ -47,6 +47,7 @@ struct ctlcoupongrant {
     bool explicit_ref;
     int64_t id;             /* the user coupon */
     bool issued;            /* false: an earlier grant with this --ref */
+    bool archived;          /* the coupon's user coupons are in MySQL only (couponarchive.h) */
 };
 
 static const char *ctlcoupongrant_ref(const struct ctlcoupongrant *g)
@@ -89,6 +90,7 @@ static int ctlcoupongrant_tx(struct ctlrun *ctl, struct ctlcoupongrant *g, int64
     if (rc != CTLRUN_OK)
         return rc;
     const struct ctlcoupon_row *cp = &al.coupon;
+    g->archived = cp->archived_ms > 0;
     char *qref = ctldb_quote(ctl, g->source_ref);
     if (!qref)
         return CTLRUN_FAIL;
@@ -210,8 +212,11 @@ int ctlcoupongrant_run(struct ctlrun *ctl, int argc, char **argv)
     char where[48];
     snprintf(where, sizeof(where), "id = %" PRId64, g.id);
     struct ctlcouponwarmup_published pub;
-    int prc = ctlcouponwarmup_publish(ctl, &tmpl, where, &pub);
-    if (prc != CTLRUN_OK)
+    int prc = g.archived ? CTLRUN_OK : ctlcouponwarmup_publish(ctl, &tmpl, where, &pub);
+    if (g.archived)
+        ctlout_note(ctl, "coupon %" PRId64 " is archived: user coupon %" PRId64 " is in MySQL only",
+                    g.coupon_id, g.id);
+    else if (prc != CTLRUN_OK)
         ctlout_note(ctl, "user coupon %" PRId64 " is in MySQL but not in Redis: run 'seckillctl coupon "
                     "warmup %" PRId64 "'", g.id, g.coupon_id);
     else
@@ -227,7 +232,7 @@ int ctlcoupongrant_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON_AddNumberToObject(obj, "userId", (double)g.user_id);
         cJSON_AddStringToObject(obj, "sourceRef", g.source_ref);
         cJSON_AddBoolToObject(obj, "issued", g.issued);
-        cJSON_AddBoolToObject(obj, "published", prc == CTLRUN_OK);
+        cJSON_AddBoolToObject(obj, "published", prc == CTLRUN_OK && !g.archived);
         int jrc = ctlout_json(ctl, obj);
         return prc != CTLRUN_OK ? prc : jrc;
     }

@@ -102,6 +102,13 @@ int ctlcouponshow_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON_AddStringToObject(obj, "end", end);
         cJSON_AddStringToObject(obj, "status", cp->status);
         cJSON_AddStringToObject(obj, "validity", validity);
+        if (cp->archived_ms > 0) {
+            char at[40];
+            timeparse_format(cp->archived_ms, at, sizeof(at));
+            cJSON_AddStringToObject(obj, "archivedAt", at);
+        } else {
+            cJSON_AddNullToObject(obj, "archivedAt");
+        }
         cJSON_AddNumberToObject(obj, "total", (double)cp->total);
         cJSON_AddNumberToObject(obj, "issued", (double)cp->issued);
         cJSON_AddNumberToObject(obj, "used", (double)cp->used);
@@ -127,6 +134,11 @@ int ctlcouponshow_run(struct ctlrun *ctl, int argc, char **argv)
     printf("type       %s: %s\n", cp->type, terms);
     printf("validity   %s .. %s (%s)\n", start, end, validity);
     printf("status     %s\n", cp->status);
+    if (cp->archived_ms > 0) {
+        char at[40];
+        timeparse_format(cp->archived_ms, at, sizeof(at));
+        printf("archived   %s: its user coupons are in MySQL only\n", at);
+    }
     printf("counts     total %" PRId64 ", issued %" PRId64 ", used %" PRId64 "\n", cp->total, cp->issued,
            cp->used);
     printf("remaining  %" PRId64 " (total - issued - %" PRId64 " held by its sales)\n", al.remaining,

@@ -13,6 +13,7 @@
 #include "ctl/ctlredis.h"
 #include "store/couponsync.h"
 #include "common/parse.h"
+#include "store/sqltime.h"
 
 /* The :used value of a USED row. user_coupon keeps order_ref, discount and used_at but
  * (schema/mysql.sql as of now) no payable amount; when a `payable` column exists it is
@@ -47,7 +48,7 @@ int ctlcouponwarmup_publish(struct ctlrun *ctl, const struct usercoupon *tmpl, c
     bool has_payable = true;
     for (;;) {
         snprintf(sql, sizeof(sql),
-                 "SELECT id, user_id, status, order_ref, discount, " CTLDB_SQL_MS("used_at") "%s "
+                 "SELECT id, user_id, status, order_ref, discount, " SQLTIME_MS("used_at") "%s "
                  "FROM user_coupon WHERE coupon_id = %" PRId64 " AND %s ORDER BY id",
                  has_payable ? ", payable" : "", tmpl->coupon_id, where);
         if (mysql_query(db, sql) == 0)
@@ -116,6 +117,12 @@ int ctlcouponwarmup_run(struct ctlrun *ctl, int argc, char **argv)
     struct usercoupon tmpl;
     if (ctlcoupon_terms(ctl, id, &tmpl) != CTLRUN_OK)
         return CTLRUN_FAIL;
+    struct ctlcoupon_row row;
+    if (ctlcoupon_load(ctl, id, false, &row) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    if (row.archived_ms > 0)
+        return ctlout_fail(ctl, "coupon %" PRId64 " is archived: its user coupons are in MySQL only, and "
+                           "warmup writes none of them back to Redis; nothing was changed", id);
     struct ctlcouponwarmup_published pub;
     rc = ctlcouponwarmup_publish(ctl, &tmpl, "1 = 1", &pub);
     if (rc != CTLRUN_OK) {

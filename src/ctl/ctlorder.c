@@ -15,6 +15,7 @@
 #include "ctl/ctlredis.h"
 #include "common/orderno.h"
 #include "common/timeparse.h"
+#include "store/sqltime.h"
 
 #define CTLORDER_EVENTS 6
 
@@ -54,8 +55,8 @@ static int ctlorder_by_time(const void *a, const void *b)
 static int ctlorder_mysql(struct ctlrun *ctl, const char *qno, struct ctlorder *o)
 {
     char sql[512];
-    snprintf(sql, sizeof(sql), "SELECT user_id, coupon_id, " CTLDB_SQL_MS("created_at") ", "
-             CTLDB_SQL_MS("updated_at") " FROM seckill_order WHERE order_no = %s", qno);
+    snprintf(sql, sizeof(sql), "SELECT user_id, coupon_id, " SQLTIME_MS("created_at") ", "
+             SQLTIME_MS("updated_at") " FROM seckill_order WHERE order_no = %s", qno);
     MYSQL_RES *res = ctldb_query(ctl, sql);
     if (!res)
         return CTLRUN_FAIL;
@@ -71,8 +72,8 @@ static int ctlorder_mysql(struct ctlrun *ctl, const char *qno, struct ctlorder *
     mysql_free_result(res);
     if (r)
         return CTLRUN_OK;
-    snprintf(sql, sizeof(sql), "SELECT user_id, reason, " CTLDB_SQL_MS("failed_at") ", "
-             CTLDB_SQL_MS("created_at") " FROM seckill_order_failed WHERE order_no = %s", qno);
+    snprintf(sql, sizeof(sql), "SELECT user_id, reason, " SQLTIME_MS("failed_at") ", "
+             SQLTIME_MS("created_at") " FROM seckill_order_failed WHERE order_no = %s", qno);
     if (!(res = ctldb_query(ctl, sql)))
         return CTLRUN_FAIL;
     if ((r = mysql_fetch_row(res))) {
@@ -92,8 +93,8 @@ static int ctlorder_mysql(struct ctlrun *ctl, const char *qno, struct ctlorder *
 static int ctlorder_coupon(struct ctlrun *ctl, const char *qno, struct ctlorder *o)
 {
     char sql[512];
-    snprintf(sql, sizeof(sql), "SELECT id, status, order_ref, " CTLDB_SQL_MS("created_at") ", "
-             CTLDB_SQL_MS("used_at") " FROM user_coupon WHERE source_ref = %s", qno);
+    snprintf(sql, sizeof(sql), "SELECT id, status, order_ref, " SQLTIME_MS("created_at") ", "
+             SQLTIME_MS("used_at") " FROM user_coupon WHERE source_ref = %s", qno);
     MYSQL_RES *res = ctldb_query(ctl, sql);
     if (!res)
         return CTLRUN_FAIL;

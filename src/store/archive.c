@@ -9,11 +9,7 @@
 #include "common/bucket.h"
 #include "common/keys.h"
 #include "common/timeparse.h"
-
-/* DATETIME(3) <-> epoch ms without UNIX_TIMESTAMP, which depends on the session's zone and
- * stops at 2038 (as ctldb.h's CTLDB_SQL_MS). */
-#define ARCHIVE_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
-#define ARCHIVE_SQL_AT "TIMESTAMPADD(MICROSECOND, %" PRId64 " * 1000, '1970-01-01 00:00:00')"
+#include "store/sqltime.h"
 
 #define ARCHIVE_KEYS 10
 static const enum keys_kind archive_kinds[ARCHIVE_KEYS] = {
@@ -70,7 +66,7 @@ static int archive_load(struct archive_run *r, struct archive_row *row)
 {
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "SELECT status, " ARCHIVE_SQL_MS("end_time") ", sold_count, " ARCHIVE_SQL_MS("archived_at")
+             "SELECT status, " SQLTIME_MS("end_time") ", sold_count, " SQLTIME_MS("archived_at")
              ", bucket_tags FROM seckill_activity WHERE id = %" PRId64, r->id);
     MYSQL_RES *res = archive_query(r, sql);
     if (!res)
@@ -109,7 +105,7 @@ int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_
     int64_t before = now_ms - (after_ms > ARCHIVE_END_GRACE_MS ? after_ms : ARCHIVE_END_GRACE_MS);
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "SELECT id FROM seckill_activity WHERE archived_at IS NULL AND end_time <= " ARCHIVE_SQL_AT
+             "SELECT id FROM seckill_activity WHERE archived_at IS NULL AND end_time <= " SQLTIME_AT
              " AND status IN ('ENDED', 'CANCELLED') ORDER BY end_time DESC, id DESC LIMIT %zu", before, cap);
     if (mysql_query(db, sql) != 0) {
         snprintf(err, errlen, "mysql: %s", mysql_error(db));
@@ -388,7 +384,7 @@ static int archive_finish(struct archive_run *r, bool recorded, struct archive_r
     char sql[320];
     if (!recorded) {
         snprintf(sql, sizeof(sql),
-                 "UPDATE seckill_activity SET archived_at = " ARCHIVE_SQL_AT " WHERE id = %" PRId64
+                 "UPDATE seckill_activity SET archived_at = " SQLTIME_AT " WHERE id = %" PRId64
                  " AND archived_at IS NULL", out->archived_ms, r->id);
         if (mysql_query(r->db, sql) != 0)
             return archive_fail(r, ARCHIVE_ERROR, "mysql: %s (Redis refuses the sale's writes already: "

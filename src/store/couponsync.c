@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "common/parse.h"
-
-/* DATETIME(3) as epoch ms: calendar arithmetic, no 2038 limit (see CTLDB_SQL_MS in ctl/ctldb.h). */
-#define COUPONSYNC_SQL_MS(col) "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " col ") DIV 1000)"
+#include "store/sqltime.h"
 
 /* A DECIMAL(5,4) rate as MySQL prints it ("0.8500", "1.0000") into basis points, exactly:
  * 0.1 + 0.2 in a double is how a 0.3 coupon would come out one basis point short. */
@@ -59,8 +57,8 @@ int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_ou
 {
     char sql[512];
     snprintf(sql, sizeof(sql),
-             "SELECT type, amount, rate, min_order, max_discount, " COUPONSYNC_SQL_MS("start_time")
-             ", " COUPONSYNC_SQL_MS("end_time") " FROM coupon WHERE id = %" PRId64,
+             "SELECT type, amount, rate, min_order, max_discount, " SQLTIME_MS("start_time")
+             ", " SQLTIME_MS("end_time") " FROM coupon WHERE id = %" PRId64,
              coupon_id);
     if (mysql_query(db, sql) != 0) {
         snprintf(err, errlen, "select coupon %" PRId64 ": %s", coupon_id, mysql_error(db));

@@ -680,6 +680,21 @@ def conf(request, tmp_path_factory, services):
     return write_conf(d / "seckill.conf", overrides)
 
 
+SLOW_US = 10_000
+
+
+@pytest.fixture
+def slowlog(redis):
+    """SLOWLOG at SLOW_US (10 ms) for the test, the server's settings put back after it."""
+    old = dict(zip(*[iter(redis("CONFIG", "GET", "slowlog-*"))] * 2))
+    redis("CONFIG", "SET", "slowlog-log-slower-than", str(SLOW_US))
+    redis("CONFIG", "SET", "slowlog-max-len", "1024")
+    redis("SLOWLOG", "RESET")
+    yield
+    for k, v in old.items():
+        redis("CONFIG", "SET", k, v)
+
+
 @pytest.fixture(scope="module")
 def ids():
     """Fresh user ids for every call, distinct across runs against the same services."""

@@ -260,7 +260,7 @@ def test_every_documented_route_is_served(admin):
             assert r.code != 405, (method, path, r)
             assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
             seen += 1
-    assert seen == 16
+    assert seen == 17
 
 
 def test_a_control_byte_in_a_path_forges_no_log_line(admin_server):

@@ -20,8 +20,6 @@ A few real purchases then go through the gateway and the consumer on top of them
 import collections
 import time
 
-import pytest
-
 from bulkfill import bulk_fill
 from conftest import poll_until, wait_for_consumer
 from gatewayhttp import gateway_metrics
@@ -31,7 +29,6 @@ CONF_OVERRIDES = {}
 
 BULK_ORDERS = 1_000_000
 REAL_ORDERS = 20
-SLOW_US = 10_000
 SLOW_WINDOWS = 3
 # Read after the SLOWLOG check: an O(orders) walk of the test's own.
 COUNT_SUCCESS = """
@@ -51,17 +48,6 @@ def sale_view(port, activity_id):
     return {s: m.get(f'seckill_sale_units{{{a},state="{s}"}}')
             for s in ("left", "reserved", "queued", "claimed", "sold", "returned")} | {
         "stock": m[f"seckill_sale_stock{{{a}}}"], "imbalance": m.get(f"seckill_sale_imbalance{{{a}}}")}
-
-
-@pytest.fixture
-def slowlog(redis):
-    """SLOWLOG at 10 ms for the test, the server's settings put back after it."""
-    old = dict(zip(*[iter(redis("CONFIG", "GET", "slowlog-*"))] * 2))
-    redis("CONFIG", "SET", "slowlog-log-slower-than", str(SLOW_US))
-    redis("CONFIG", "SET", "slowlog-max-len", "1024")
-    yield
-    for k, v in old.items():
-        redis("CONFIG", "SET", k, v)
 
 
 def command_of(argv):
