@@ -30,8 +30,10 @@ Settings (environment): SOAK_CONF (the stack's configuration; default conf/secki
 then bench/conf/bench.conf, as make bench), SOAK_MINUTES (30), SOAK_RATE (orders a second
 offered; default half the measured maximum), SOAK_FAULT_SECONDS (240; 0: no faults),
 SOAK_FAULTS (chaos scenario keys, in turn: S2,S3,S5a,S1,S4,S3b,S5c,S6,S5b), SOAK_SALE_SECONDS
-(120), SOAK_SAMPLE_SECONDS (30), SOAK_MEASURE_SECONDS (5), SOAK_SET ("key=value;..."
-settings applied last), SECKILL_BIN (build).
+(120), SOAK_SAMPLE_SECONDS (30), SOAK_MEASURE_SECONDS (5), SOAK_COUPON_SECONDS (60: each
+sale's coupon is valid that long after the sale's end, and its user coupons leave Redis that
+long after again, consumer.coupon-archive-after-ms: an evening's coupons and their end,
+compressed), SOAK_SET ("key=value;..." settings applied last), SECKILL_BIN (build).
 """
 
 import argparse
@@ -71,6 +73,7 @@ def settings():
         "sale_seconds": max(20.0, env_num("SOAK_SALE_SECONDS", 120.0, float)),
         "sample_seconds": max(1.0, env_num("SOAK_SAMPLE_SECONDS", 30.0, float)),
         "measure_seconds": max(1, env_num("SOAK_MEASURE_SECONDS", 5)),
+        "coupon_seconds": max(1, env_num("SOAK_COUPON_SECONDS", 60)),
     }
 
 
@@ -186,6 +189,7 @@ class Soak:
         overrides.update({"kafka.topic": "seckill.soak.orders",
                           "kafka.dead-letter-topic": "seckill.soak.orders.dlq",
                           "consumer.group-id": "seckill-soak-consumer",
+                          "consumer.coupon-archive-after-ms": str(int(self.cfg["coupon_seconds"] * 1000)),
                           "log.level": "info"})
         for item in os.environ.get("SOAK_SET", "").split(";"):
             if item.strip():
@@ -208,7 +212,7 @@ class Soak:
     def measure(self):
         """The most orders a second the stack accepts: wrk, 64 connections, a sale of its own."""
         seconds = self.cfg["measure_seconds"]
-        sale = self.ctl.create_sale(5_000_000, end=f"+{seconds + 10}s", name="soak: measure")
+        sale = self.create_sale(5_000_000, seconds + 10, "soak: measure")
         user_base = (int(time.time() * 1000) % 10**9) * 1000
         run = self.benchlib.run_wrk(("127.0.0.1", self.conf.http_port), 2, 64, seconds, sale.activity_id, user_base)
         non_200 = run["errors"]["status"]
@@ -223,6 +227,15 @@ class Soak:
                                   timeout=300)
         self.wait_ended(sale.activity_id)
         self.finish_sale_keys(sale.activity_id)
+
+    def create_sale(self, stock, seconds, name):
+        """A sale from now for `seconds`, of a coupon of its own valid SOAK_COUPON_SECONDS after."""
+        coupon = self.ctl.create_id("coupon", "create", "--name", name, "--type", "CASH", "--amount", "5.00",
+                                    "--min-order", "10.00", "--total", stock, "--start", "-1m",
+                                    "--end", f"+{int(seconds + self.cfg['coupon_seconds'])}s")
+        activity = self.ctl.create_id("activity", "create", "--coupon", coupon, "--stock", stock, "--start", "now",
+                                      "--end", f"+{int(seconds)}s", "--name", name)
+        return self.it.Sale(activity, coupon, stock)
 
     def finish_sale_keys(self, activity):
         """Archive a sale that ended, when this seckillctl can (its Redis keys go)."""
@@ -285,7 +298,7 @@ class Soak:
         it, chaoslib, chaosload = self.it, self.chaoslib, self.chaosload
         stock = max(1000, int(self.rate * seconds))
         t_created = time.monotonic()
-        sale = self.ctl.create_sale(stock, start="now", end=f"+{int(seconds)}s", name=f"soak {n}")
+        sale = self.create_sale(stock, seconds, f"soak {n}")
         a = sale.activity_id
         sampler = chaosload.Sampler(self.conf.http_port, self.conf)
         metrics = chaosload.Scrapers([self.gateway])
@@ -492,6 +505,8 @@ class Soak:
                 if cfg["fault_seconds"] > 0 else "- no faults (SOAK_FAULT_SECONDS=0)")
                + f"; sales of {cfg['sale_seconds']:g} s; a sample every {cfg['sample_seconds']:g} s",
                f"- `seckillctl activity archive`: {'called for every sale that ended' if self.archive else 'not available: every sale keeps its Redis keys'}",
+               f"- each sale's coupon valid {cfg['coupon_seconds']:g} s after the sale, its user coupons archived "
+               f"{cfg['coupon_seconds']:g} s after that (`consumer.coupon-archive-after-ms`)",
                f"- binaries: `{self.it.BIN}`", "",
                f"**Verdict: {verdict}.**", ""]
         out += [f"- {line}" for line in verdict_lines]

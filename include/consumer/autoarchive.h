@@ -1,6 +1,7 @@
 #ifndef SK_AUTOARCHIVE_H
 #define SK_AUTOARCHIVE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct consumer;
@@ -21,9 +22,11 @@ struct consumer;
 int autoarchive_run(struct consumer *c);
 /* The lifecycle pass's archive of coupons over for consumer.coupon-archive-after-ms (0:
  * never by itself): store/couponarchive.h, one coupon at a time, the oldest end first, a
- * time-boxed part of the walk each pass, by the one consumer holding KEYS_COUPON_ARCHIVE_LOCK.
+ * time-boxed part of the walk each call, by the one consumer holding KEYS_COUPON_ARCHIVE_LOCK.
+ * With look, a coupon due is looked for when none is being walked (the lifecycle pass);
+ * without, only a walk under way goes on (a turn of the loop that had no message).
  * Returns 1 when a coupon's walk finished, 0, or -1 (logged). */
-int autoarchive_coupons(struct consumer *c);
+int autoarchive_coupons(struct consumer *c, bool look);
 void autoarchive_free(struct consumer *c);
 
 #endif

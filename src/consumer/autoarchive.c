@@ -186,11 +186,11 @@ int autoarchive_run(struct consumer *c)
 /* Renewed at every pass of the consumer walking; a consumer gone frees it within this. */
 #define AUTOARCHIVE_COUPON_LOCK_MS "30000"
 
-int autoarchive_coupons(struct consumer *c)
+int autoarchive_coupons(struct consumer *c, bool look)
 {
     int64_t after = c->cfg.consumer_coupon_archive_after_ms;
     struct couponarchive_walk *w = &c->coupon_walk;
-    if (after == 0)
+    if (after == 0 || (!look && w->coupon_id == 0))
         return 0;
     char err[512];
     if (backend_redis(c, err, sizeof(err)) != 0 || backend_db(c, err, sizeof(err)) != 0) {

@@ -194,5 +194,5 @@ void lifecycle_tick(struct consumer *c)
     /* After the outcomes: an ended sale's last FAILED orders are recorded first, which
      * the archive requires. */
     autoarchive_run(c);
-    autoarchive_coupons(c);
+    autoarchive_coupons(c, true);
 }
