@@ -4,9 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gateway/reply.h"
+#include "common/textbuf.h"
 
-struct salestats;
 
 /* The gateway's Prometheus metrics, declared once here (name, help) and rendered by
  * metrics_render. Plain counters in one process: the gateway is single-threaded. */
@@ -93,10 +92,10 @@ struct metrics_gauges {
     uint64_t longpoll_waiting;
     uint64_t cached_winners;
     uint64_t admin_forwards;
-    const struct salestats *sales;  /* its per-sale families are appended */
 };
 
-/* Prometheus text exposition format; returns a malloc'ed string (caller frees). */
-char *metrics_render(const struct metrics_gauges *gauges);
+/* Appends the counters, histograms and gauges to t in Prometheus's text exposition format.
+ * The page's other families (the per-sale gauges) are their owners' to append. */
+void metrics_render(const struct metrics_gauges *gauges, struct textbuf *t);
 
 #endif

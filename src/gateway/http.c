@@ -17,6 +17,7 @@
 #include "gateway/openapi.h"
 #include "gateway/readapi.h"
 #include "gateway/reply.h"
+#include "gateway/salestats.h"
 #include "gateway/tokenapi.h"
 
 /* The connection cap, the header timeout and the paused accepts are httpconns.c's, one
@@ -91,9 +92,13 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         .longpoll_waiting = longpoll_waiting(gw->longpoll),
         .cached_winners = activity_cache_winners(gw->activities),
         .admin_forwards = gw->admin ? adminfwd_in_flight(gw->admin) : 0,
-        .sales = gw->sales,
     };
-    char *text = metrics_render(&g);
+    struct textbuf page;
+    textbuf_init(&page);
+    metrics_render(&g, &page);
+    if (gw->sales)
+        salestats_render(gw->sales, &page, clock_wall_ms());
+    char *text = textbuf_take(&page);
     if (!text) {
         reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
         return;

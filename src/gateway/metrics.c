@@ -6,10 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/histogram.h"
 #include "common/textbuf.h"
-#include "gateway/salestats.h"
 
 #define METRICS_MAX_ROUTES 32
 #define METRICS_MAX_STATUSES 32
@@ -89,49 +87,44 @@ static void gauge(struct textbuf *t, const char *name, const char *help, uint64_
     textbuf_printf(t, "# HELP %s %s\n# TYPE %s gauge\n%s %" PRIu64 "\n", name, help, name, name, value);
 }
 
-char *metrics_render(const struct metrics_gauges *g)
+void metrics_render(const struct metrics_gauges *g, struct textbuf *t)
 {
-    struct textbuf t;
-    textbuf_init(&t);
-    textbuf_printf(&t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE "
+    textbuf_printf(t, "# HELP seckill_http_requests_total HTTP requests by route\n# TYPE "
                    "seckill_http_requests_total counter\n");
     for (size_t i = 0; i < metrics.route_count; i++)
-        textbuf_printf(&t, "seckill_http_requests_total{route=\"%s\"} %" PRIu64 "\n", metrics.route_names[i],
+        textbuf_printf(t, "seckill_http_requests_total{route=\"%s\"} %" PRIu64 "\n", metrics.route_names[i],
              metrics.route_requests[i]);
-    textbuf_printf(&t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE "
+    textbuf_printf(t, "# HELP seckill_http_responses_total HTTP responses by API status\n# TYPE "
                    "seckill_http_responses_total counter\n");
     for (size_t i = 0; i < metrics.response_count; i++)
-        textbuf_printf(&t, "seckill_http_responses_total{status=\"%s\",code=\"%d\"} %" PRIu64 "\n",
+        textbuf_printf(t, "seckill_http_responses_total{status=\"%s\",code=\"%d\"} %" PRIu64 "\n",
              metrics.responses[i].status, metrics.responses[i].code, metrics.responses[i].count);
     for (size_t i = 0; i < METRICS_COUNTER_COUNT; i++)
-        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i],
+        textbuf_printf(t, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", counter_names[i],
                        counter_help[i],
              counter_names[i], counter_names[i], metrics.counters[i]);
     for (size_t i = 0; i < METRICS_HISTOGRAM_COUNT; i++) {
-        textbuf_printf(&t, "# HELP %s %s\n# TYPE %s histogram\n", histogram_names[i], histogram_help[i],
+        textbuf_printf(t, "# HELP %s %s\n# TYPE %s histogram\n", histogram_names[i], histogram_help[i],
                        histogram_names[i]);
-        histogram_render(&metrics.histograms[i], &t, histogram_names[i], "");
+        histogram_render(&metrics.histograms[i], t, histogram_names[i], "");
     }
-    gauge(&t, "seckill_in_flight_requests", "Requests waiting on Redis writes or Kafka", g->in_flight);
-    gauge(&t, "seckill_http_open_connections", "Open client connections", g->open_connections);
-    gauge(&t, "seckill_queued_marks_pending", "Kafka-acknowledged orders not yet marked queued in Redis",
+    gauge(t, "seckill_in_flight_requests", "Requests waiting on Redis writes or Kafka", g->in_flight);
+    gauge(t, "seckill_http_open_connections", "Open client connections", g->open_connections);
+    gauge(t, "seckill_queued_marks_pending", "Kafka-acknowledged orders not yet marked queued in Redis",
           g->queuedmarks_pending);
-    gauge(&t, "seckill_redis_pending_commands", "Redis commands awaiting an answer", g->redis_pending);
-    textbuf_printf(&t, "# HELP seckill_redis_reconnects_total Redis connections lost and re-established\n"
+    gauge(t, "seckill_redis_pending_commands", "Redis commands awaiting an answer", g->redis_pending);
+    textbuf_printf(t, "# HELP seckill_redis_reconnects_total Redis connections lost and re-established\n"
              "# TYPE seckill_redis_reconnects_total counter\nseckill_redis_reconnects_total %" PRIu64 "\n",
          g->redis_reconnects);
-    gauge(&t, "seckill_kafka_queue_messages", "Messages in the Kafka producer's queue (unacknowledged)",
+    gauge(t, "seckill_kafka_queue_messages", "Messages in the Kafka producer's queue (unacknowledged)",
           g->kafka_queue);
-    gauge(&t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
-    gauge(&t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
-    gauge(&t, "seckill_longpoll_waiting", "GET ...?wait=N requests held until their order is final",
+    gauge(t, "seckill_redis_up", "1 when the Redis connection is up", g->redis_up);
+    gauge(t, "seckill_kafka_up", "1 when a Kafka broker connection is up", g->kafka_up);
+    gauge(t, "seckill_longpoll_waiting", "GET ...?wait=N requests held until their order is final",
           g->longpoll_waiting);
-    gauge(&t, "seckill_cached_winners",
+    gauge(t, "seckill_cached_winners",
           "Buyers the sale cache remembers to answer a sold-out sale's repeats locally; an ended sale's go",
           g->cached_winners);
-    gauge(&t, "seckill_archive_forwards_in_flight", "Reads of archived sales waiting on seckill-admin (at "
+    gauge(t, "seckill_archive_forwards_in_flight", "Reads of archived sales waiting on seckill-admin (at "
           "most 32)", g->admin_forwards);
-    if (g->sales)
-        salestats_render(g->sales, &t, clock_wall_ms());
-    return textbuf_take(&t);
 }
