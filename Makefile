@@ -81,7 +81,7 @@ LDFLAGS += $(LDFLAGS_OPT)
 # common's, and (consumer, ctl) store's.
 PARTS := common gateway consumer store ctl admin
 MAIN_gateway  := server
-MAIN_consumer := consumer
+MAIN_consumer := orderconsumer
 MAIN_ctl      := ctl
 MAIN_admin    := admin
 
@@ -134,7 +134,7 @@ $(call lib,gateway): $(BUILD)/obj/gen/gateway/openapidoc.o
 
 $(BUILD)/seckill-server: $(BUILD)/obj/gateway/server.o $(LIBS_SERVER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_SERVER) -o $@
-$(BUILD)/order-consumer: $(BUILD)/obj/consumer/consumer.o $(LIBS_CONSUMER)
+$(BUILD)/order-consumer: $(BUILD)/obj/consumer/orderconsumer.o $(LIBS_CONSUMER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_CONSUMER) -o $@
 $(BUILD)/seckillctl: $(BUILD)/obj/ctl/ctl.o $(LIBS_CTL)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_CTL) -o $@
@@ -192,12 +192,12 @@ INSTALL_ENV = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' \
 # Only config.c differs from the build tree's binaries: compiled again for the layout
 # (every time, PREFIX may have changed) and linked ahead of the libraries, so that the
 # linker never pulls libcommon.a's own config.o.
-install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/consumer.o $(BUILD)/obj/ctl/ctl.o \
+install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/orderconsumer.o $(BUILD)/obj/ctl/ctl.o \
               $(BUILD)/obj/admin/admin.o $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_ADMIN)
 	@mkdir -p $(INSTALL_BUILD)
 	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_common)) $(INSTALL_DEFS) -c src/common/config.c -o $(INSTALL_BUILD)/config.o
 	$(CC) $(LDFLAGS) $(BUILD)/obj/gateway/server.o $(INSTALL_BUILD)/config.o $(LIBS_SERVER) $(LDLIBS_SERVER) -o $(INSTALL_BUILD)/seckill-server
-	$(CC) $(LDFLAGS) $(BUILD)/obj/consumer/consumer.o $(INSTALL_BUILD)/config.o $(LIBS_CONSUMER) $(LDLIBS_CONSUMER) -o $(INSTALL_BUILD)/order-consumer
+	$(CC) $(LDFLAGS) $(BUILD)/obj/consumer/orderconsumer.o $(INSTALL_BUILD)/config.o $(LIBS_CONSUMER) $(LDLIBS_CONSUMER) -o $(INSTALL_BUILD)/order-consumer
 	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/ctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
 	$(CC) $(LDFLAGS) $(BUILD)/obj/admin/admin.o $(INSTALL_BUILD)/config.o $(LIBS_ADMIN) $(LDLIBS_ADMIN) -o $(INSTALL_BUILD)/seckill-admin
 

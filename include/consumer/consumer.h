@@ -14,13 +14,13 @@
 #include "consumer/batch.h"
 #include "consumer/parking.h"
 #include "consumer/persist.h"
-#include "consumer/publish.h"
 #include "store/couponarchive.h"
 
+struct publish_cache;
 struct writer;
 struct autoarchive_skip;
 
-/* The order-consumer process (consumer.c: main and the loop). The modules each do one
+/* The order-consumer process (orderconsumer.c: main and the loop). The modules each do one
  * job on it: backend (Redis and MySQL connections), kafkacons (the group member: set-up,
  * rebalances, pause, lag, commit), intake (reading one batch), deadletter (the DLQ
  * producer), retry (a step until it succeeds), claim (confirm/finalize/abandon in
@@ -75,12 +75,12 @@ struct consumer {
     size_t stash_count;
     size_t stash_cap;
     int paused;                  /* the assignment is paused while a step is retried */
-    struct publish_cache publish;
+    struct publish_cache *publish;   /* publish.c's, made at its first batch */
     struct parking parking;          /* orders set aside while their slot cannot be written */
     int claim_failure;               /* enum claim_failure of the last failed script call */
     uint64_t serials;                /* batches numbered so far (batch.serial) */
     struct consumer_times times;     /* of c->batch */
-    struct persist_stats persisted;  /* of c->batch */
+    struct sqltx_stats persisted;  /* of c->batch */
     struct consumer_stats total;
     struct consumer_stats reported;  /* total at the last summary line */
     int64_t reported_ms;

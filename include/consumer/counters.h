@@ -4,8 +4,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct sqltx;
-
 /* Counter increments gathered over the whole transaction and applied at its end, one
  * UPDATE per row in id order: two consumers then lock counter rows in the same order
  * and cannot deadlock on them. Appended unsorted; sorted and summed by counters_coalesce. */
@@ -28,8 +26,5 @@ int counters_add(struct counters *c, int64_t id, uint64_t first, uint64_t second
 void counters_coalesce(struct counters *c);
 void counters_free(struct counters *c);
 
-/* The counters, last in the transaction: tx's activities then its coupons, each
- * coalesced and in id order. Returns 0, or -1 with tx->err set. */
-int counters_apply(struct sqltx *tx);
 
 #endif

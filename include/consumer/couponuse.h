@@ -8,7 +8,7 @@
 #include "common/redeemevent.h"
 #include "common/usercoupon.h"
 #include "consumer/batch.h"
-#include "consumer/persist.h"
+#include "consumer/sqltx.h"
 #include "consumer/sqltext.h"
 
 struct sqltx;
@@ -35,7 +35,7 @@ struct couponuse_row {
  * and the stats, adds used_count increments to tx, then writes the applied ones together.
  * Returns 0 or -1 with tx->err set. */
 int couponuse_apply(struct sqltx *tx, const struct redeemevent *uses, size_t count,
-                    struct batch_use_result *results, struct persist_stats *stats);
+                    struct batch_use_result *results, struct sqltx_stats *stats);
 
 /* Decides, without writing, what one use means for the row as it stands now (u NULL:
  * there is no such row). Returns BATCH_USE_APPLIED when it is to be written; reason is

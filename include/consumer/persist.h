@@ -7,16 +7,13 @@
 
 #include "consumer/batch.h"
 #include "consumer/sqltext.h"
+#include "consumer/sqltx.h"
 
 /* The MySQL side of the order consumer: one batch of claimed orders and coupon.used
  * events, one transaction. Idempotent: replaying a batch adds no row, changes no row and
  * leaves the counters as they were, so a crash between the COMMIT and the Kafka offset
  * commit costs nothing but the replay. */
 
-/* Rows per statement (INSERT ... VALUES, SELECT ... IN): a batch of the usual sizes is
- * one statement per table, and each stays far below max_allowed_packet (16 MB by
- * default; a row of text is about 110 bytes). */
-#define PERSIST_ROWS_PER_STATEMENT 5000
 
 enum persist_result {
     PERSIST_OK = 0,
@@ -27,27 +24,6 @@ enum persist_result {
 /* DATETIME(3) ends with the year 9999: an order accepted later cannot be stored. */
 #define PERSIST_MAX_ACCEPTED_MS SQLTEXT_MAX_DATETIME_MS
 
-struct persist_stats {
-    uint64_t orders_added;   /* seckill_order rows this transaction created */
-    uint64_t coupons_added;  /* user_coupon rows it created */
-    size_t conflicts;        /* orders refused: their user already holds another order of
-                              * the activity (UNIQUE(user_id, activity_id)) */
-    size_t uses_applied;
-    size_t uses_repeated;
-    size_t uses_inconsistent;
-    size_t orders_refused;   /* set aside: MySQL refused them for good (split) */
-    size_t uses_refused;
-    size_t transactions;     /* 1, or more when a refusal split the batch */
-    /* What halves of a split committed in an attempt that then failed: the next attempt
-     * finds those rows as replays, yet they are new rows of this batch. Kept across
-     * attempts, folded into the counts above by the attempt that succeeds. The caller
-     * zeroes the whole struct before a batch's first attempt. */
-    struct {
-        uint64_t orders_added;
-        uint64_t coupons_added;
-        size_t uses_applied;
-    } carried;
-};
 
 /* Writes one sealed batch in one transaction: for b->accepted (sorted as batch_seal
  * leaves them) seckill_order rows and one user_coupon per order; then, in arrival order,
@@ -66,7 +42,7 @@ struct persist_stats {
  * Otherwise (a transient error, at once or in the middle of a split) err is set and those
  * results are all cleared; halves of a split committed before stay committed, which a
  * retry of the whole batch replays idempotently, finding the same refusals again. */
-enum persist_result persist_batch(MYSQL *db, struct batch *b, struct persist_stats *stats,
+enum persist_result persist_batch(MYSQL *db, struct batch *b, struct sqltx_stats *stats,
                                   char *err, size_t errlen);
 
 /* True for client and server error codes meaning the session is lost. */

@@ -8,6 +8,34 @@
 #include "consumer/counters.h"
 #include "consumer/sqltext.h"
 
+/* Rows per statement (INSERT ... VALUES, SELECT ... IN): a batch of the usual sizes is
+ * one statement per table, and each stays far below max_allowed_packet (16 MB by
+ * default; a row of text is about 110 bytes). */
+#define SQLTX_ROWS_PER_STATEMENT 5000
+
+/* What the transactions of one batch wrote. */
+struct sqltx_stats {
+    uint64_t orders_added;   /* seckill_order rows this transaction created */
+    uint64_t coupons_added;  /* user_coupon rows it created */
+    size_t conflicts;        /* orders refused: their user already holds another order of
+                              * the activity (UNIQUE(user_id, activity_id)) */
+    size_t uses_applied;
+    size_t uses_repeated;
+    size_t uses_inconsistent;
+    size_t orders_refused;   /* set aside: MySQL refused them for good (split) */
+    size_t uses_refused;
+    size_t transactions;     /* 1, or more when a refusal split the batch */
+    /* What halves of a split committed in an attempt that then failed: the next attempt
+     * finds those rows as replays, yet they are new rows of this batch. Kept across
+     * attempts, folded into the counts above by the attempt that succeeds. The caller
+     * zeroes the whole struct before a batch's first attempt. */
+    struct {
+        uint64_t orders_added;
+        uint64_t coupons_added;
+        size_t uses_applied;
+    } carried;
+};
+
 /* The state of persist_batch's one transaction, shared by the modules writing its parts
  * (orderrows, couponuse, counters). Ownership: sql and the counters are the transaction's,
  * released by sqltx_free; db, bulk and err are the caller's. */
@@ -32,6 +60,9 @@ int sqltx_run(struct sqltx *tx, const char *what, uint64_t *affected);
 MYSQL_RES *sqltx_select(struct sqltx *tx, const char *what);
 /* Runs a constant statement (START TRANSACTION, COMMIT). */
 int sqltx_simple(struct sqltx *tx, const char *stmt);
+/* The counters, last in the transaction: tx's activities then its coupons, each
+ * coalesced and in id order. Returns 0, or -1 with tx->err set. */
+int sqltx_apply_counters(struct sqltx *tx);
 void sqltx_free(struct sqltx *tx);
 
 #endif

@@ -34,13 +34,13 @@ bool writer_holds(struct writer *w);
 /* The attempt is over: writer_take will not wait. */
 bool writer_finished(struct writer *w);
 /* Waits for the attempt to end and takes the batch back: its result, the batch's
- * persist_stats (zeroed before the attempt, as persist_batch asks) and how long the write
+ * sqltx_stats (zeroed before the attempt, as persist_batch asks) and how long the write
  * took; err is set when it is not PERSIST_OK. */
-enum persist_result writer_take(struct writer *w, struct persist_stats *stats, int64_t *took_us,
+enum persist_result writer_take(struct writer *w, struct sqltx_stats *stats, int64_t *took_us,
                                 char *err, size_t errlen);
 /* One attempt on the calling thread, on the writer's session (the writer holds nothing):
  * for the retries of a failed write, stats kept from the attempts before. */
-enum persist_result writer_persist(struct writer *w, struct batch *b, struct persist_stats *stats,
+enum persist_result writer_persist(struct writer *w, struct batch *b, struct sqltx_stats *stats,
                                    char *err, size_t errlen);
 
 #endif

@@ -62,9 +62,9 @@ static int lock_rows(struct sqltx *tx, const struct redeemevent *uses, size_t co
         ids[i] = uses[i].user_coupon_id;
     size_t distinct = couponuse_distinct_ids(ids, count);
     int rc = 0;
-    for (size_t start = 0; start < distinct && rc == 0; start += PERSIST_ROWS_PER_STATEMENT) {
-        size_t n = distinct - start < PERSIST_ROWS_PER_STATEMENT ? distinct - start
-                                                                 : PERSIST_ROWS_PER_STATEMENT;
+    for (size_t start = 0; start < distinct && rc == 0; start += SQLTX_ROWS_PER_STATEMENT) {
+        size_t n = distinct - start < SQLTX_ROWS_PER_STATEMENT ? distinct - start
+                                                                 : SQLTX_ROWS_PER_STATEMENT;
         couponuse_lock_sql(&tx->sql, ids + start, n);
         MYSQL_RES *res = sqltx_select(tx, "select user_coupon for update");
         if (!res) {
@@ -187,7 +187,7 @@ static int write_uses(struct sqltx *tx, const struct redeemevent *const *uses, s
 }
 
 int couponuse_apply(struct sqltx *tx, const struct redeemevent *uses, size_t count,
-                    struct batch_use_result *results, struct persist_stats *stats)
+                    struct batch_use_result *results, struct sqltx_stats *stats)
 {
     if (count == 0)
         return 0;

@@ -5,7 +5,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "consumer/persist.h"
 #include "consumer/sqltx.h"
 
 static const char ORDERS_SQL[] =
@@ -19,7 +18,7 @@ int orderbulk_datetime(int64_t ms, MYSQL_TIME *t)
 {
     time_t secs = (time_t)(ms / 1000);
     struct tm tm;
-    if (ms < 0 || ms > PERSIST_MAX_ACCEPTED_MS || !gmtime_r(&secs, &tm))
+    if (ms < 0 || ms > SQLTEXT_MAX_DATETIME_MS || !gmtime_r(&secs, &tm))
         return -1;
     memset(t, 0, sizeof(*t));
     t->year = (unsigned int)tm.tm_year + 1900;
@@ -43,7 +42,7 @@ static unsigned long copy_no(char *dst, const char *src)
     return (unsigned long)n;
 }
 
-int orderbulk_order_rows(const struct orderrows_run *r, size_t start, size_t end,
+int orderbulk_order_rows(const struct orderrun *r, size_t start, size_t end,
                          struct orderbulk_order *rows)
 {
     for (size_t i = start; i < end; i++) {
@@ -59,11 +58,11 @@ int orderbulk_order_rows(const struct orderrows_run *r, size_t start, size_t end
     return 0;
 }
 
-size_t orderbulk_coupon_rows(const struct orderrows_run *r, size_t *next,
+size_t orderbulk_coupon_rows(const struct orderrun *r, size_t *next,
                              struct orderbulk_coupon *rows)
 {
     size_t n = 0, i = *next;
-    for (; i < r->count && n < PERSIST_ROWS_PER_STATEMENT; i++) {
+    for (; i < r->count && n < SQLTX_ROWS_PER_STATEMENT; i++) {
         if (!r->in_db[i])
             continue;
         struct orderbulk_coupon *row = &rows[n++];
@@ -167,7 +166,7 @@ static int execute(struct sqltx *tx, MYSQL_STMT **stmt, MYSQL_BIND *binds, size_
 
 static size_t rows_wanted(size_t count)
 {
-    return count < PERSIST_ROWS_PER_STATEMENT ? count : PERSIST_ROWS_PER_STATEMENT;
+    return count < SQLTX_ROWS_PER_STATEMENT ? count : SQLTX_ROWS_PER_STATEMENT;
 }
 
 static int no_memory(struct sqltx *tx, const char *what)
@@ -176,7 +175,7 @@ static int no_memory(struct sqltx *tx, const char *what)
     return -1;
 }
 
-int orderbulk_insert_orders(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
+int orderbulk_insert_orders(struct sqltx *tx, const struct orderrun *r, uint64_t *added)
 {
     static const char what[] = "insert seckill_order";
     struct orderbulk *b = tx->bulk;
@@ -197,7 +196,7 @@ int orderbulk_insert_orders(struct sqltx *tx, const struct orderrows_run *r, uin
     bind_int(&binds[3], &row->coupon_id);
     binds[4].buffer_type = MYSQL_TYPE_DATETIME;
     binds[4].buffer = &row->accepted_at;
-    for (size_t start = 0; start < r->count; start += PERSIST_ROWS_PER_STATEMENT) {
+    for (size_t start = 0; start < r->count; start += SQLTX_ROWS_PER_STATEMENT) {
         size_t end = start + rows_wanted(r->count - start);
         if (orderbulk_order_rows(r, start, end, b->order_rows) != 0) {
             snprintf(tx->err, tx->errlen, "%s: statement not built (out of memory, or a time "
@@ -210,7 +209,7 @@ int orderbulk_insert_orders(struct sqltx *tx, const struct orderrows_run *r, uin
     return 0;
 }
 
-int orderbulk_insert_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
+int orderbulk_insert_coupons(struct sqltx *tx, const struct orderrun *r, uint64_t *added)
 {
     static const char what[] = "insert user_coupon";
     struct orderbulk *b = tx->bulk;

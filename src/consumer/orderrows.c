@@ -26,10 +26,10 @@ int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *cou
 
 static size_t chunk_end(size_t start, size_t count)
 {
-    return count - start < PERSIST_ROWS_PER_STATEMENT ? count : start + PERSIST_ROWS_PER_STATEMENT;
+    return count - start < SQLTX_ROWS_PER_STATEMENT ? count : start + SQLTX_ROWS_PER_STATEMENT;
 }
 
-int orderrows_find(const struct orderrows_run *r, const char *order_no, size_t *pos)
+int orderrows_find(const struct orderrun *r, const char *order_no, size_t *pos)
 {
     size_t lo = 0, hi = r->count;
     while (lo < hi) {
@@ -47,7 +47,7 @@ int orderrows_find(const struct orderrows_run *r, const char *order_no, size_t *
     return -1;
 }
 
-void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
+void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrun *r,
                            size_t start, size_t end)
 {
     sqltext_reset(s);
@@ -67,9 +67,9 @@ void orderrows_present_sql(struct sqltext *s, MYSQL *db, const struct orderrows_
  * this transaction's first read, and call its order a conflict). A row of the same number
  * and another user is not this order's: two gateways that held one node id at once (a
  * lease Redis lost) can issue one number to two users, in two buckets of a sale. */
-static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
+static int mark_present(struct sqltx *tx, const struct orderrun *r)
 {
-    for (size_t start = 0; start < r->count; start += PERSIST_ROWS_PER_STATEMENT) {
+    for (size_t start = 0; start < r->count; start += SQLTX_ROWS_PER_STATEMENT) {
         orderrows_present_sql(&tx->sql, tx->db, r, start, chunk_end(start, r->count));
         MYSQL_RES *res = sqltx_select(tx, "select seckill_order");
         if (!res)
@@ -86,13 +86,13 @@ static int mark_present(struct sqltx *tx, const struct orderrows_run *r)
     return 0;
 }
 
-size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrows_run *r,
+size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct orderrun *r,
                                    size_t *next, int locking)
 {
     sqltext_reset(s);
     sqltext_printf(s, "SELECT id, source_ref FROM user_coupon WHERE source_ref IN (");
     size_t rows = 0, i = *next;
-    for (; i < r->count && rows < PERSIST_ROWS_PER_STATEMENT; i++) {
+    for (; i < r->count && rows < SQLTX_ROWS_PER_STATEMENT; i++) {
         if (!r->in_db[i])
             continue;
         if (rows++)
@@ -106,7 +106,7 @@ size_t orderrows_coupon_select_sql(struct sqltext *s, MYSQL *db, const struct or
 
 /* The ids of the user coupons of this run, new or replayed, for the Redis record; locking
  * to see what other transactions committed since this one's first read. */
-static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r, int locking)
+static int find_user_coupons(struct sqltx *tx, const struct orderrun *r, int locking)
 {
     size_t next = 0;
     while (orderrows_coupon_select_sql(&tx->sql, tx->db, r, &next, locking) > 0) {
@@ -133,7 +133,7 @@ static int find_user_coupons(struct sqltx *tx, const struct orderrows_run *r, in
  * ids meanwhile, every later row of the array gets an id that exists, and "id=id" turns its
  * PRIMARY KEY collision into a no-op (docs/chaos.md, finding 9). A second statement of only the missing rows
  * holds no duplicate of theirs; it repeats while it adds rows. */
-static void note_lost(const struct orderrows_run *r, const char *table, uint64_t rows)
+static void note_lost(const struct orderrun *r, const char *table, uint64_t rows)
 {
     LOG_WARN("activity %" PRId64 ": MariaDB's array insert into %s lost %" PRIu64 " row(s) "
              "(auto-increment ids taken meanwhile); inserted again", r->activity_id, table, rows);
@@ -141,7 +141,7 @@ static void note_lost(const struct orderrows_run *r, const char *table, uint64_t
 
 /* The orders still without their row after the upsert, inserted again. Those a pass cannot
  * add are held by another order of their user. */
-static int insert_absent_orders(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
+static int insert_absent_orders(struct sqltx *tx, const struct orderrun *r, uint64_t *added)
 {
     struct orderevent *again = NULL;
     int rc = 0;
@@ -160,7 +160,7 @@ static int insert_absent_orders(struct sqltx *tx, const struct orderrows_run *r,
         for (size_t i = 0; i < r->count; i++)
             if (!r->in_db[i])
                 again[n++] = r->orders[i];
-        struct orderrows_run a = { again, NULL, NULL, n, r->activity_id, r->coupon_id };
+        struct orderrun a = { again, NULL, NULL, n, r->activity_id, r->coupon_id };
         uint64_t more = 0;
         if ((rc = orderbulk_insert_orders(tx, &a, &more)) != 0 || more == 0)
             break;
@@ -178,7 +178,7 @@ static int insert_absent_orders(struct sqltx *tx, const struct orderrows_run *r,
  * and the ones it does not find are inserted again. An order can hold no other user coupon
  * (UNIQUE(source_ref) is its order number), so one that stays missing is an error (the
  * transaction is retried). */
-static int issue_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64_t *added)
+static int issue_coupons(struct sqltx *tx, const struct orderrun *r, uint64_t *added)
 {
     uint64_t sent = 0;
     for (size_t i = 0; i < r->count; i++)
@@ -205,7 +205,7 @@ static int issue_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64
         }
         for (size_t i = 0; i < r->count; i++)
             missing[i] = r->in_db[i] && r->coupons[i].id == 0;
-        struct orderrows_run m = *r;
+        struct orderrun m = *r;
         m.in_db = missing;
         uint64_t more = 0;
         if ((rc = orderbulk_insert_coupons(tx, &m, &more)) != 0)
@@ -225,7 +225,7 @@ static int issue_coupons(struct sqltx *tx, const struct orderrows_run *r, uint64
     return rc;
 }
 
-int orderrows_write(struct sqltx *tx, const struct orderrows_run *r, struct persist_stats *stats)
+int orderrows_write(struct sqltx *tx, const struct orderrun *r, struct sqltx_stats *stats)
 {
     uint64_t orders_added, coupons_added;
     if (orderbulk_insert_orders(tx, r, &orders_added) != 0)

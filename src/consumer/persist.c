@@ -31,7 +31,7 @@ static struct slice slice_of(const struct batch *b, size_t lo, size_t hi)
  * (activity, coupon) is one contiguous run, whose order numbers orderrows binary-searches.
  * Nothing is sorted again here. */
 static int write_slice(struct sqltx *tx, struct batch *b, struct slice s,
-                       struct persist_stats *stats)
+                       struct sqltx_stats *stats)
 {
     if (sqltx_simple(tx, "START TRANSACTION") != 0)
         return -1;
@@ -41,7 +41,7 @@ static int write_slice(struct sqltx *tx, struct batch *b, struct slice s,
         size_t end = batch_coupon_run_end(orders, count, start);
         const struct orderevent *first = &orders[start];
         size_t at = s.order_lo + start;
-        struct orderrows_run r = { first, b->in_db + at, b->coupons + at, end - start,
+        struct orderrun r = { first, b->in_db + at, b->coupons + at, end - start,
                                    first->activity_id, first->coupon_id };
         if (r.coupon_id == 0 && orderrows_resolve_coupon(tx, r.activity_id, &r.coupon_id) != 0)
             return -1;
@@ -52,7 +52,7 @@ static int write_slice(struct sqltx *tx, struct batch *b, struct slice s,
     size_t uses = s.use_hi - s.use_lo;
     if ((uses > 0 && couponuse_apply(tx, b->uses + s.use_lo, uses, b->use_results + s.use_lo,
                                      stats) != 0) ||
-        counters_apply(tx) != 0)
+        sqltx_apply_counters(tx) != 0)
         return -1;
     return sqltx_simple(tx, "COMMIT");
 }
@@ -86,16 +86,16 @@ static void clear_slice(struct batch *b, struct slice s)
 }
 
 /* Everything but what earlier attempts carried. */
-static void clear_results(struct batch *b, struct persist_stats *stats)
+static void clear_results(struct batch *b, struct sqltx_stats *stats)
 {
-    struct persist_stats keep = { .carried = stats->carried };
+    struct sqltx_stats keep = { .carried = stats->carried };
     *stats = keep;
     if (b->accepted_count > 0 || b->use_count > 0)
         clear_slice(b, slice_of(b, 0, b->accepted_count + b->use_count));
     batch_clear_refusals(b);
 }
 
-static void add_stats(struct persist_stats *to, const struct persist_stats *s)
+static void add_stats(struct sqltx_stats *to, const struct sqltx_stats *s)
 {
     to->orders_added += s->orders_added;
     to->coupons_added += s->coupons_added;
@@ -113,7 +113,7 @@ static struct orderbulk bulk;
 struct attempt {
     MYSQL *db;
     struct batch *b;
-    struct persist_stats *stats;    /* of the transactions committed */
+    struct sqltx_stats *stats;    /* of the transactions committed */
     enum persist_result failure;    /* what the write that FAILED says */
     char why[512];                  /* the last failed write's error */
     unsigned int code;              /* and its MySQL error code */
@@ -123,7 +123,7 @@ static enum split_outcome write_items(void *ctx, size_t lo, size_t hi)
 {
     struct attempt *a = ctx;
     struct slice s = slice_of(a->b, lo, hi);
-    struct persist_stats st;
+    struct sqltx_stats st;
     memset(&st, 0, sizeof(st));
     struct sqltx tx = { .db = a->db, .bulk = &bulk, .err = a->why, .errlen = sizeof(a->why) };
     enum split_outcome out = SPLIT_WRITTEN;
@@ -174,7 +174,7 @@ static int set_aside(void *ctx, size_t i)
     return 0;
 }
 
-enum persist_result persist_batch(MYSQL *db, struct batch *b, struct persist_stats *stats,
+enum persist_result persist_batch(MYSQL *db, struct batch *b, struct sqltx_stats *stats,
                                   char *err, size_t errlen)
 {
     clear_results(b, stats);

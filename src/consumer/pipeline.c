@@ -34,7 +34,7 @@ static int step_persist(struct consumer *c, char *err, size_t errlen)
 static void note_split(const struct consumer *c)
 {
     const struct batch *b = &c->batch;
-    const struct persist_stats *p = &c->persisted;
+    const struct sqltx_stats *p = &c->persisted;
     if (p->transactions > 1)
         LOG_WARN("MySQL refused part of a batch of %zu orders and %zu coupon uses for good: "
                  "split into %zu transactions, %zu orders and %zu uses set aside",

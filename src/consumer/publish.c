@@ -17,13 +17,32 @@
 #include "store/couponarchive.h"
 #include "store/couponsync.h"
 
+#define PUBLISH_TERMS_CACHE 64   /* coupons whose terms are kept between batches */
+
+/* The terms of one coupon, as couponsync_load read them: they never change after the
+ * coupon is created, so they are read once per coupon and kept. */
+struct publish_terms {
+    int64_t coupon_id;
+    struct usercoupon tmpl;
+};
+
+/* Kept between batches, allocated at the first; freed by publish_free. */
+struct publish_cache {
+    struct usercoupon *records;   /* the records of the current batch */
+    size_t *owners;               /* parallel to records: the accepted order it belongs to */
+    size_t records_cap;
+    struct publish_terms terms[PUBLISH_TERMS_CACHE];
+    size_t terms_count;
+    size_t terms_next;            /* the entry a new coupon replaces when full */
+};
+
 /* The terms of one coupon: from the cache, else from MySQL (and then kept). Returns the
  * template, or NULL: with *failed set when MySQL failed (retry), else when the coupon row
  * is missing or malformed, which no retry mends. */
 static const struct usercoupon *terms_of(struct consumer *c, int64_t coupon_id, int *failed,
                                          char *err, size_t errlen)
 {
-    struct publish_cache *p = &c->publish;
+    struct publish_cache *p = c->publish;
     *failed = 0;
     for (size_t i = 0; i < p->terms_count; i++)
         if (p->terms[i].coupon_id == coupon_id)
@@ -166,9 +185,13 @@ static int publish_uses(struct consumer *c, int64_t now_ms, char *err, size_t er
 int publish_coupons(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
-    struct publish_cache *p = &c->publish;
     if (b->accepted_count == 0 && b->use_count == 0)
         return 0;
+    if (!c->publish && !(c->publish = calloc(1, sizeof(*c->publish)))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    struct publish_cache *p = c->publish;
     if (backend_redis(c, err, errlen) != 0)
         return -1;
     int64_t now_ms = clock_wall_ms();
@@ -223,9 +246,9 @@ int publish_coupons(struct consumer *c, char *err, size_t errlen)
 
 void publish_free(struct publish_cache *p)
 {
+    if (!p)
+        return;
     free(p->records);
     free(p->owners);
-    p->records = NULL;
-    p->owners = NULL;
-    p->records_cap = 0;
+    free(p);
 }

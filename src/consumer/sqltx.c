@@ -1,6 +1,9 @@
 #include "consumer/sqltx.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+
+#include "common/log.h"
 
 int sqltx_run(struct sqltx *tx, const char *what, uint64_t *affected)
 {
@@ -44,4 +47,38 @@ void sqltx_free(struct sqltx *tx)
     sqltext_free(&tx->sql);
     counters_free(&tx->activities);
     counters_free(&tx->coupons);
+}
+
+int sqltx_apply_counters(struct sqltx *tx)
+{
+    uint64_t n;
+    counters_coalesce(&tx->activities);
+    counters_coalesce(&tx->coupons);
+    for (size_t i = 0; i < tx->activities.count; i++) {
+        const struct counters_delta *d = &tx->activities.v[i];
+        sqltext_reset(&tx->sql);
+        sqltext_printf(&tx->sql,
+                       "UPDATE seckill_activity SET sold_count = sold_count + %" PRIu64
+                       " WHERE id = %" PRId64,
+                       d->first, d->id);
+        if (sqltx_run(tx, "update seckill_activity", &n) != 0)
+            return -1;
+        if (n == 0)
+            LOG_WARN("activity %" PRId64 " has no seckill_activity row: sold_count not kept",
+                     d->id);
+    }
+    for (size_t i = 0; i < tx->coupons.count; i++) {
+        const struct counters_delta *d = &tx->coupons.v[i];
+        sqltext_reset(&tx->sql);
+        sqltext_printf(&tx->sql,
+                       "UPDATE coupon SET issued_count = issued_count + %" PRIu64
+                       ", used_count = used_count + %" PRIu64 " WHERE id = %" PRId64,
+                       d->first, d->second, d->id);
+        if (sqltx_run(tx, "update coupon", &n) != 0)
+            return -1;
+        if (n == 0)
+            LOG_WARN("coupon %" PRId64 " has no coupon row: issued_count / used_count not kept",
+                     d->id);
+    }
+    return 0;
 }

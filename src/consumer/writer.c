@@ -28,13 +28,13 @@ struct writer {
     enum writer_state state;
     bool quit;
     struct batch *b;
-    struct persist_stats stats;
+    struct sqltx_stats stats;
     enum persist_result result;
     int64_t took_us;
     char why[512];
 };
 
-static enum persist_result attempt(struct writer *w, struct batch *b, struct persist_stats *stats,
+static enum persist_result attempt(struct writer *w, struct batch *b, struct sqltx_stats *stats,
                                    char *err, size_t errlen)
 {
     if (!w->db) {
@@ -144,7 +144,7 @@ bool writer_finished(struct writer *w)
     return finished;
 }
 
-enum persist_result writer_take(struct writer *w, struct persist_stats *stats, int64_t *took_us,
+enum persist_result writer_take(struct writer *w, struct sqltx_stats *stats, int64_t *took_us,
                                 char *err, size_t errlen)
 {
     pthread_mutex_lock(&w->lock);
@@ -159,7 +159,7 @@ enum persist_result writer_take(struct writer *w, struct persist_stats *stats, i
     return w->result;
 }
 
-enum persist_result writer_persist(struct writer *w, struct batch *b, struct persist_stats *stats,
+enum persist_result writer_persist(struct writer *w, struct batch *b, struct sqltx_stats *stats,
                                    char *err, size_t errlen)
 {
     return attempt(w, b, stats, err, errlen);

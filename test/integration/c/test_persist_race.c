@@ -154,7 +154,7 @@ static void persist_in_child(const struct orderevent *ev)
     for (size_t i = 0; i < b.count; i++)
         b.verdicts[i] = BATCH_ACCEPTED;
     batch_collect_accepted(&b);
-    struct persist_stats stats;
+    struct sqltx_stats stats;
     memset(&stats, 0, sizeof(stats));
     enum persist_result r = persist_batch(db, &b, &stats, err, sizeof(err));
     if (r != PERSIST_OK)
@@ -278,7 +278,7 @@ static void persist_one(MYSQL *db, const struct orderevent *ev, int *in_db, size
     batch_seal(&b);
     b.verdicts[0] = BATCH_ACCEPTED;
     batch_collect_accepted(&b);
-    struct persist_stats stats;
+    struct sqltx_stats stats;
     memset(&stats, 0, sizeof(stats));
     if (persist_batch(db, &b, &stats, err, sizeof(err)) != PERSIST_OK)
         fail_msg("persist_batch: %s", err);

@@ -184,7 +184,7 @@ static void test_order_statements(void **state)
                                     order("300-5", 3, T0) };
     unsigned char in_db[3] = { 1, 0, 1 };
     struct batch_coupon coupons[3] = { { 0, 0 } };
-    struct orderrows_run r = { orders, in_db, coupons, 3, 5, 8 };
+    struct orderrun r = { orders, in_db, coupons, 3, 5, 8 };
     struct sqltext s = { 0 };
 
     /* The rows bound to the prepared INSERT: the run's activity and resolved coupon on
@@ -245,7 +245,7 @@ static void test_order_statements(void **state)
 static void test_user_coupon_statements_are_chunked(void **state)
 {
     (void)state;
-    enum { N = PERSIST_ROWS_PER_STATEMENT * 9 / 5 };   /* 6000 of them have their row */
+    enum { N = SQLTX_ROWS_PER_STATEMENT * 9 / 5 };   /* 6000 of them have their row */
     struct orderevent *orders = calloc(N, sizeof(*orders));
     unsigned char *in_db = calloc(N, 1);
     struct batch_coupon *coupons = calloc(N, sizeof(*coupons));
@@ -260,12 +260,12 @@ static void test_user_coupon_statements_are_chunked(void **state)
         in_db[i] = i % 3 != 0;   /* a third refused by MySQL */
         want += in_db[i];
     }
-    struct orderrows_run r = { orders, in_db, coupons, N, 5, 8 };
-    struct orderbulk_coupon *ucs = calloc(PERSIST_ROWS_PER_STATEMENT, sizeof(*ucs));
+    struct orderrun r = { orders, in_db, coupons, N, 5, 8 };
+    struct orderbulk_coupon *ucs = calloc(SQLTX_ROWS_PER_STATEMENT, sizeof(*ucs));
     assert_non_null(ucs);
     size_t next = 0, total = 0, statements = 0, rows;
     while ((rows = orderbulk_coupon_rows(&r, &next, ucs)) > 0) {
-        assert_true(rows <= PERSIST_ROWS_PER_STATEMENT);
+        assert_true(rows <= SQLTX_ROWS_PER_STATEMENT);
         /* Each statement's rows are the next orders with their row, in order. */
         for (size_t k = 0; k < rows; k++) {
             size_t pos;
