@@ -15,6 +15,8 @@ cd "$ROOT" || exit 1
 suite_start
 echo "== line length (C sources and headers: at most 110 columns)"
 step_run "line length" bash scripts/linelength.sh
+echo "== include graph (each part's modules in layers: no circle)"
+step_run "include graph" python3 scripts/includes.py
 
 # The binaries too: some of these tests run seckillctl, seckill-admin or the gateway alone.
 make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
