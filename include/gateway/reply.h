@@ -2,6 +2,7 @@
 #define SK_REPLY_H
 
 #include <event2/http.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct cJSON;
@@ -51,6 +52,12 @@ void reply_send_as(struct evhttp_request *req, int code, enum reply_status statu
 /* Appends `text` to buf (len bytes used of cap) as the inside of a JSON string. Returns
  * the new length, or -1 when the buffer is full. */
 int reply_append_escaped(char *buf, size_t cap, size_t len, const char *text);
+/* A 200 that is not JSON (the /metrics page, the OpenAPI document), counted as OK. lent:
+ * body lives as long as the process and is referenced, not copied. */
+void reply_document(struct evhttp_request *req, const char *content_type, const char *body, size_t len,
+                    bool lent);
+/* Frees a request whose client is gone (no connection left): nothing is sent or counted. */
+void reply_drop(struct evhttp_request *req);
 /* Renders and frees `json`. */
 void reply_json(struct evhttp_request *req, int code, struct cJSON *json);
 /* A failure, with message, or the status's own when NULL. retry_after > 0 adds

@@ -103,13 +103,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
         reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
         return;
     }
-    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain; version=0.0.4");
-    struct evbuffer *buf = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : evbuffer_new();
-    if (buf)
-        evbuffer_add(buf, text, strlen(text));
-    evhttp_send_reply(req, 200, "OK", buf);
-    if (buf)
-        evbuffer_free(buf);
+    reply_document(req, "text/plain; version=0.0.4", text, strlen(text), false);
     free(text);
 }
 

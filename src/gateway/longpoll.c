@@ -228,7 +228,7 @@ static void on_watch(evutil_socket_t fd, short what, void *arg)
     if (evcon)
         evhttp_connection_free(evcon);
     else if (req)
-        evhttp_send_reply(req, 200, "OK", NULL);  /* a request without a connection is freed by this */
+        reply_drop(req);
     hold_release(h);
 }
 

@@ -44,22 +44,43 @@ static const char *reason_phrase(int code)
     }
 }
 
-static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body,
-                         size_t len)
+/* Every answer of the gateway leaves here, counted. lent: body outlives the answer and is
+ * referenced, not copied. */
+static void send_typed(struct evhttp_request *req, int code, const char *status, const char *content_type,
+                       const char *body, size_t len, bool lent)
 {
     if (!req)
         return;
     metrics_response(code, status);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
-    evhttp_add_header(headers, "Content-Type", "application/json");
+    evhttp_add_header(headers, "Content-Type", content_type);
     /* evhttp 2.1 writes a HEAD answer's body after its head (without Content-Length):
      * the client would read those bytes as the start of the next answer. */
     struct evbuffer *buf = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : evbuffer_new();
-    if (buf)
+    if (buf && lent)
+        evbuffer_add_reference(buf, body, len, NULL, NULL);
+    else if (buf)
         evbuffer_add(buf, body, len);
     evhttp_send_reply(req, code, reason_phrase(code), buf);
     if (buf)
         evbuffer_free(buf);
+}
+
+static void send_counted(struct evhttp_request *req, int code, const char *status, const char *body,
+                         size_t len)
+{
+    send_typed(req, code, status, "application/json", body, len, false);
+}
+
+void reply_document(struct evhttp_request *req, const char *content_type, const char *body, size_t len,
+                    bool lent)
+{
+    send_typed(req, 200, "OK", content_type, body, len, lent);
+}
+
+void reply_drop(struct evhttp_request *req)
+{
+    evhttp_send_reply(req, 200, "OK", NULL);
 }
 
 /* The API status a bare code stands for, when the body was built elsewhere. */
