@@ -16,26 +16,17 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/exposition.h"
 #include "common/histogram.h"
 #include "common/textbuf.h"
 
-enum consumermetrics_kind { COUNTER, GAUGE, SECONDS, COUNT };
-
-struct metric_def {
-    enum consumermetrics_kind kind;
-    const char *name, *labels, *help;
-};
-
-#define CONSUMERMETRICS_DEF(id, kind, name, labels, help) { kind, name, labels, help },
-static const struct metric_def defs[] = { CONSUMERMETRICS_LIST(CONSUMERMETRICS_DEF) };
-#undef CONSUMERMETRICS_DEF
+static const struct exposition_def defs[] = { CONSUMERMETRICS_LIST(EXPOSITION_DEF) };
 
 /* The values: written by the consumer thread, read by the server thread. Static storage,
  * so zero-initialised before either thread runs. Histogram slots of counters and gauges
  * stay unused: a few KB for one list indexed by one enum. */
 static atomic_uint_least64_t values[CONSUMERMETRICS_COUNT];
-#define CONSUMERMETRICS_UNIT(id, kind, name, labels, help) \
-    [CONSUMERMETRICS_##id] = { .unit = (kind) == COUNT ? HISTOGRAM_COUNT : HISTOGRAM_SECONDS },
+#define CONSUMERMETRICS_UNIT(id, kind, name, labels, help) EXPOSITION_HISTOGRAM(CONSUMERMETRICS_##id, kind)
 static struct histogram histograms[CONSUMERMETRICS_COUNT] = { CONSUMERMETRICS_LIST(CONSUMERMETRICS_UNIT) };
 #undef CONSUMERMETRICS_UNIT
 
@@ -56,27 +47,17 @@ void consumermetrics_observe(enum consumermetrics_id id, int64_t value)
 
 /* ---- rendering -------------------------------------------------------------------- */
 
+static uint64_t value_of(size_t i, void *arg)
+{
+    (void)arg;
+    return atomic_load_explicit(&values[i], memory_order_relaxed);
+}
+
 char *consumermetrics_render(void)
 {
-    static const char *const types[] = {
-        [COUNTER] = "counter", [GAUGE] = "gauge", [SECONDS] = "histogram", [COUNT] = "histogram",
-    };
     struct textbuf t;
     textbuf_init(&t);
-    for (size_t i = 0; i < CONSUMERMETRICS_COUNT; i++) {
-        const struct metric_def *d = &defs[i];
-        if (i == 0 || strcmp(d->name, defs[i - 1].name) != 0)
-            textbuf_printf(&t, "# HELP %s %s\n# TYPE %s %s\n", d->name, d->help, d->name, types[d->kind]);
-        if (d->kind == SECONDS || d->kind == COUNT) {
-            histogram_render(&histograms[i], &t, defs[i].name, defs[i].labels);
-            continue;
-        }
-        uint64_t value = atomic_load_explicit(&values[i], memory_order_relaxed);
-        if (d->labels[0])
-            textbuf_printf(&t, "%s{%s} %" PRIu64 "\n", d->name, d->labels, value);
-        else
-            textbuf_printf(&t, "%s %" PRIu64 "\n", d->name, value);
-    }
+    exposition_render(&t, defs, CONSUMERMETRICS_COUNT, value_of, NULL, histograms);
     return textbuf_take(&t);
 }
 

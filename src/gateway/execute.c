@@ -127,7 +127,7 @@ void execute_free_spares(struct gateway *gw)
 
 static void observe_latency(const struct order *r)
 {
-    metrics_observe_us(METRIC_EXECUTE_LATENCY, clock_mono_us() - r->started_us);
+    metrics_observe(METRIC_EXECUTE_LATENCY, clock_mono_us() - r->started_us);
 }
 
 /* delivery_ops.accepted: the one success reply. */
@@ -413,7 +413,7 @@ static void on_delivery_cut(struct pending *p)
 
 static void observe_delivery(const struct order *r)
 {
-    metrics_observe_us(METRIC_KAFKA_DELIVERY, clock_mono_us() - r->d.produced_us);
+    metrics_observe(METRIC_KAFKA_DELIVERY, clock_mono_us() - r->d.produced_us);
 }
 
 /* delivery_ops.acked: the order is durably in Kafka; the reaper must leave it alone. */

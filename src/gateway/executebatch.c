@@ -182,7 +182,7 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
     }
     for (size_t i = 0; i < count; i++)
         reqs[i]->sent = true;
-    metrics_observe_count(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
+    metrics_observe(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
 }
 
 /* Runs at the end of the pass in which the first request of the batch was added (see

@@ -80,22 +80,20 @@ size_t http_open_connections(const struct http *http) { return httpconns_open(ht
 static void metrics_page(struct http *http, struct evhttp_request *req)
 {
     const struct gateway *gw = http->gw;
-    struct metrics_gauges g = {
-        .in_flight = gw->in_flight,
-        .open_connections = http_open_connections(http),
-        .queuedmarks_pending = queuedmarks_pending(gw->marks),
-        .redis_pending = redisconn_pending(gw->redis),
-        .redis_reconnects = redisconn_reconnects(gw->redis),
-        .kafka_queue = (uint64_t)kafkaprod_in_flight(gw->kafka),
-        .redis_up = redisconn_ready(gw->redis),
-        .kafka_up = kafkaprod_healthy(gw->kafka),
-        .longpoll_waiting = longpoll_waiting(gw->longpoll),
-        .cached_winners = activity_cache_winners(gw->activities),
-        .admin_forwards = gw->admin ? adminfwd_in_flight(gw->admin) : 0,
-    };
+    metrics_set(METRIC_IN_FLIGHT, gw->in_flight);
+    metrics_set(METRIC_OPEN_CONNECTIONS, http_open_connections(http));
+    metrics_set(METRIC_QUEUED_MARKS_PENDING, queuedmarks_pending(gw->marks));
+    metrics_set(METRIC_REDIS_PENDING, redisconn_pending(gw->redis));
+    metrics_set(METRIC_REDIS_RECONNECTS, redisconn_reconnects(gw->redis));
+    metrics_set(METRIC_KAFKA_QUEUE, (uint64_t)kafkaprod_in_flight(gw->kafka));
+    metrics_set(METRIC_REDIS_UP, redisconn_ready(gw->redis));
+    metrics_set(METRIC_KAFKA_UP, kafkaprod_healthy(gw->kafka));
+    metrics_set(METRIC_LONGPOLL_WAITING, longpoll_waiting(gw->longpoll));
+    metrics_set(METRIC_CACHED_WINNERS, activity_cache_winners(gw->activities));
+    metrics_set(METRIC_ARCHIVE_FORWARDS, gw->admin ? adminfwd_in_flight(gw->admin) : 0);
     struct textbuf page;
     textbuf_init(&page);
-    metrics_render(&g, &page);
+    metrics_render(&page);
     if (gw->sales)
         salestats_render(gw->sales, &page, clock_wall_ms());
     char *text = textbuf_take(&page);

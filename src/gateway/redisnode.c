@@ -113,7 +113,7 @@ static void command_done(redisAsyncContext *ac, void *r, void *privdata)
     redisReply *reply = r;
     cmd_unlink(n, cmd);
     if (reply)
-        metrics_observe_us(METRIC_REDIS_ROUNDTRIP, clock_mono_us() - cmd->sent_us);
+        metrics_observe(METRIC_REDIS_ROUNDTRIP, clock_mono_us() - cmd->sent_us);
     if (reply && cmd->script != LUASCRIPT_COUNT && !cmd->retried && luascript_is_noscript(reply) &&
         n->connected) {
         const struct luascript *s = &n->scripts->scripts[cmd->script];
