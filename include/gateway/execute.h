@@ -11,10 +11,13 @@
  * delivery.h, and the reply follows the delivery report (seckill.order.reply-after-ack)
  * or the rollback of a failed one. */
 void execute_request(struct gateway *gw, struct evhttp_request *req);
+/* The execute requests' lists (gw->execute), before the first request. 0, or -1 (out of
+ * memory). */
+int execute_start(struct gateway *gw);
 /* Shutdown, before Redis goes: the orders whose release waits to be sent again are
  * finished (their clients were answered by the drain), and none is retried from here. */
 void execute_stop(struct gateway *gw);
-/* Frees the finished orders kept for reuse (at shutdown). */
-void execute_free_spares(struct gateway *gw);
+/* Frees the finished orders kept for reuse and the lists (last at shutdown; NULL-safe). */
+void execute_free(struct gateway *gw);
 
 #endif

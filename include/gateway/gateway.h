@@ -17,9 +17,9 @@
 
 struct adminfwd;
 struct archive;
+struct execute;
 struct iplimit;
 struct longpoll;
-struct order;
 struct pending_set;
 struct rebalance;
 struct salestats;
@@ -49,9 +49,7 @@ struct gateway {
     bool draining;            /* SIGTERM: finish what is in flight, accept nothing new */
     unsigned long in_flight;  /* requests waiting on Kafka or Redis writes */
     uint64_t token_nonce;     /* purchase-token nonces, seeded at random at start */
-    struct order *spare_orders;  /* finished execute requests kept for reuse (execute.c) */
-    unsigned spare_count;
-    struct order *release_retries;  /* orders whose release waits to be sent again (execute.c) */
+    struct execute *execute;        /* the execute requests' own lists (execute.c) */
     bool orders_stopped;            /* shutdown: a release without a verdict is not sent again */
 };
 

@@ -66,13 +66,26 @@ struct order {
     bool no_retry;        /* its release can no longer be sent (see release_later) */
     struct event *retry;  /* sends the release (or a promised order) again */
     redisconn_cb retry_cb;
-    struct order *retry_prev, *retry_next;  /* in gateway.release_retries while armed */
-    struct order *spare_next;  /* in gateway.spare_orders once finished */
+    struct order *retry_prev, *retry_next;  /* in execute.retries while armed */
+    struct order *spare_next;  /* in execute.spares once finished */
 };
 
 /* Finished orders are kept for the next requests (up to EXECUTE_SPARE_MAX): a sale
  * allocates once per concurrent request, not once per request. */
 #define EXECUTE_SPARE_MAX 4096
+
+/* The gateway's execute requests as a whole (gw->execute). */
+struct execute {
+    struct order *spares;    /* finished, kept for reuse */
+    unsigned spare_count;
+    struct order *retries;   /* orders whose release waits to be sent again */
+};
+
+int execute_start(struct gateway *gw)
+{
+    gw->execute = calloc(1, sizeof(*gw->execute));
+    return gw->execute ? 0 : -1;
+}
 
 /* Every change of a request's stage. A move the protocol does not have is a bug: logged,
  * and the stage left as it was. */
@@ -94,10 +107,10 @@ static void req_finish(struct order *r)
         event_free(r->retry);
     r->retry = NULL;
     gw->in_flight--;
-    if (gw->spare_count < EXECUTE_SPARE_MAX) {
-        r->spare_next = gw->spare_orders;
-        gw->spare_orders = r;
-        gw->spare_count++;
+    if (gw->execute->spare_count < EXECUTE_SPARE_MAX) {
+        r->spare_next = gw->execute->spares;
+        gw->execute->spares = r;
+        gw->execute->spare_count++;
     } else {
         free(r);
     }
@@ -105,24 +118,27 @@ static void req_finish(struct order *r)
 
 static struct order *order_new(struct gateway *gw)
 {
-    struct order *r = gw->spare_orders;
+    struct order *r = gw->execute->spares;
     if (r) {
-        gw->spare_orders = r->spare_next;
-        gw->spare_count--;
+        gw->execute->spares = r->spare_next;
+        gw->execute->spare_count--;
         memset(r, 0, sizeof(*r));
         return r;
     }
     return calloc(1, sizeof(*r));
 }
 
-void execute_free_spares(struct gateway *gw)
+void execute_free(struct gateway *gw)
 {
-    while (gw->spare_orders) {
-        struct order *next = gw->spare_orders->spare_next;
-        free(gw->spare_orders);
-        gw->spare_orders = next;
+    if (!gw->execute)
+        return;
+    while (gw->execute->spares) {
+        struct order *next = gw->execute->spares->spare_next;
+        free(gw->execute->spares);
+        gw->execute->spares = next;
     }
-    gw->spare_count = 0;
+    free(gw->execute);
+    gw->execute = NULL;
 }
 
 static void observe_latency(const struct order *r)
@@ -194,8 +210,8 @@ static void retry_unlink(struct order *r)
     struct gateway *gw = r->gw;
     if (r->retry_prev)
         r->retry_prev->retry_next = r->retry_next;
-    else if (gw->release_retries == r)
-        gw->release_retries = r->retry_next;
+    else if (gw->execute->retries == r)
+        gw->execute->retries = r->retry_next;
     if (r->retry_next)
         r->retry_next->retry_prev = r->retry_prev;
     r->retry_prev = r->retry_next = NULL;
@@ -206,10 +222,10 @@ static void on_retry(evutil_socket_t fd, short what, void *arg);
 static void retry_link(struct order *r, int64_t after_ms)
 {
     struct gateway *gw = r->gw;
-    r->retry_next = gw->release_retries;
+    r->retry_next = gw->execute->retries;
     if (r->retry_next)
         r->retry_next->retry_prev = r;
-    gw->release_retries = r;
+    gw->execute->retries = r;
     struct timeval tv = clock_timeval_ms(after_ms);
     evtimer_add(r->retry, &tv);
 }
@@ -279,8 +295,8 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 void execute_stop(struct gateway *gw)
 {
     gw->orders_stopped = true;
-    while (gw->release_retries) {
-        struct order *r = gw->release_retries;
+    while (gw->execute && gw->execute->retries) {
+        struct order *r = gw->execute->retries;
         retry_unlink(r);
         evtimer_del(r->retry);
         if (r->stage == EXECUTESTAGE_REDELIVERING)

@@ -187,7 +187,7 @@ int main(int argc, char **argv)
     /* config.c keeps the request timeout above redis.timeout-ms */
     gw.delivery_cut = pending_set_new(gw.base, cfg.http_request_timeout_ms - cfg.redis_timeout_ms,
                                       "the delivery cut (request timeout - redis.timeout-ms)", NULL);
-    if (!gw.pending || !gw.delivery_cut) {
+    if (!gw.pending || !gw.delivery_cut || execute_start(&gw) != 0) {
         LOG_ERROR("out of memory");
         goto out;
     }
@@ -286,7 +286,7 @@ out:
     activity_cache_free(gw.activities);
     pending_set_free(gw.pending);  /* every context has ended by now */
     pending_set_free(gw.delivery_cut);
-    execute_free_spares(&gw);  /* last: the callbacks above may still finish orders */
+    execute_free(&gw);  /* last: the callbacks above may still finish orders */
     event_base_free(gw.base);
     luascript_free_all(&gw.scripts);
     iplimit_free(gw.iplimit);
