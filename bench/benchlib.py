@@ -1,4 +1,4 @@
-"""The helpers of bench/bench.py: the mariadb session, seckillctl, the processes it
+"""The helpers of bench/bench.py: seckillctl (the mariadb session is test/lib/mariadb.py), the processes it
 measures and their /proc figures, the gateway's /metrics, wrk, and the description of the
 machine and versions a run's figures were taken with."""
 
@@ -10,11 +10,14 @@ import re
 import resource
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "test" / "lib"))
+from mariadb import Session as MySQL  # noqa: E402,F401 - bench.py imports it from here
 LUA = ROOT / "bench" / "execute.lua"
 BUILD = Path(os.environ.get("BUILD") or "build")
 BUILD = BUILD if BUILD.is_absolute() else ROOT / BUILD
@@ -24,57 +27,6 @@ NCPU = os.cpu_count() or 1
 
 
 # ---- MariaDB and seckillctl ----------------------------------------------------------------
-
-
-class MySQL:
-    """One long-lived `mariadb` client session: statements go in on stdin, each followed
-    by a marker query, so that a poll costs a round trip and not a process start."""
-
-    MARK = "#END#"
-
-    def __init__(self, conf):
-        self.argv = ["mariadb", "-h", conf.get("mysql.host"), "-P", conf.get("mysql.port"),
-                     "-u", conf.get("mysql.user"), conf.get("mysql.database"), "-N", "-B", "-n"]
-        self.env = dict(os.environ, MYSQL_PWD=conf.get("mysql.password"))
-        self.lock = threading.Lock()
-        self.proc = None
-
-    def _open(self):
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     bufsize=1)
-
-    def rows(self, sql):
-        with self.lock:
-            if self.proc is None or self.proc.poll() is not None:
-                self._open()
-            self.proc.stdin.write(f"{sql.rstrip().rstrip(';')};\nSELECT '{self.MARK}';\n")
-            self.proc.stdin.flush()
-            rows = []
-            while True:
-                line = self.proc.stdout.readline()
-                if not line:
-                    err = self.proc.stderr.read()
-                    self.proc = None
-                    raise RuntimeError(f"mariadb failed on {sql!r}: {err.strip()}")
-                line = line.rstrip("\n")
-                if line == self.MARK:
-                    return [r.split("\t") for r in rows]
-                rows.append(line)
-
-    def scalar(self, sql):
-        rows = self.rows(sql)
-        return rows[0][0] if rows else None
-
-    def count(self, sql):
-        return int(self.scalar(sql))
-
-    def close(self):
-        with self.lock:
-            if self.proc and self.proc.poll() is None:
-                self.proc.stdin.close()
-                self.proc.wait(timeout=10)
-            self.proc = None
 
 
 def ctl(conf, *args, check=True, timeout=600):

@@ -38,6 +38,7 @@ import requests
 
 from ctlconf import Conf
 from luabody import lua_body
+from mariadb import MySQL, RowLock  # noqa: F401 - the test modules import them from here
 from gatewayhttp import Api
 from resp import RedisError, redis_client
 from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
@@ -148,53 +149,6 @@ def child_env():
 
 
 # ---- backends ----------------------------------------------------------------------------
-
-
-class MySQL:
-    """Queries through the mariadb CLI (-N -B: tab-separated rows, no header)."""
-
-    def __init__(self, conf):
-        self.args = [
-            "mariadb", "-h", conf.get("mysql.host"), "-P", conf.get("mysql.port"),
-            "-u", conf.get("mysql.user"), conf.get("mysql.database"), "-N", "-B",
-        ]
-        self.env = dict(os.environ, MYSQL_PWD=conf.get("mysql.password"))
-
-    def rows(self, sql):
-        p = subprocess.run(self.args + ["-e", sql], env=self.env, capture_output=True,
-                           text=True, timeout=60)
-        if p.returncode != 0:
-            raise AssertionError(f"mariadb failed ({p.returncode}) on {sql!r}: {p.stderr.strip()}")
-        return [line.split("\t") for line in p.stdout.splitlines()]
-
-    def scalar(self, sql):
-        rows = self.rows(sql)
-        return rows[0][0] if rows else None
-
-    def count(self, sql):
-        return int(self.scalar(sql))
-
-
-class RowLock:
-    """A MariaDB session holding a row lock (SELECT ... FOR UPDATE in an open
-    transaction) until release()."""
-
-    def __init__(self, mysql, sql):
-        self.p = subprocess.Popen(mysql.args + ["--unbuffered"], env=mysql.env, text=True,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
-        self.p.stdin.write(f"START TRANSACTION; {sql} FOR UPDATE; SELECT 'locked';\n")
-        self.p.stdin.flush()
-        for line in self.p.stdout:
-            if line.strip() == "locked":
-                return
-        raise AssertionError(f"could not take the lock: {self.p.stderr.read()}")
-
-    def release(self):
-        if self.p.poll() is None:
-            self.p.stdin.write("ROLLBACK;\n")
-            self.p.stdin.close()
-            self.p.wait(timeout=30)
 
 
 # ---- processes ---------------------------------------------------------------------------
