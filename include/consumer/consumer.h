@@ -10,7 +10,7 @@
 
 #include "common/config.h"
 #include "common/luascript.h"
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 #include "consumer/batch.h"
 #include "consumer/parking.h"
 #include "consumer/persist.h"

@@ -7,7 +7,7 @@
 
 #include "ctl/ctlrun.h"
 #include "common/luascript.h"
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 
 /* The (blocking) Redis of one seckillctl run, one server or a Redis Cluster (redisroute),
  * and the ways the commands use it. Every failure prints the error and returns NULL (or

@@ -7,7 +7,7 @@
 
 #include "common/config.h"
 #include "common/luascript.h"
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 
 /* One run of seckillctl, the admin CLI, as every command module sees it. ctl.c holds main
  * and the command table; the shared helpers are ctlargs (options and values), ctlout

@@ -8,7 +8,7 @@
 
 #include "common/config.h"
 #include "common/luascript.h"
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 
 /* The end of a sale's life in Redis: once it is over, every order of it final and in MySQL,
  * its keys go but the activity hash, which keeps 'archived' = the epoch ms of the archive

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 
 /* The end of a coupon's life in Redis. Its user coupons' records (the fields <id>, <id>:used
  * and <id>:pending of seckill:ucoupon:{u<userId>}) leave Redis once the coupon's validity is

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 #include "../fakeredis.h"
 
 #define SLOT_FOO 12182  /* CLUSTER KEYSLOT foo; bar is 5061 */

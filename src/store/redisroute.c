@@ -1,4 +1,4 @@
-#include "common/redisroute.h"
+#include "store/redisroute.h"
 
 #include <inttypes.h>
 #include <stdio.h>
