@@ -80,10 +80,10 @@ LDFLAGS += $(LDFLAGS_OPT)
 # Headers mirror the sources under include/<part>/; a part includes only its own headers,
 # common's, and (consumer, ctl) store's.
 PARTS := common gateway consumer store ctl admin
-MAIN_gateway  := server
+MAIN_gateway  := seckillserver
 MAIN_consumer := orderconsumer
-MAIN_ctl      := ctl
-MAIN_admin    := admin
+MAIN_ctl      := seckillctl
+MAIN_admin    := seckilladmin
 
 part_srcs = $(filter-out src/$(1)/$(MAIN_$(1)).c,$(wildcard src/$(1)/*.c))
 part_objs = $(patsubst src/%.c,$(BUILD)/obj/%.o,$(call part_srcs,$(1)))
@@ -132,13 +132,13 @@ $(BUILD)/obj/gen/gateway/openapidoc.o: $(BUILD)/gen/gateway/openapidoc.c include
 	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_gateway)) -c $< -o $@
 $(call lib,gateway): $(BUILD)/obj/gen/gateway/openapidoc.o
 
-$(BUILD)/seckill-server: $(BUILD)/obj/gateway/server.o $(LIBS_SERVER)
+$(BUILD)/seckill-server: $(BUILD)/obj/gateway/seckillserver.o $(LIBS_SERVER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_SERVER) -o $@
 $(BUILD)/order-consumer: $(BUILD)/obj/consumer/orderconsumer.o $(LIBS_CONSUMER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_CONSUMER) -o $@
-$(BUILD)/seckillctl: $(BUILD)/obj/ctl/ctl.o $(LIBS_CTL)
+$(BUILD)/seckillctl: $(BUILD)/obj/ctl/seckillctl.o $(LIBS_CTL)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_CTL) -o $@
-$(BUILD)/seckill-admin: $(BUILD)/obj/admin/admin.o $(LIBS_ADMIN)
+$(BUILD)/seckill-admin: $(BUILD)/obj/admin/seckilladmin.o $(LIBS_ADMIN)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_ADMIN) -o $@
 
 # ---- unit tests (cmocka): test/unit/<part>/test_*.c, linked with that part's libraries --
@@ -192,14 +192,14 @@ INSTALL_ENV = DESTDIR='$(DESTDIR)' BINDIR='$(BINDIR)' DATADIR='$(DATADIR)' \
 # Only config.c differs from the build tree's binaries: compiled again for the layout
 # (every time, PREFIX may have changed) and linked ahead of the libraries, so that the
 # linker never pulls libcommon.a's own config.o.
-install-bins: $(BUILD)/obj/gateway/server.o $(BUILD)/obj/consumer/orderconsumer.o $(BUILD)/obj/ctl/ctl.o \
-              $(BUILD)/obj/admin/admin.o $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_ADMIN)
+install-bins: $(BUILD)/obj/gateway/seckillserver.o $(BUILD)/obj/consumer/orderconsumer.o $(BUILD)/obj/ctl/seckillctl.o \
+              $(BUILD)/obj/admin/seckilladmin.o $(LIBS_SERVER) $(LIBS_CONSUMER) $(LIBS_ADMIN)
 	@mkdir -p $(INSTALL_BUILD)
 	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_common)) $(INSTALL_DEFS) -c src/common/config.c -o $(INSTALL_BUILD)/config.o
-	$(CC) $(LDFLAGS) $(BUILD)/obj/gateway/server.o $(INSTALL_BUILD)/config.o $(LIBS_SERVER) $(LDLIBS_SERVER) -o $(INSTALL_BUILD)/seckill-server
+	$(CC) $(LDFLAGS) $(BUILD)/obj/gateway/seckillserver.o $(INSTALL_BUILD)/config.o $(LIBS_SERVER) $(LDLIBS_SERVER) -o $(INSTALL_BUILD)/seckill-server
 	$(CC) $(LDFLAGS) $(BUILD)/obj/consumer/orderconsumer.o $(INSTALL_BUILD)/config.o $(LIBS_CONSUMER) $(LDLIBS_CONSUMER) -o $(INSTALL_BUILD)/order-consumer
-	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/ctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
-	$(CC) $(LDFLAGS) $(BUILD)/obj/admin/admin.o $(INSTALL_BUILD)/config.o $(LIBS_ADMIN) $(LDLIBS_ADMIN) -o $(INSTALL_BUILD)/seckill-admin
+	$(CC) $(LDFLAGS) $(BUILD)/obj/ctl/seckillctl.o $(INSTALL_BUILD)/config.o $(LIBS_CTL) $(LDLIBS_CTL) -o $(INSTALL_BUILD)/seckillctl
+	$(CC) $(LDFLAGS) $(BUILD)/obj/admin/seckilladmin.o $(INSTALL_BUILD)/config.o $(LIBS_ADMIN) $(LDLIBS_ADMIN) -o $(INSTALL_BUILD)/seckill-admin
 
 install: deps install-bins
 	$(INSTALL_ENV) bash scripts/install.sh install

@@ -8,7 +8,7 @@ order-consumer), one after the other, and writes every figure to RESULT.json, wh
 bench/report.py turns into the Markdown report and the plot. Python standard library
 only; Redis through the test suites' RESP client and the configuration through seckillctl
 (test/lib: resp.py, ctlconf.py), MariaDB through the `mariadb` command-line client, load
-through wrk with bench/execute.lua (the helpers for processes, /proc, /metrics, wrk and
+through wrk with bench/wrkexecute.lua (the helpers for processes, /proc, /metrics, wrk and
 the machine's description are benchlib.py's). bench/README.md describes the scenarios.
 
 Environment (all optional):
@@ -89,7 +89,7 @@ TARGETS = {
 # The processes whose CPU counts as the stack's per accepted order (issue 10).
 STACK = ("server", "redis", "kafka")
 
-# User ids of each run start USER_BASE_STEP apart (bench/execute.lua adds thread * 1e9).
+# User ids of each run start USER_BASE_STEP apart (bench/wrkexecute.lua adds thread * 1e9).
 USER_BASE_STEP = 10**10
 
 

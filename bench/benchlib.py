@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "test" / "lib"))
 from mariadb import Session as MySQL  # noqa: E402,F401 - bench.py imports it from here
-LUA = ROOT / "bench" / "execute.lua"
+LUA = ROOT / "bench" / "wrkexecute.lua"
 BUILD = Path(os.environ.get("BUILD") or "build")
 BUILD = BUILD if BUILD.is_absolute() else ROOT / BUILD
 CTL = BUILD / "seckillctl"

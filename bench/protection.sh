@@ -39,7 +39,7 @@ run() {  # run LABEL RUN_NUMBER ARGS...  (runs in a subshell: its users come fro
   local pid=$!
   wait_until 20 "gateway on :$PORT" curl -fsS "http://127.0.0.1:$PORT/healthz"
   local out rps requests accepted
-  out=$(wrk -t2 -c"$CONNS" -d"${SECONDS_EACH}s" -s bench/execute.lua "http://127.0.0.1:$PORT" -- \
+  out=$(wrk -t2 -c"$CONNS" -d"${SECONDS_EACH}s" -s bench/wrkexecute.lua "http://127.0.0.1:$PORT" -- \
           "$activity" "$users")
   rps=$(awk '/Requests\/sec/ { print $2 }' <<<"$out")
   requests=$(awk '/requests in/ { print $1 }' <<<"$out")

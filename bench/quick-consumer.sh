@@ -29,7 +29,7 @@ wait_until 30 "the sale in the gateway's cache" sh -c "curl -s 127.0.0.1:$port/s
 accepted() { curl -s "127.0.0.1:$port/metrics" | awk '/^seckill_orders_accepted_total / {print int($2)}'; }
 base=1000000000
 while [ "$(accepted)" -lt "$want" ]; do
-  wrk -t2 -c256 -d10s -s bench/execute.lua "http://127.0.0.1:$port" -- "$aid" $base >/dev/null 2>&1
+  wrk -t2 -c256 -d10s -s bench/wrkexecute.lua "http://127.0.0.1:$port" -- "$aid" $base >/dev/null 2>&1
   base=$((base + 10000000000))
 done
 n=$(accepted)

@@ -29,7 +29,7 @@ kafka=$(pgrep -f kafka.Kafka | head -1)
 tck=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 us_per() { echo $(( ($2 - $1) * 1000000 / tck / $3 )); }
-wrk -t2 -c128 -d"${WARM:-6}"s -s bench/execute.lua "http://127.0.0.1:$port" -- "$aid" 900000000000 >/dev/null 2>&1
+wrk -t2 -c128 -d"${WARM:-6}"s -s bench/wrkexecute.lua "http://127.0.0.1:$port" -- "$aid" 900000000000 >/dev/null 2>&1
 base=1000000000
 for c in ${CONNS:-64 256}; do
   g0=$(ticks $gw); r0=$(ticks "$redis"); k0=$(ticks "$kafka")
@@ -37,7 +37,7 @@ for c in ${CONNS:-64 256}; do
     perf record -F 499 --call-graph dwarf,32768 -o "$out_dir/perf-gateway.data" -p $gw -- sleep 4 >/dev/null 2>&1 &
     perf record -F 499 --call-graph dwarf,32768 -o "$out_dir/perf-redis.data" -p "$redis" -- sleep 4 >/dev/null 2>&1 &
   fi
-  run=$(wrk --latency -t2 -c"$c" -d"${SECS:-8}"s -s bench/execute.lua "http://127.0.0.1:$port" -- "$aid" $base 2>&1)
+  run=$(wrk --latency -t2 -c"$c" -d"${SECS:-8}"s -s bench/wrkexecute.lua "http://127.0.0.1:$port" -- "$aid" $base 2>&1)
   g1=$(ticks $gw); r1=$(ticks "$redis"); k1=$(ticks "$kafka")
   base=$((base + 10000000000))
   n=$(printf '%s\n' "$run" | awk '/requests in/ {print $1}')

@@ -286,7 +286,7 @@ def markdown(result, evaluation, stamp, command, png_name):
                                  "protection-shipped", "steady")]
     L.append("## HTTP scenarios\n")
     L.append(f"wrk {st.get('wrk_threads')} threads, {st.get('wrk_seconds')} s per run, `--latency`, "
-             f"bench/execute.lua (POST /seckill/execute, a new user on every request); a "
+             f"bench/wrkexecute.lua (POST /seckill/execute, a new user on every request); a "
              f"{st.get('warmup_seconds')} s unmeasured warm-up before the baseline and the contended sale. "
              f"Latencies are wrk's (client side, ms).\n")
     L.append("| scenario | conn | req/s | × baseline | p50 | p90 | p99 | max | outcomes (API status, HTTP code) | socket errors | unexpected |")
@@ -437,7 +437,7 @@ def sale_sections(result):
         L.append("The contended sale with the shipped limits and anti-brush (conf/seckill.conf: "
                  + ", ".join(f"`{k}={v}`" for k, v in settings.items()
                              if "rate-limit." not in k) +
-                 "), clients spread over many IPs: bench/execute.lua sends `X-Forwarded-For: 10.a.b.c`, one "
+                 "), clients spread over many IPs: bench/wrkexecute.lua sends `X-Forwarded-For: 10.a.b.c`, one "
                  "address per 64 users, each user one request (under the per-user, per-IP and anti-brush "
                  "limits). **bucket raised**: the global token bucket "
                  "(`seckill.rate-limit.permits-per-second`) set to 10⁸ so that every request does the "

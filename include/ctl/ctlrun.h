@@ -9,7 +9,7 @@
 #include "common/luascript.h"
 #include "store/redisroute.h"
 
-/* One run of seckillctl, the admin CLI, as every command module sees it. ctl.c holds main
+/* One run of seckillctl, the admin CLI, as every command module sees it. seckillctl.c holds main
  * and the command table; the shared helpers are ctlargs (options and values), ctlout
  * (messages and JSON), ctltable, ctldb and ctlredis; the records are ctlactivity and
  * ctlcoupon, the rule between them ctlallotment; each command lives in a module of its

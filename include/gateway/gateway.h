@@ -24,8 +24,8 @@ struct pending_set;
 struct rebalance;
 struct salestats;
 
-/* The gateway's parts, wired together by server.c and handed to every handler. Owned by
- * server.c's main; lives as long as the loop. */
+/* The gateway's parts, wired together by seckillserver.c and handed to every handler. Owned by
+ * seckillserver.c's main; lives as long as the loop. */
 struct gateway {
     struct event_base *base;
     const struct config *cfg;

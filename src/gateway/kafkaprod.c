@@ -146,7 +146,7 @@ fail:
 /* Every message of the old producer gets its delivery report (purged = failure), so
  * each waiting request is answered and its reservation rolled back before the new
  * producer takes over. At exit those reports still need Redis, the marks and the
- * activity cache: server.c frees the producer before them. */
+ * activity cache: seckillserver.c frees the producer before them. */
 static void producer_destroy(struct kafkaprod *kp)
 {
     if (!kp->rk)

@@ -87,7 +87,7 @@ def test_units_name_files_the_install_has(prefix):
 
 def test_stop_timeout_outlasts_the_drain(prefix):
     """With the shipped config, systemd must not SIGKILL a gateway still draining
-    (src/gateway/server.c) nor a consumer finishing its batch (src/consumer/orderconsumer.c)."""
+    (src/gateway/seckillserver.c) nor a consumer finishing its batch (src/consumer/orderconsumer.c)."""
     conf = Conf(ROOT / "conf" / "seckill.conf", BIN / "seckillctl")
     request = int(conf.get("http.request-timeout-ms"))
     redis = int(conf.get("redis.timeout-ms"))

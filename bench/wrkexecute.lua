@@ -2,7 +2,7 @@
 -- the same work per request in each): POST /seckill/execute with a different user on
 -- every request.
 --
---   wrk -t2 -c64 -d12s --latency -s bench/execute.lua http://127.0.0.1:8080 -- ACTIVITY USER_BASE [xff]
+--   wrk -t2 -c64 -d12s --latency -s bench/wrkexecute.lua http://127.0.0.1:8080 -- ACTIVITY USER_BASE [xff]
 --
 -- The user of a request is USER_BASE + thread number * 10^9 + the thread's request count,
 -- so no two requests of a run share a user and runs with bases 10^10 apart never meet.
