@@ -9,7 +9,7 @@
  *   GET  /coupons?userId=             the user's coupons with their state
  *   POST /coupons/{userCouponId}/use  redeem at checkout: userId, orderAmount (yuan), orderRef
  * Redeeming reads the coupon's record, computes the amounts with couponterms_apply, marks it
- * used with one atomic script (first orderRef wins), then publishes coupon.used to Kafka
+ * used with one atomic script (first orderRef wins), then produces coupon.used to Kafka
  * for the consumer to persist; the reply waits for Kafka like an order does, and a failed
  * delivery undoes the redemption. */
 

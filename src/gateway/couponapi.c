@@ -307,7 +307,7 @@ static const struct delivery_ops redeem_delivery = {
     .finish = on_finished,
 };
 
-static void publish(struct redeem *r)
+static void produce_used(struct redeem *r)
 {
     char payload[320];
     int len = redeemevent_encode(&r->ev, payload, sizeof(payload));
@@ -364,7 +364,7 @@ static void on_use(redisReply *reply, long long replicas, void *privdata)
         return;
     }
     if (strcmp(verdict, "OK") == 0) {
-        publish(r);
+        produce_used(r);
         return;
     }
     if (strcmp(verdict, "REPEAT") == 0 && reply->elements == 3) {
