@@ -20,8 +20,8 @@ struct queuedmarks;
 struct queuedmarks *queuedmarks_new(struct event_base *base, const struct config *cfg,
                                     struct redisconn *redis, struct activity_cache *activities);
 void queuedmarks_free(struct queuedmarks *m);
-/* member is "orderNo|userId"; part is the user's bucket of the activity (0 unbucketed). */
-void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int part, const char *member);
+/* member is "orderNo|userId"; bucket is the user's bucket of the activity (0 unbucketed). */
+void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int bucket, const char *member);
 void queuedmarks_flush(struct queuedmarks *m);
 /* Marks buffered or on their way to Redis. */
 size_t queuedmarks_pending(const struct queuedmarks *m);

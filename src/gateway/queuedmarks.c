@@ -12,20 +12,20 @@
 #define MARKS_MAX_ACTIVITIES 256
 
 /* Members waiting for one activity (one bucket of it: a bucketed activity's marks go to
- * each bucket's keys). `members` and each string in it are owned. */
-struct queuedmarks_bucket {
+ * each bucket's keys): a group. `members` and each string in it are owned. */
+struct queuedmarks_group {
     int64_t activity_id;
-    int part;
+    int bucket;
     char **members;
     size_t count;
     size_t capacity;
 };
 
-/* One queued.lua call in flight; its members come back to the bucket if it fails. */
+/* One queued.lua call in flight; its members come back to the group if it fails. */
 struct queuedmarks_call {
     struct queuedmarks *m;
     int64_t activity_id;
-    int part;
+    int bucket;
     char *members[MARKS_PER_CALL];
     size_t count;
 };
@@ -35,30 +35,30 @@ struct queuedmarks {
     struct redisconn *redis;
     struct activity_cache *activities;
     struct event *timer;
-    struct queuedmarks_bucket buckets[MARKS_MAX_ACTIVITIES];
-    size_t bucket_count;
+    struct queuedmarks_group groups[MARKS_MAX_ACTIVITIES];
+    size_t group_count;
     size_t buffered;
     size_t sending;
 };
 
-static struct queuedmarks_bucket *bucket_for(struct queuedmarks *m, int64_t activity_id, int part)
+static struct queuedmarks_group *group_for(struct queuedmarks *m, int64_t activity_id, int bucket)
 {
-    for (size_t i = 0; i < m->bucket_count; i++)
-        if (m->buckets[i].activity_id == activity_id && m->buckets[i].part == part)
-            return &m->buckets[i];
-    /* Reuse an empty bucket before growing the list. */
-    for (size_t i = 0; i < m->bucket_count; i++)
-        if (m->buckets[i].count == 0) {
-            m->buckets[i].activity_id = activity_id;
-            m->buckets[i].part = part;
-            return &m->buckets[i];
+    for (size_t i = 0; i < m->group_count; i++)
+        if (m->groups[i].activity_id == activity_id && m->groups[i].bucket == bucket)
+            return &m->groups[i];
+    /* Reuse an empty group before growing the list. */
+    for (size_t i = 0; i < m->group_count; i++)
+        if (m->groups[i].count == 0) {
+            m->groups[i].activity_id = activity_id;
+            m->groups[i].bucket = bucket;
+            return &m->groups[i];
         }
-    if (m->bucket_count == MARKS_MAX_ACTIVITIES)
+    if (m->group_count == MARKS_MAX_ACTIVITIES)
         return NULL;
-    struct queuedmarks_bucket *b = &m->buckets[m->bucket_count++];
+    struct queuedmarks_group *b = &m->groups[m->group_count++];
     memset(b, 0, sizeof(*b));
     b->activity_id = activity_id;
-    b->part = part;
+    b->bucket = bucket;
     return b;
 }
 
@@ -70,7 +70,7 @@ static void schedule(struct queuedmarks *m)
     evtimer_add(m->timer, &tv);
 }
 
-static int bucket_push(struct queuedmarks_bucket *b, char *member)
+static int group_push(struct queuedmarks_group *b, char *member)
 {
     if (b->count == b->capacity) {
         size_t capacity = b->capacity ? b->capacity * 2 : 256;
@@ -84,10 +84,10 @@ static int bucket_push(struct queuedmarks_bucket *b, char *member)
     return 0;
 }
 
-static void requeue(struct queuedmarks *m, int64_t activity_id, int part, char *member)
+static void requeue(struct queuedmarks *m, int64_t activity_id, int bucket, char *member)
 {
-    struct queuedmarks_bucket *b = bucket_for(m, activity_id, part);
-    if (!b || bucket_push(b, member) != 0) {
+    struct queuedmarks_group *b = group_for(m, activity_id, bucket);
+    if (!b || group_push(b, member) != 0) {
         /* Without the mark the reaper may expire an order that is in Kafka; the consumer
          * then rejects it. Logged so that it can be found. */
         LOG_ORDER_ERROR(member, "queued mark dropped (out of memory)");
@@ -97,14 +97,14 @@ static void requeue(struct queuedmarks *m, int64_t activity_id, int part, char *
     m->buffered++;
 }
 
-void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int part, const char *member)
+void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int bucket, const char *member)
 {
     char *copy = strdup(member);
     if (!copy) {
         LOG_ORDER_ERROR(member, "queued mark dropped (out of memory)");
         return;
     }
-    requeue(m, activity_id, part, copy);
+    requeue(m, activity_id, bucket, copy);
     schedule(m);
 }
 
@@ -122,7 +122,7 @@ static void marked(struct queuedmarks_call *call, const redisReply *reply, bool 
                  call->count, short_of ? "not acknowledged by enough replicas"
                  : reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "redis unavailable");
         for (size_t i = 0; i < call->count; i++)
-            requeue(m, call->activity_id, call->part, call->members[i]);
+            requeue(m, call->activity_id, call->bucket, call->members[i]);
         schedule(m);
     }
     free(call);
@@ -143,11 +143,11 @@ static void on_marked_replicated(redisReply *reply, long long replicas, void *pr
     marked(call, reply, short_of);
 }
 
-static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
+static void send_group(struct queuedmarks *m, struct queuedmarks_group *b)
 {
     struct keys_set scratch;
     const struct keys_set *keys =
-        b->count > 0 ? activity_bucket_keys(m->activities, b->activity_id, b->part, &scratch) : NULL;
+        b->count > 0 ? activity_bucket_keys(m->activities, b->activity_id, b->bucket, &scratch) : NULL;
     if (b->count > 0 && !keys) {
         LOG_ERROR("activity %" PRId64 ": %zu queued marks kept: its keys are too long", b->activity_id,
                   b->count);
@@ -159,7 +159,7 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
             return;
         call->m = m;
         call->activity_id = b->activity_id;
-        call->part = b->part;
+        call->bucket = b->bucket;
         call->count = b->count < MARKS_PER_CALL ? b->count : MARKS_PER_CALL;
         const char *argv[2 + MARKS_PER_CALL];
         argv[0] = keys->name[KEYS_RESERVED];
@@ -186,8 +186,8 @@ static void send_bucket(struct queuedmarks *m, struct queuedmarks_bucket *b)
 
 void queuedmarks_flush(struct queuedmarks *m)
 {
-    for (size_t i = 0; i < m->bucket_count; i++)
-        send_bucket(m, &m->buckets[i]);
+    for (size_t i = 0; i < m->group_count; i++)
+        send_group(m, &m->groups[i]);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -216,10 +216,10 @@ void queuedmarks_free(struct queuedmarks *m)
         return;
     if (m->buffered)
         LOG_WARN("%zu queued marks never reached Redis", m->buffered);
-    for (size_t i = 0; i < m->bucket_count; i++) {
-        for (size_t j = 0; j < m->buckets[i].count; j++)
-            free(m->buckets[i].members[j]);
-        free(m->buckets[i].members);
+    for (size_t i = 0; i < m->group_count; i++) {
+        for (size_t j = 0; j < m->groups[i].count; j++)
+            free(m->groups[i].members[j]);
+        free(m->groups[i].members);
     }
     event_free(m->timer);
     free(m);
