@@ -11,7 +11,6 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 

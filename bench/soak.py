@@ -153,7 +153,9 @@ class Soak:
         import test_chaos
         self.benchlib, self.chaoslib, self.chaosload = benchlib, chaoslib, chaosload
         self.load_class = slim_load_class(chaosload)
-        self.it = chaoslib.it
+        import sales
+        import stack
+        self.sales, self.stacklib = sales, stack
         by_key = {s.key: s for s in test_chaos.SCENARIOS}
         unknown = [k for k in cfg["faults"] if k not in by_key]
         if unknown:
@@ -175,7 +177,7 @@ class Soak:
 
     # -- set-up
     def start(self):
-        it, chaoslib = self.it, self.chaoslib
+        stacklib, sales, chaoslib = self.stacklib, self.sales, self.chaoslib
         self.stack = chaoslib.Stack(self.base_conf)
         for svc in (self.stack.redis_script, "mariadb", "kafka"):
             if not self.stack.running(svc):
@@ -196,13 +198,13 @@ class Soak:
                 k, _, v = item.partition("=")
                 overrides[k.strip()] = v.strip()
         self.overrides = overrides
-        self.conf = it.write_conf(self.out / "seckill.conf", overrides)
+        self.conf = stacklib.write_conf(self.out / "seckill.conf", overrides)
         self.stack.sh("kafka", "create-topics", conf=self.conf.path)
         backends = chaoslib.check_services()
         self.redis, self.mysql = backends["redis"], backends["mysql"]
-        self.ctl = it.Ctl(self.conf)
-        self.consumer = it.Consumer(self.conf, self.out)
-        self.gateway = it.Gateway(self.conf, self.out)
+        self.ctl = sales.Ctl(self.conf)
+        self.consumer = stacklib.Consumer(self.conf, self.out)
+        self.gateway = stacklib.Gateway(self.conf, self.out)
         self.consumer.start()
         self.gateway.start()
         self.archive = self.ctl("activity", "archive", "--help").rc == 0
@@ -223,7 +225,7 @@ class Soak:
             f"{non_200} not 200, {socket_errors} socket errors)")
         # The soak starts from a consumer that has caught up, or the first samples' lag
         # would be the measurement's.
-        self.it.wait_for_consumer(self.mysql, self.redis, self.conf, sale.activity_id, consumer=self.consumer,
+        self.sales.wait_for_consumer(self.mysql, self.redis, self.conf, sale.activity_id, consumer=self.consumer,
                                   timeout=300)
         self.wait_ended(sale.activity_id)
         self.finish_sale_keys(sale.activity_id)
@@ -235,7 +237,7 @@ class Soak:
                                     "--end", f"+{int(seconds + self.cfg['coupon_seconds'])}s")
         activity = self.ctl.create_id("activity", "create", "--coupon", coupon, "--stock", stock, "--start", "now",
                                       "--end", f"+{int(seconds)}s", "--name", name)
-        return self.it.Sale(activity, coupon, stock)
+        return self.sales.Sale(activity, coupon, stock)
 
     def finish_sale_keys(self, activity):
         """Archive a sale that ended, when this seckillctl can (its Redis keys go)."""
@@ -295,7 +297,7 @@ class Soak:
         """One sale: the load for `seconds` (longer when a fault's recovery needs it), a fault
         when its time has come; then the window closes, the orders settle and are checked.
         Returns the time of the next fault."""
-        it, chaoslib, chaosload = self.it, self.chaoslib, self.chaosload
+        chaoslib, chaosload = self.chaoslib, self.chaosload
         stock = max(1000, int(self.rate * seconds))
         t_created = time.monotonic()
         sale = self.create_sale(stock, seconds, f"soak {n}")
@@ -304,7 +306,7 @@ class Soak:
         metrics = chaosload.Scrapers([self.gateway])
         user_base = (int(time.time() * 1000) % 10**9) * 1000
         log_path = self.out / f"load-{n}.log"
-        load = self.load_class(it.BIN, log_path, self.conf.http_port, a, user_base, self.rate, 256,
+        load = self.load_class(self.stacklib.BIN, log_path, self.conf.http_port, a, user_base, self.rate, 256,
                             int(self.rate * (seconds + 120)) + 1000, on_accept=sampler.offer)
         sc = chaoslib.Scenario(f"sale {n}", f"activity {a}", None, stock=stock)
         ctx = chaoslib.Ctx(sc, self.conf, [self.gateway], [self.consumer], self.redis, self.mysql, self.ctl,
@@ -507,7 +509,7 @@ class Soak:
                f"- `seckillctl activity archive`: {'called for every sale that ended' if self.archive else 'not available: every sale keeps its Redis keys'}",
                f"- each sale's coupon valid {cfg['coupon_seconds']:g} s after the sale, its user coupons archived "
                f"{cfg['coupon_seconds']:g} s after that (`consumer.coupon-archive-after-ms`)",
-               f"- binaries: `{self.it.BIN}`", "",
+               f"- binaries: `{self.stacklib.BIN}`", "",
                f"**Verdict: {verdict}.**", ""]
         out += [f"- {line}" for line in verdict_lines]
         out += ["", "## Over time", "",

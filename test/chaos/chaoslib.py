@@ -20,14 +20,12 @@ Every scenario:
      expects of that fault ("fault" column), and records one row of the results table.
 """
 
-import importlib.util
 import json
 import os
 import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -35,16 +33,13 @@ import pytest
 
 from chaosload import Loads, Sampler, Scrapers
 from resp import RedisError
+import sales
+import stack as stacklib
 
-_IT_PATH = Path(__file__).resolve().parents[1] / "integration" / "conftest.py"
-_spec = importlib.util.spec_from_file_location("seckill_integration_conftest", _IT_PATH)
-it = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = it
-_spec.loader.exec_module(it)
 
-ROOT = it.ROOT
-BIN = it.BIN
-BASE_CONF = it.BASE_CONF
+ROOT = stacklib.ROOT
+BIN = stacklib.BIN
+BASE_CONF = stacklib.BASE_CONF
 OUT = Path(os.environ.get("SECKILL_CHAOS_OUT") or ROOT / "build" / "chaos")
 
 # Short timeouts so that every fault plays out in seconds (docs/design.md, "Failure behaviour"),
@@ -106,12 +101,12 @@ class Stack:
     stack.data-dir)."""
 
     def __init__(self, conf_path=BASE_CONF):
-        self.env = it.child_env()
+        self.env = stacklib.child_env()
         self.env["CONF"] = str(conf_path)
-        self.data = it.conf_of(conf_path).data_dir(ROOT)
-        self.kafka_nodes = len(it.conf_of(conf_path).get("kafka.brokers").split(","))
+        self.data = stacklib.conf_of(conf_path).data_dir(ROOT)
+        self.kafka_nodes = len(stacklib.conf_of(conf_path).get("kafka.brokers").split(","))
         # A Redis Cluster (redis.nodes) has a script of its own.
-        self.redis_script = "redis-cluster" if it.conf_of(conf_path).get("redis.nodes") else "redis"
+        self.redis_script = "redis-cluster" if stacklib.conf_of(conf_path).get("redis.nodes") else "redis"
 
     @staticmethod
     def kafka_pidfile(node):
@@ -171,7 +166,7 @@ class Stack:
 def check_services():
     """The backing services answer and the binaries exist, or the whole suite stops with
     one clear message (the integration suite's check)."""
-    return it.connect_backends(it.conf_of(BASE_CONF), "the chaos suite")
+    return stacklib.connect_backends(stacklib.conf_of(BASE_CONF), "the chaos suite")
 
 
 # ---- scenario -----------------------------------------------------------------------------
@@ -225,7 +220,7 @@ class Ctx:
         self.t_recovered = time.monotonic()
 
     def live(self):
-        return it.live_reservations(self.redis, self.conf, self.a)
+        return sales.live_reservations(self.redis, self.conf, self.a)
 
 
 def _quiesce(ctx, timeout):
@@ -238,7 +233,7 @@ def _quiesce(ctx, timeout):
         try:
             state = {"live": ctx.live(),
                      "rows": ctx.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {ctx.a}"),
-                     "success": it.success_count(ctx.redis, ctx.conf, ctx.a)}
+                     "success": sales.success_count(ctx.redis, ctx.conf, ctx.a)}
             ok = state["live"] == 0 and state["rows"] == state["success"]
         except (AssertionError, OSError, RedisError) as e:
             state = {"error": str(e)}
@@ -275,7 +270,7 @@ def check(ctx, tries, sampler, metrics, quiet):
     r_success = {o for o, s in orders_h.items() if s == "SUCCESS"}
     r_failed = {o for o, s in orders_h.items() if s == "FAILED"}
 
-    rows = it.order_rows(mysql, a)                     # order_no -> user
+    rows = sales.order_rows(mysql, a)                     # order_no -> user
     n_rows, d_orders, d_users = (int(x) for x in mysql.rows(
         f"SELECT COUNT(*), COUNT(DISTINCT order_no), COUNT(DISTINCT user_id) "
         f"FROM seckill_order WHERE activity_id = {a}")[0])
@@ -491,14 +486,14 @@ def run(sc, stack, redis, mysql, results):
     overrides = dict(CHAOS_CONF)
     overrides.update(sc.overrides)
     overrides.update(extra_settings())
-    conf = it.write_conf(out / "seckill.conf", overrides)
+    conf = stacklib.write_conf(out / "seckill.conf", overrides)
     # Each instance its own HTTP and metrics port; one of a kind logs into `out` itself.
-    confs = [conf] + [it.write_conf(out / f"seckill-{i + 1}.conf", overrides)
+    confs = [conf] + [stacklib.write_conf(out / f"seckill-{i + 1}.conf", overrides)
                       for i in range(1, max(sc.gateways, sc.consumers))]
-    ctl = it.Ctl(conf)
-    consumers = [it.Consumer(confs[i], out if sc.consumers == 1 else out / f"consumer-{i + 1}")
+    ctl = sales.Ctl(conf)
+    consumers = [stacklib.Consumer(confs[i], out if sc.consumers == 1 else out / f"consumer-{i + 1}")
                  for i in range(sc.consumers)]
-    gateways = [it.Gateway(confs[i], out if sc.gateways == 1 else out / f"gateway-{i + 1}")
+    gateways = [stacklib.Gateway(confs[i], out if sc.gateways == 1 else out / f"gateway-{i + 1}")
                 for i in range(sc.gateways)]
     row = {"key": sc.key, "title": sc.title, "results": {}, "counts": {}, "notes": [], "expect": []}
     results.append(row)
@@ -521,7 +516,7 @@ def run(sc, stack, redis, mysql, results):
         metrics.start()
         t_load_start = time.monotonic()
         load.start()
-        it.poll_until(lambda: load.accepted >= sc.warm or load.finished, 30,
+        stacklib.poll_until(lambda: load.accepted >= sc.warm or load.finished, 30,
                       f"{sc.warm} accepted orders before the fault")
         log(f"{sc.key}: {load.accepted} accepted; fault: {sc.title}")
         sc.fault(ctx)

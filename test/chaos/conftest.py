@@ -23,7 +23,7 @@ def services():
     stack = chaoslib.Stack()
     topic_conf = chaoslib.OUT / "topics.conf"
     chaoslib.OUT.mkdir(parents=True, exist_ok=True)
-    chaoslib.it.write_conf(topic_conf, chaoslib.CHAOS_CONF)
+    chaoslib.stacklib.write_conf(topic_conf, chaoslib.CHAOS_CONF)
     stack.sh("kafka", "create-topics", conf=topic_conf)
     RESULTS.clear()
     return dict(svc, stack=stack)

@@ -9,7 +9,7 @@ import shlex
 import shutil
 import subprocess
 
-from conftest import BIN, ROOT, child_env
+from stack import BIN, ROOT, child_env
 
 ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d([+-]\d\d:\d\d)$")
 

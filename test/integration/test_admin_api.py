@@ -10,7 +10,8 @@ import subprocess
 import pytest
 
 from adminhttp import Admin
-from conftest import BIN, ROOT, AdminServer, child_env, free_port, poll_until, wait_for_consumer, write_conf
+from sales import wait_for_consumer
+from stack import AdminServer, BIN, ROOT, child_env, free_port, poll_until, write_conf
 
 TOKEN = "t0k3n-for-the-admin-api-tests-0123456789"
 CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}

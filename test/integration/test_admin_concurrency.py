@@ -16,7 +16,7 @@ import requests
 
 from adminhttp import Admin
 from bulkfill import bulk_fill
-from conftest import free_port
+from stack import free_port
 
 TOKEN = "t0k3n-for-the-admin-concurrency-tests-0123"
 CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from adminhttp import Admin
-from conftest import free_port, poll_until
+from stack import free_port, poll_until
 from dribble import Dribblers, cpu_seconds, raise_nofile
 
 TOKEN = "t0k3n-for-the-admin-limit-tests-0123456789"

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from adminhttp import Admin
-from conftest import ROOT, free_port
+from stack import ROOT, free_port
 
 TOKEN = "t0k3n-for-the-admin-contract-tests-012345"
 CONF_OVERRIDES = {"admin.port": free_port(), "admin.token": TOKEN}

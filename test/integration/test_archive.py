@@ -19,7 +19,8 @@ import pytest
 
 from buckets import bucket_key, buy as bucket_buy, users_of_bucket
 from bulkfill import bulk_fill, bulk_rows
-from conftest import Consumer, Sale, execute_script, poll_until, wait_for_consumer, write_conf
+from sales import Sale, execute_script, wait_for_consumer
+from stack import Consumer, poll_until, write_conf
 from kafkaproduce import produce
 from luabody import lua_body
 from resp import Redis

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from buckets import users_of_bucket
-from conftest import execute_script, free_port, poll_until, wait_for_consumer
+from sales import execute_script, wait_for_consumer
+from stack import free_port, poll_until
 from gatewayhttp import Api, gateway_metrics, jwt_sign
 
 TOKEN = "t0k3n-for-the-archived-reads-tests-0123456789"

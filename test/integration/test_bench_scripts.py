@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from stack import ROOT
 
 PROGRAMS = ["bench.py", "cluster.py", "report.py", "longpoll.py", "soak.py"]
 

@@ -21,7 +21,8 @@ import collections
 import time
 
 from bulkfill import bulk_fill
-from conftest import poll_until, wait_for_consumer
+from sales import wait_for_consumer
+from stack import poll_until
 from gatewayhttp import gateway_metrics
 
 # Every timer at its shipped setting (conf/seckill.conf): no override of any interval.

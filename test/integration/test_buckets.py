@@ -9,7 +9,8 @@ import json
 import time
 
 from buckets import bucket_key, bucket_of, buckets_of, buy, run_script, users_of_bucket
-from conftest import poll_until, wait_for_consumer
+from sales import wait_for_consumer
+from stack import poll_until
 from gatewayhttp import gateway_metrics
 
 

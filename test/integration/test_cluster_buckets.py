@@ -11,7 +11,7 @@ import signal
 import time
 
 from buckets import bucket_key, bucket_of, buckets_of, buy, run_script, users_of_bucket
-from conftest import poll_until
+from stack import poll_until
 from resp import key_slot, redis_client
 from test_cluster_topology import NODE_BITS_SHIFT, cluster, node_pid, replicas_of  # noqa: F401 - the module's cluster fixture
 

@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 from adminhttp import Admin
-from conftest import CLUSTER_CONF, CLUSTER_UP_TIMEOUT, ROOT, TEST_LIMITS, Ctl, MySQL, conf_of, free_port, poll_until
+from mariadb import MySQL
+from sales import Ctl
+from stack import CLUSTER_CONF, CLUSTER_UP_TIMEOUT, ROOT, TEST_LIMITS, conf_of, free_port, poll_until
 from resp import Redis
 
 UP_TIMEOUT = CLUSTER_UP_TIMEOUT

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import order_rows, wait_for_consumer
+from sales import order_rows, wait_for_consumer
 from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 500

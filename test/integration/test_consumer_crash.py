@@ -6,7 +6,9 @@ import time
 
 import pytest
 
-from conftest import order_rows, poll_until, wait_for_consumer
+from sales import order_rows, wait_for_consumer
+
+from stack import poll_until
 from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 2000

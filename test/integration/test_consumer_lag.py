@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from conftest import Consumer, order_rows, wait_for_consumer
+from sales import order_rows, wait_for_consumer
+
+from stack import Consumer
 from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 400

@@ -11,7 +11,9 @@ import time
 import pytest
 import requests
 
-from conftest import BIN, ROOT, child_env, poll_until, wait_for_consumer
+from sales import wait_for_consumer
+
+from stack import BIN, ROOT, child_env, poll_until
 
 ORDERS = 40
 

@@ -10,7 +10,9 @@ import re
 
 import requests
 
-from conftest import buy_order, order_rows, poll_until, success_count, wait_for_consumer
+from sales import buy_order, order_rows, success_count, wait_for_consumer
+
+from stack import poll_until
 
 A_ORDERS = 20
 B_ORDERS = 10

@@ -13,7 +13,9 @@ MySQL."""
 
 import re
 
-from conftest import Consumer, order_rows, poll_until, write_conf
+from sales import order_rows
+
+from stack import Consumer, poll_until, write_conf
 from stallproxy import StallProxy
 
 CONSUMER = {

@@ -5,7 +5,11 @@ Redis at once — one batch at a time would leave them queued until A's write en
 none of B's is written or shown SUCCESS before A's write is over. Once the lock goes, both
 sales end with every order SUCCESS and in MySQL once."""
 
-from conftest import buy_order, RowLock, live_reservations, order_rows, poll_until, success_count, wait_for_consumer
+from mariadb import RowLock
+
+from sales import buy_order, live_reservations, order_rows, success_count, wait_for_consumer
+
+from stack import poll_until
 
 B_ORDERS = 5
 

@@ -20,7 +20,9 @@ import time
 import pytest
 import requests
 
-from conftest import ROOT, RowLock, child_env, poll_until
+from mariadb import RowLock
+
+from stack import ROOT, child_env, poll_until
 from gatewayhttp import metrics_samples
 
 TOPIC = "seckill.poison.orders"

@@ -10,7 +10,9 @@ rows not written would lose those orders: the test would find them missing."""
 import re
 import threading
 
-from conftest import Consumer, poll_until, wait_for_consumer, write_conf
+from sales import wait_for_consumer
+
+from stack import Consumer, poll_until, write_conf
 
 CONF_OVERRIDES = {
     # Small batches, so that rebalances land between claim, commit and finalize.

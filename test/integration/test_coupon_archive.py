@@ -16,7 +16,9 @@ import time
 
 import pytest
 
-from conftest import execute_script, poll_until, wait_for_consumer, write_conf, Consumer
+from sales import execute_script, wait_for_consumer
+
+from stack import Consumer, poll_until, write_conf
 from kafkaproduce import produce
 
 # The module archives by hand; the schedule's own test starts a consumer of its own.

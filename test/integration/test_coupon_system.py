@@ -12,7 +12,9 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, child_env, poll_until, wait_for_consumer
+from sales import wait_for_consumer
+
+from stack import BIN, ROOT, child_env, poll_until
 from gatewayhttp import Attempt, run_load
 
 

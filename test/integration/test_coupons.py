@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from conftest import poll_until
+from stack import poll_until
 
 STOCK = 5
 

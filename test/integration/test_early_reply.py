@@ -15,7 +15,7 @@ import signal
 import threading
 import time
 
-from conftest import ROOT, kafka_script, poll_until
+from stack import ROOT, kafka_script, poll_until
 from gatewayhttp import Api
 
 EARLY = {

@@ -7,7 +7,9 @@ import time
 import pytest
 import requests
 
-from conftest import order_rows, poll_until
+from sales import order_rows
+
+from stack import poll_until
 from gatewayhttp import gateway_metrics
 
 STOCK = 10

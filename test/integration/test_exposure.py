@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import Consumer, free_port, poll_until, write_conf
+from stack import Consumer, free_port, poll_until, write_conf
 from gatewayhttp import Api, http_bytes, jwt_sign, raw_http
 
 JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from conftest import order_rows, poll_until, success_count, wait_for_consumer
+from sales import order_rows, success_count, wait_for_consumer
+
+from stack import poll_until
 from gatewayhttp import Attempt, describe_failures, run_load
 
 STOCK = 3000

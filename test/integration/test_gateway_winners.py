@@ -5,7 +5,7 @@ grew by every order it ever took (about 28 bytes each, seen by the soak)."""
 
 import requests
 
-from conftest import poll_until
+from stack import poll_until
 from gatewayhttp import metrics_samples
 
 ORDERS = 40

@@ -7,7 +7,9 @@ Each test failed on the code before its fix."""
 
 import time
 
-from conftest import poll_until, won_coupon
+from sales import won_coupon
+
+from stack import poll_until
 from gatewayhttp import http_bytes, jwt_sign, raw_http
 
 JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"

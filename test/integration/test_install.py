@@ -11,8 +11,9 @@ import subprocess
 
 import pytest
 
-from conftest import (ROOT, TEST_LIMITS, BASE_CONF, child_env, conf_of, free_port, healthz_ok, poll_until,
-                      wait_for_consumer)
+from sales import wait_for_consumer
+
+from stack import BASE_CONF, ROOT, TEST_LIMITS, child_env, conf_of, free_port, healthz_ok, poll_until
 from gatewayhttp import Api
 from makeinstall import files_under, make
 

@@ -10,7 +10,11 @@ import time
 
 import pytest
 
-from conftest import ROOT, RowLock, child_env, conf_of, poll_until, wait_for_consumer
+from mariadb import RowLock
+
+from sales import wait_for_consumer
+
+from stack import ROOT, child_env, conf_of, poll_until
 from gatewayhttp import Api
 from stallproxy import StallProxy
 

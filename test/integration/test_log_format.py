@@ -11,7 +11,9 @@ import re
 
 import pytest
 
-from conftest import Consumer, Gateway, free_port, poll_until, wait_for_consumer, write_conf
+from sales import wait_for_consumer
+
+from stack import Consumer, Gateway, free_port, poll_until, write_conf
 from gatewayhttp import Api
 
 CONF_OVERRIDES = {"log.format": "json"}

@@ -11,7 +11,9 @@ import time
 
 import pytest
 
-from conftest import Consumer, execute_script, poll_until
+from sales import execute_script
+
+from stack import Consumer, poll_until
 from gatewayhttp import gateway_metrics
 from luabody import lua_body
 

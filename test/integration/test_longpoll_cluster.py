@@ -5,7 +5,7 @@ script that ends its order (here the gateway's rollback) publishes on that shard
 
 import time
 
-from conftest import poll_until
+from stack import poll_until
 from test_cluster_topology import cluster, sales_on_different_masters  # noqa: F401 - the module's cluster fixture
 from test_longpoll import WAKE_SLACK_S, Held, release, stuck_order
 from test_redis_failover import Shard, fail_back, fail_over

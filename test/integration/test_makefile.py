@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import ROOT
+from stack import ROOT
 
 REAL_PKG_CONFIG = shutil.which("pkg-config")
 

@@ -5,7 +5,7 @@ the sale and the coupon they aimed at still work."""
 
 import pytest
 
-from conftest import wait_for_consumer
+from sales import wait_for_consumer
 from gatewayhttp import gateway_metrics, http_bytes, raw_http
 
 

@@ -15,7 +15,7 @@ import pytest
 import requests
 import yaml
 
-from conftest import ROOT, poll_until
+from stack import ROOT, poll_until
 
 PROM = Path(ROOT, "deploy/prometheus")
 RULES = PROM / "seckill-rules.yml"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, conf_of
+from stack import ROOT, conf_of
 
 DEMO_CONF = ROOT / "conf" / "seckill.conf"
 DEMO_CLUSTER_CONF = ROOT / "conf" / "cluster.conf"

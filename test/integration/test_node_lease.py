@@ -11,7 +11,9 @@ import re
 import pytest
 from gatewayhttp import Api
 
-from conftest import Gateway, order_rows, poll_until, write_conf
+from sales import order_rows
+
+from stack import Gateway, poll_until, write_conf
 
 NODE_SEQ = "seckill:{nodes}:seq"
 LEASES = "seckill:{nodes}"

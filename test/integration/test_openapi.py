@@ -27,7 +27,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, won_coupon
+from sales import won_coupon
+
+from stack import ROOT
 from gatewayhttp import RawReply, http_bytes, raw_http
 
 CONTRACT = ROOT / "docs" / "openapi.yaml"

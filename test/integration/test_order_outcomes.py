@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from conftest import execute_script, poll_until, wait_for_consumer
+from sales import execute_script, wait_for_consumer
+
+from stack import poll_until
 from gatewayhttp import Api
 
 CONF_OVERRIDES = {"consumer.lifecycle-interval-ms": "200", "seckill.reaper-interval-ms": "200",

@@ -17,7 +17,9 @@ import time
 
 import pytest
 
-from conftest import BIN, Gateway, child_env, free_port, poll_until, wait_for_consumer, write_conf
+from sales import wait_for_consumer
+
+from stack import BIN, Gateway, child_env, free_port, poll_until, write_conf
 from gatewayhttp import b64url, gateway_metrics, http_bytes, jwt_sign, raw_http, read_raw_reply
 
 JWT_SECRET = "integration-jwt-secret-0123456789-abcdefghij"

@@ -8,7 +8,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from conftest import ROOT
+from stack import ROOT
 
 
 def pins():

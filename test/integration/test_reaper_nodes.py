@@ -15,7 +15,7 @@ import time
 
 from gatewayhttp import Api
 
-from conftest import ROOT, poll_until
+from stack import ROOT, poll_until
 
 TIMEOUTS = {
     "redis.timeout-ms": "300",

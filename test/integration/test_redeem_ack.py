@@ -20,7 +20,9 @@ import threading
 
 import pytest
 
-from conftest import Gateway, free_port, poll_until, won_coupon, write_conf
+from sales import won_coupon
+
+from stack import Gateway, free_port, poll_until, write_conf
 from gatewayhttp import Api
 
 

@@ -32,7 +32,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TEST_LIMITS, Consumer, Ctl, Gateway, MySQL, child_env, conf_of, free_port, poll_until
+from mariadb import MySQL
+
+from sales import Ctl
+
+from stack import Consumer, Gateway, ROOT, TEST_LIMITS, child_env, conf_of, free_port, poll_until
 from gatewayhttp import Api
 from resp import Redis, RedisError, redis_client
 from test_cluster_topology import CLUSTER_CONF, UP_TIMEOUT, Cluster

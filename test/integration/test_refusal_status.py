@@ -9,7 +9,7 @@ import datetime
 
 import requests
 
-from conftest import order_rows, wait_for_consumer
+from sales import order_rows, wait_for_consumer
 from gatewayhttp import Api
 
 SPRING_FIELDS = ("userId", "activityId", "seckillTime")

@@ -11,7 +11,9 @@ import http.client
 import threading
 import time
 
-from conftest import kafka_script, poll_until, success_count
+from sales import success_count
+
+from stack import kafka_script, poll_until
 from gatewayhttp import Reply, gateway_metrics
 from stallproxy import StallProxy
 

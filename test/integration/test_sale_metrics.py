@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from conftest import execute_script, poll_until, wait_for_consumer
+from sales import execute_script, wait_for_consumer
+
+from stack import poll_until
 from gatewayhttp import gateway_metrics
 from luabody import lua_body
 

@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from conftest import Gateway, kafka_script, order_rows, poll_until, success_count, wait_for_consumer, write_conf
+from sales import order_rows, success_count, wait_for_consumer
+
+from stack import Gateway, kafka_script, poll_until, write_conf
 from gatewayhttp import Attempt, Reply, describe_failures, run_load
 from stallproxy import StallProxy
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import free_port, poll_until
+from stack import free_port, poll_until
 from dribble import HEAD, Dribblers, cpu_seconds
 from gatewayhttp import gateway_metrics, http_bytes, read_raw_reply
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BASE_CONF, ROOT, child_env, conf_of, poll_until, write_conf
+from stack import BASE_CONF, ROOT, child_env, conf_of, poll_until, write_conf
 
 UP_TIMEOUT = 90
 

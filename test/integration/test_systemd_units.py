@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, ROOT
+from stack import BIN, ROOT
 from ctlconf import Conf
 from makeinstall import make
 
