@@ -213,6 +213,12 @@ ITEST_C := $(patsubst test/integration/c/%.c,%,$(wildcard test/integration/c/tes
 $(BUILD)/itest/%: test/integration/c/%.c $(LIBS_CONSUMER)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(CFLAGS_PKGS) $< $(LIBS_CONSUMER) $(LDFLAGS) $(LDLIBS_ALL) -lcmocka -o $@
+# The tests of the Redis scripts share luatest.c (a Redis, the scripts, a sale per test).
+$(BUILD)/itest/test_lua_%: test/integration/c/test_lua_%.c test/integration/c/luatest.c \
+                           test/integration/c/luatest.h $(LIBS_CONSUMER)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(CFLAGS_PKGS) $< test/integration/c/luatest.c $(LIBS_CONSUMER) $(LDFLAGS) $(LDLIBS_ALL) \
+	    -lcmocka -o $@
 
 integration-c-tests: $(addprefix $(BUILD)/itest/,$(ITEST_C))
 

@@ -1,0 +1,186 @@
+/* The scripts of a sale as a whole: the result and activity reads, and the archive. */
+#include "luatest.h"
+
+static void test_result_script(void **state)
+{
+    (void)state;
+    warm_open(5);
+    char ku[KEYS_LEN], ko[KEYS_LEN];
+    key(ku, KEYS_USERS);
+    key(ko, KEYS_ORDERS);
+    const char *keys[2] = { ku, ko };
+    const int64_t user = 31;
+    char uid[24];
+    snprintf(uid, sizeof(uid), "%" PRId64, user);
+    const char *args[1] = { uid };
+    const struct luascript *s = &scripts.scripts[LUASCRIPT_RESULT];
+
+    redisReply *r = luascript_call_sync(redis, s, 2, keys, 1, args);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 0);
+    freeReplyObject(r);
+
+    /* Reserved, claimed (still PROCESSING to the user), then SUCCESS. */
+    struct xres x = execute_ok(user);
+    for (int phase = 0; phase < 3; phase++) {
+        if (phase == 1)
+            assert_confirm(x.order_no, user, "CLAIMED");
+        if (phase == 2)
+            assert_int_equal(finalize_one(x.order_no, user), 1);
+        r = luascript_call_sync(redis, s, 2, keys, 1, args);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+        assert_int_equal(r->elements, 2);
+        assert_string_equal(r->element[0]->str, x.order_no);
+        assert_string_equal(r->element[1]->str, phase == 2 ? "SUCCESS" : "PROCESSING");
+        freeReplyObject(r);
+    }
+
+    /* After a rollback the user has no order any more. */
+    struct xres y = execute_ok(32);
+    assert_int_equal(rollback(y.order_no, 32), 1);
+    const char *args32[1] = { "32" };
+    r = luascript_call_sync(redis, s, 2, keys, 1, args32);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 0);
+    freeReplyObject(r);
+
+    /* A user entry whose status is missing reads as PROCESSING. */
+    cmd_ok("HSET %s 33 %s", ku, "123-1");
+    const char *args33[1] = { "33" };
+    r = luascript_call_sync(redis, s, 2, keys, 1, args33);
+    assert_non_null(r);
+    assert_int_equal(r->elements, 2);
+    assert_string_equal(r->element[0]->str, "123-1");
+    assert_string_equal(r->element[1]->str, "PROCESSING");
+    freeReplyObject(r);
+}
+
+static void test_activity_script(void **state)
+{
+    (void)state;
+    char ka[KEYS_LEN], ks[KEYS_LEN], ku[KEYS_LEN];
+    key(ka, KEYS_ACTIVITY);
+    key(ks, KEYS_STOCK);
+    key(ku, KEYS_USERS);
+    const char *keys[3] = { ka, ks, ku };
+    const struct luascript *s = &scripts.scripts[LUASCRIPT_ACTIVITY];
+
+    /* Not warmed: empty. */
+    redisReply *r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 0);
+    freeReplyObject(r);
+
+    const int64_t start = NOW - HOUR, end = NOW + HOUR;
+    warm(6, start, end, "ACTIVE");
+    execute_ok(1);
+    execute_ok(2);
+    char want_start[24], want_end[24];
+    snprintf(want_start, sizeof(want_start), "%" PRId64, start);
+    snprintf(want_end, sizeof(want_end), "%" PRId64, end);
+    /* The ninth: the bucket tags, '' for an activity of one bucket. */
+    const char *want[9] = { "t", "7", "6", want_start, want_end, "ACTIVE", "4", "2", "" };
+    r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 9);
+    for (int i = 0; i < 9; i++) {
+        assert_int_equal(r->element[i]->type, REDIS_REPLY_STRING);
+        assert_string_equal(r->element[i]->str, want[i]);
+    }
+    freeReplyObject(r);
+
+    /* Missing fields read as empty, a missing stock key as 0. */
+    cmd_ok("HDEL %s name", ka);
+    cmd_ok("DEL %s", ks);
+    r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->elements, 9);
+    assert_string_equal(r->element[0]->str, "");
+    assert_string_equal(r->element[3]->str, want_start);
+    assert_string_equal(r->element[6]->str, "0");
+    freeReplyObject(r);
+}
+
+/* archive.lua 'mark' refuses while anything of the sale is in flight, marks once, and
+ * 'drop' removes every key but the activity hash, only once marked. */
+static redisReply *archive_call(const char *mode, const char *sold)
+{
+    static const enum keys_kind kinds[10] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS,
+                                              KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED,
+                                              KEYS_XFER_OUT, KEYS_XFER_IN };
+    char k[10][KEYS_LEN];
+    const char *keys[10];
+    for (int i = 0; i < 10; i++) {
+        key(k[i], kinds[i]);
+        keys[i] = k[i];
+    }
+    const char *args[3] = { mode, "1700000000000", sold };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ARCHIVE], 10, keys,
+                                        strcmp(mode, "mark") == 0 ? 3 : 1, args);
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        fail_msg("archive: %s", r ? r->str : redis->errstr);
+    return r;
+}
+
+static void assert_mark(const char *sold, const char *want, const char *what)
+{
+    redisReply *r = archive_call("mark", sold);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_string_equal(r->element[0]->str, want);
+    if (what)
+        assert_string_equal(r->element[1]->str, what);
+    freeReplyObject(r);
+}
+
+static void test_archive_script(void **state)
+{
+    (void)state;
+    warm(10, NOW - HOUR, NOW - 1, "ACTIVE");
+    char ka[KEYS_LEN], kf[KEYS_LEN];
+    key(ka, KEYS_ACTIVITY);
+    key(kf, KEYS_FAILED);
+    struct xres x = execute_at(7, "10.0.0.1", NOW - 2, &NO_LIMITS);
+    assert_str(x.status, "OK");
+    assert_mark("", "BUSY", "reservations");
+    assert_int_equal(cmd_int("HEXISTS %s archived", ka), 0);
+    assert_int_equal(rollback(x.order_no, 7), 1);
+    assert_mark("", "BUSY", "failed-stream");
+    /* The outcomes pass recorded the FAILED order: its entry left the stream. */
+    cmd_ok("XTRIM %s MAXLEN 0", kf);
+    assert_mark("3", "BUSY", "sold");     /* another SUCCESS count than the hash's */
+    assert_int_equal(cmd_int("HEXISTS %s archived", ka), 0);
+    assert_mark("0", "OK", NULL);
+    assert_mark("0", "ARCHIVED", "1700000000000");
+    redisReply *r = archive_call("drop", "");
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_true(r->integer >= 3);         /* stock, users, orders and the stream at least */
+    freeReplyObject(r);
+    assert_int_equal(delete_activity_keys(A), 1);   /* the activity hash alone was left */
+    /* Unmarked (a later bucket refused), nothing is dropped. */
+    warm(10, NOW - HOUR, NOW - 1, "ACTIVE");
+    assert_mark("", "OK", NULL);
+    r = archive_call("unmark", "");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    r = archive_call("drop", "");
+    assert_int_equal(r->integer, -1);
+    freeReplyObject(r);
+    char ks[KEYS_LEN];
+    key(ks, KEYS_STOCK);
+    assert_int_equal(cmd_int("EXISTS %s", ks), 1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_result_script, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_activity_script, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_archive_script, setup, teardown),
+    };
+    return luatest_run("test_lua_sale", tests, sizeof(tests) / sizeof(tests[0]));
+}
