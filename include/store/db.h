@@ -15,5 +15,8 @@ MYSQL *db_connect(const struct config *cfg, char *err, size_t errlen);
 MYSQL *db_connect_timeout(const struct config *cfg, unsigned int seconds, char *err, size_t errlen);
 /* Runs one statement that returns no rows. Returns 0, or -1 with the server's message. */
 int db_exec(MYSQL *db, const char *sql, char *err, size_t errlen);
+/* Runs one statement that returns rows: all of them (caller frees), or NULL with "mysql: "
+ * and the server's message. */
+MYSQL_RES *db_select(MYSQL *db, const char *sql, char *err, size_t errlen);
 
 #endif

@@ -9,6 +9,7 @@
 #include "common/bucket.h"
 #include "common/keys.h"
 #include "common/timeparse.h"
+#include "store/db.h"
 #include "store/sqltime.h"
 
 #define ARCHIVE_KEYS 10
@@ -107,15 +108,9 @@ int archive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *ids, size_
     snprintf(sql, sizeof(sql),
              "SELECT id FROM seckill_activity WHERE archived_at IS NULL AND end_time <= " SQLTIME_AT
              " AND status IN ('ENDED', 'CANCELLED') ORDER BY end_time DESC, id DESC LIMIT %zu", before, cap);
-    if (mysql_query(db, sql) != 0) {
-        snprintf(err, errlen, "mysql: %s", mysql_error(db));
+    MYSQL_RES *res = db_select(db, sql, err, errlen);
+    if (!res)
         return -1;
-    }
-    MYSQL_RES *res = mysql_store_result(db);
-    if (!res) {
-        snprintf(err, errlen, "mysql: %s", mysql_error(db));
-        return -1;
-    }
     size_t n = 0;
     MYSQL_ROW m;
     while (n < cap && (m = mysql_fetch_row(res)))

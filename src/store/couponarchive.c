@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/usercoupon.h"
+#include "store/db.h"
 #include "store/sqltime.h"
 
 /* The order in which a user coupon can change status (couponarchive.h). */
@@ -34,15 +35,9 @@ int couponarchive_due(MYSQL *db, int64_t now_ms, int64_t after_ms, int64_t *id, 
     snprintf(sql, sizeof(sql),
              "SELECT id FROM coupon WHERE archived_at IS NULL AND end_time <= " SQLTIME_AT
              " ORDER BY end_time, id LIMIT 1", now_ms - (after_ms > 0 ? after_ms : 0));
-    if (mysql_query(db, sql) != 0) {
-        snprintf(err, errlen, "mysql: %s", mysql_error(db));
+    MYSQL_RES *res = db_select(db, sql, err, errlen);
+    if (!res)
         return -1;
-    }
-    MYSQL_RES *res = mysql_store_result(db);
-    if (!res) {
-        snprintf(err, errlen, "mysql: %s", mysql_error(db));
-        return -1;
-    }
     MYSQL_ROW r = mysql_fetch_row(res);
     int found = r && r[0];
     if (found)
@@ -60,15 +55,9 @@ static int couponarchive_page(MYSQL *db, const struct couponarchive_walk *w, str
              "SELECT id, user_id FROM user_coupon WHERE coupon_id = %" PRId64 " AND status = '%s' AND id > %"
              PRId64 " ORDER BY id LIMIT %d", w->coupon_id, couponarchive_statuses[w->status], w->after_id,
              COUPONARCHIVE_PAGE);
-    if (mysql_query(db, sql) != 0) {
-        snprintf(err, errlen, "mysql: %s", mysql_error(db));
+    MYSQL_RES *res = db_select(db, sql, err, errlen);
+    if (!res)
         return -1;
-    }
-    MYSQL_RES *res = mysql_store_result(db);
-    if (!res) {
-        snprintf(err, errlen, "mysql: %s", mysql_error(db));
-        return -1;
-    }
     int n = 0;
     MYSQL_ROW r;
     while (n < COUPONARCHIVE_PAGE && (r = mysql_fetch_row(res)) != NULL) {

@@ -43,3 +43,11 @@ int db_exec(MYSQL *db, const char *sql, char *err, size_t errlen)
         mysql_free_result(res);
     return 0;
 }
+
+MYSQL_RES *db_select(MYSQL *db, const char *sql, char *err, size_t errlen)
+{
+    MYSQL_RES *res = mysql_query(db, sql) == 0 ? mysql_store_result(db) : NULL;
+    if (!res)
+        snprintf(err, errlen, "mysql: %s", mysql_error(db));
+    return res;
+}
