@@ -28,17 +28,17 @@
  * next pass (one more epoll_wait), and a lower-priority event is only run when no
  * higher-priority one is active, so it starves while connections keep reading. */
 
-struct executebatch_req;
+struct executebatch_item;
 
 /* The verdict of one request: its element of the script's answer (an array {status,...}),
  * or NULL when the call failed (Redis down, a deadline missed, an error reply). */
-typedef void (*executebatch_verdict_cb)(struct executebatch_req *req, const redisReply *verdict);
+typedef void (*executebatch_verdict_cb)(struct executebatch_item *item, const redisReply *verdict);
 
 /* One request's part of a call, embedded in the request's context and owned by it; the
  * batch holds it from executebatch_add until its verdict callback, which runs exactly
  * once and after which the batch does not touch it again. */
-struct executebatch_req {
-    struct executebatch_req *next;
+struct executebatch_item {
+    struct executebatch_item *next;
     int64_t activity_id;
     int bucket;             /* the user's bucket (activity_user_keys); calls are per bucket */
     const char *user;       /* decimal user id, kept alive by the owner */
@@ -63,9 +63,9 @@ struct executebatch *executebatch_new(struct event_base *base, const struct conf
 /* Requests still queued get their verdict callback (NULL) first. */
 void executebatch_free(struct executebatch *b);
 
-/* Queues req for this pass's call of its activity. The verdict comes later, from the
+/* Queues item for this pass's call of its activity. The verdict comes later, from the
  * flush or the Redis callback; only when there is no memory for another activity's
  * group does it come (NULL) before this returns. */
-void executebatch_add(struct executebatch *b, struct executebatch_req *req);
+void executebatch_add(struct executebatch *b, struct executebatch_item *item);
 
 #endif

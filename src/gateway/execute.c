@@ -43,7 +43,7 @@
 
 struct order {
     struct delivery d;  /* first: the delivery's callbacks hand it back */
-    struct executebatch_req script;  /* its part of this pass's execute.lua call */
+    struct executebatch_item script;  /* its part of this pass's execute.lua call */
     struct pending p;       /* gw->pending: http.request-timeout-ms */
     struct pending cut;     /* gw->delivery_cut: the same less redis.timeout-ms */
     enum executestage stage;
@@ -96,7 +96,7 @@ static void move(struct order *r, enum executestage to)
                         executestage_name(to));
 }
 
-static void req_finish(struct order *r)
+static void order_finish(struct order *r)
 {
     if (--r->holds > 0)
         return;
@@ -264,7 +264,7 @@ static void redeliver_later(struct order *r)
         (!r->retry && !(r->retry = evtimer_new(gw->base, on_retry, r)))) {
         LOG_ORDER_WARN(r->order_no, "answered 200 and not delivered; left to the reaper, which produces it "
                        "again");
-        req_finish(r);
+        order_finish(r);
         return;
     }
     retry_link(r, EXECUTE_REDELIVER_MS);
@@ -333,7 +333,7 @@ static void on_rolled_back(redisReply *reply, void *privdata)
         }
         answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
     }
-    req_finish(r);
+    order_finish(r);
 }
 
 /* Undo a reservation whose order did not reach Kafka, then answer (the request is
@@ -349,7 +349,7 @@ static void rollback_and_answer(struct order *r)
     if (sent < 0)
         LOG_ORDER_WARN(r->order_no, "rollback could not be sent; the reaper will return the stock");
     answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
-    req_finish(r);
+    order_finish(r);
 }
 
 static void answer_timed_out(struct order *r)
@@ -384,7 +384,7 @@ static void on_deadline_rolled_back(redisReply *reply, void *privdata)
         }
         answer_timed_out(r);
     }
-    req_finish(r);
+    order_finish(r);
 }
 
 /* Sends release.lua for an order whose delivery report has not come by the deadline.
@@ -461,7 +461,7 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
     if (r->stage == EXECUTESTAGE_ROLLING_BACK && r->d.held) {
         /* The release sent at the deadline is out: its verdict answers. A second one
          * would only race it. */
-        req_finish(r);
+        order_finish(r);
         return;
     }
     if (at_produce)
@@ -471,7 +471,7 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
 
 static void on_finished(struct delivery *d)
 {
-    req_finish((struct order *)d);
+    order_finish((struct order *)d);
 }
 
 static const struct delivery_ops order_delivery = {
@@ -526,7 +526,7 @@ static void remember_winner(struct order *r, const char *order_no)
 }
 
 /* executebatch's verdict: reply is this request's element of the script's answer. */
-static void on_executed(struct executebatch_req *script, const redisReply *reply)
+static void on_executed(struct executebatch_item *script, const redisReply *reply)
 {
     struct order *r = (struct order *)((char *)script - offsetof(struct order, script));
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
@@ -545,7 +545,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
             return;
         }
         answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
-        req_finish(r);
+        order_finish(r);
         return;
     }
     const char *verdict = reply->element[0]->str;
@@ -618,7 +618,7 @@ static void on_executed(struct executebatch_req *script, const redisReply *reply
         break;
     }
     r->d.http = NULL;
-    req_finish(r);
+    order_finish(r);
 }
 
 static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t activity_id,

@@ -18,8 +18,8 @@
 struct executebatch_group {
     int64_t activity_id;
     int bucket;
-    struct executebatch_req *head;
-    struct executebatch_req **tail;
+    struct executebatch_item *head;
+    struct executebatch_item **tail;
 };
 
 /* One call in flight: its requests in the order of the script's verdicts. Allocated by
@@ -27,7 +27,7 @@ struct executebatch_group {
 struct executebatch_call {
     const struct config *cfg;
     size_t count;
-    struct executebatch_req *reqs[];
+    struct executebatch_item *items[];
 };
 
 struct executebatch {
@@ -61,24 +61,24 @@ static void executebatch_format_int(char *out, int64_t v)
     out[n] = '\0';
 }
 
-static void executebatch_fail_all(struct executebatch_req *const *reqs, size_t count)
+static void executebatch_fail_all(struct executebatch_item *const *items, size_t count)
 {
     for (size_t i = 0; i < count; i++)
-        reqs[i]->verdict(reqs[i], NULL);
+        items[i]->verdict(items[i], NULL);
 }
 
 static void executebatch_answer(struct executebatch_call *call, const redisReply *reply)
 {
     if (reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == call->count) {
         for (size_t i = 0; i < call->count; i++)
-            call->reqs[i]->verdict(call->reqs[i], reply->element[i]);
+            call->items[i]->verdict(call->items[i], reply->element[i]);
     } else {
         if (reply && reply->type == REDIS_REPLY_ERROR)
             LOG_WARN("execute script failed for %zu request(s): %s", call->count, reply->str);
         else if (reply)
             LOG_WARN("execute script answered %zu verdict(s) for %zu request(s)",
                      reply->type == REDIS_REPLY_ARRAY ? reply->elements : 0, call->count);
-        executebatch_fail_all(call->reqs, call->count);
+        executebatch_fail_all(call->items, call->count);
     }
     free(call);
 }
@@ -103,26 +103,27 @@ static void on_called_replicated(redisReply *reply, long long replicas, void *pr
                  call->count, (long long)cfg->redis_wait_timeout_ms);
     }
     for (size_t i = 0; i < call->count; i++)
-        call->reqs[i]->unreplicated = short_of;
+        call->items[i]->unreplicated = short_of;
     executebatch_answer(call, reply);
 }
 
-/* Sends reqs (all of one activity's bucket, count <= execute-batch-max) as one execute.lua
+/* Sends items (all of one activity's bucket, count <= execute-batch-max) as one execute.lua
  * call; on failure their verdicts are NULL at once. */
-static void executebatch_call_send(struct executebatch *b, struct executebatch_req *const *reqs, size_t count)
+static void executebatch_call_send(struct executebatch *b, struct executebatch_item *const *items,
+                                   size_t count)
 {
-    struct executebatch_call *call = malloc(sizeof(*call) + count * sizeof(call->reqs[0]));
+    struct executebatch_call *call = malloc(sizeof(*call) + count * sizeof(call->items[0]));
     struct keys_set scratch;
-    const struct keys_set *keys = activity_bucket_keys(b->activities, reqs[0]->activity_id, reqs[0]->bucket,
+    const struct keys_set *keys = activity_bucket_keys(b->activities, items[0]->activity_id, items[0]->bucket,
                                                        &scratch);
     if (!call || !keys) {
         free(call);
-        executebatch_fail_all(reqs, count);
+        executebatch_fail_all(items, count);
         return;
     }
     call->cfg = b->cfg;
     call->count = count;
-    memcpy(call->reqs, reqs, count * sizeof(reqs[0]));
+    memcpy(call->items, items, count * sizeof(items[0]));
 
     const char **argv = b->argv;
     size_t nkeys = 5 + 5 * count, nargs = 7 + 3 * count;
@@ -149,13 +150,13 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
         int n = keys_subject_prefix_tag(prefix[j], sizeof(prefix[j]), kinds[j], keys->tag);
         if (n < 0) {
             free(call);
-            executebatch_fail_all(reqs, count);
+            executebatch_fail_all(items, count);
             return;
         }
         prefix_len[j] = (size_t)n;
     }
     for (size_t i = 0; i < count; i++) {
-        const struct executebatch_req *r = reqs[i];
+        const struct executebatch_item *r = items[i];
         const char *subject[5] = { r->user, r->ip, r->user, r->user, r->nonce };
         char (*k)[EXECUTEBATCH_KEY_LEN] = &b->subject_keys[5 * i];
         for (size_t j = 0; j < 5; j++) {
@@ -177,11 +178,11 @@ static void executebatch_call_send(struct executebatch *b, struct executebatch_r
                                     on_called, call);
     if (sent != 0) {
         free(call);
-        executebatch_fail_all(reqs, count);
+        executebatch_fail_all(items, count);
         return;
     }
     for (size_t i = 0; i < count; i++)
-        reqs[i]->sent = true;
+        items[i]->sent = true;
     metrics_observe(METRIC_EXECUTE_BATCH_SIZE, (int64_t)count);
 }
 
@@ -198,13 +199,13 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     size_t group_count = b->group_count;
     b->group_count = 0;
     size_t max = (size_t)b->cfg->execute_batch_max;
-    struct executebatch_req *chunk[512];
+    struct executebatch_item *chunk[512];
     for (size_t g = 0; g < group_count; g++) {
-        struct executebatch_req *r = b->groups[g].head;
+        struct executebatch_item *r = b->groups[g].head;
         while (r) {
             size_t n = 0;
             while (r && n < max) {
-                struct executebatch_req *next = r->next;
+                struct executebatch_item *next = r->next;
                 r->next = NULL;
                 chunk[n++] = r;
                 r = next;
@@ -214,12 +215,12 @@ static void on_flush(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-void executebatch_add(struct executebatch *b, struct executebatch_req *req)
+void executebatch_add(struct executebatch *b, struct executebatch_item *item)
 {
-    req->next = NULL;
+    item->next = NULL;
     struct executebatch_group *g = NULL;
     for (size_t i = 0; i < b->group_count; i++)
-        if (b->groups[i].activity_id == req->activity_id && b->groups[i].bucket == req->bucket)
+        if (b->groups[i].activity_id == item->activity_id && b->groups[i].bucket == item->bucket)
             g = &b->groups[i];
     if (!g) {
         if (b->group_count == b->group_cap) {
@@ -227,20 +228,20 @@ void executebatch_add(struct executebatch *b, struct executebatch_req *req)
             struct executebatch_group *grown = realloc(b->groups, cap * sizeof(*grown));
             if (!grown) {
                 LOG_WARN("execute batch: out of memory for a new activity group");
-                req->verdict(req, NULL);
+                item->verdict(item, NULL);
                 return;
             }
             b->groups = grown;
             b->group_cap = cap;
         }
         g = &b->groups[b->group_count++];
-        g->activity_id = req->activity_id;
-        g->bucket = req->bucket;
+        g->activity_id = item->activity_id;
+        g->bucket = item->bucket;
         g->head = NULL;
         g->tail = &g->head;
     }
-    *g->tail = req;
-    g->tail = &req->next;
+    *g->tail = item;
+    g->tail = &item->next;
     if (!b->flush_scheduled) {
         b->flush_scheduled = true;
         event_active(b->flush_event, EV_TIMEOUT, 0);
@@ -279,9 +280,9 @@ void executebatch_free(struct executebatch *b)
     if (!b)
         return;
     for (size_t g = 0; g < b->group_count; g++) {
-        struct executebatch_req *r = b->groups[g].head;
+        struct executebatch_item *r = b->groups[g].head;
         while (r) {
-            struct executebatch_req *next = r->next;
+            struct executebatch_item *next = r->next;
             r->verdict(r, NULL);
             r = next;
         }

@@ -61,7 +61,7 @@ struct conn {
 };
 
 /* A CLUSTER SLOTS in flight; fs is cleared when fs goes first. */
-struct slots_req {
+struct slots_query {
     struct finalsub *fs;
 };
 
@@ -74,7 +74,7 @@ struct finalsub {
     void *arg;
     bool cluster;
     bool map_loaded;
-    struct slots_req *loading;  /* a CLUSTER SLOTS in flight */
+    struct slots_query *loading;  /* a CLUSTER SLOTS in flight */
     bool reload;                /* the map is stale: reload before the next subscribe */
     bool map_failing;           /* the last CLUSTER SLOTS was refused or unusable (logged once) */
     char seed_host[SLOTMAP_HOST_LEN];
@@ -361,7 +361,7 @@ static struct conn *conn_ready(struct finalsub *fs, int node, int64_t now)
 
 static void on_slots(redisReply *reply, void *privdata)
 {
-    struct slots_req *q = privdata;
+    struct slots_query *q = privdata;
     struct finalsub *fs = q->fs;
     free(q);
     if (!fs)
@@ -398,7 +398,7 @@ static void load_map(struct finalsub *fs)
 {
     if (fs->loading)
         return;
-    struct slots_req *q = malloc(sizeof(*q));
+    struct slots_query *q = malloc(sizeof(*q));
     if (!q)
         return;
     q->fs = fs;
