@@ -244,11 +244,14 @@ class Soak:
         if not self.archive:
             return None
         # The archive waits out a grace after the end (the gateways judge it by their own
-        # clocks): a sale that has only just ended is refused for a few seconds.
+        # clocks), and for MySQL to say ENDED (the consumer's lifecycle pass, within its
+        # interval: `activity show` says ENDED by the clock at once): a sale that has only
+        # just ended is refused for a few seconds.
         deadline = time.monotonic() + 30
+        waits = ("can be archived", "only an ENDED or CANCELLED sale")
         while True:
             r = self.ctl("activity", "archive", activity)
-            if r.rc == 0 or "can be archived" not in r.stderr or time.monotonic() > deadline:
+            if r.rc == 0 or not any(w in r.stderr for w in waits) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         if r.rc != 0:
