@@ -52,8 +52,10 @@ void reply_send_as(struct evhttp_request *req, int code, enum reply_status statu
 /* Appends `text` to buf (len bytes used of cap) as the inside of a JSON string. Returns
  * the new length, or -1 when the buffer is full. */
 int reply_append_escaped(char *buf, size_t cap, size_t len, const char *text);
-/* A 200 that is not JSON (the /metrics page, the OpenAPI document), counted as OK. lent:
- * body lives as long as the process and is referenced, not copied. */
+/* A 200 that is not an API answer (the /metrics page, the OpenAPI document): not counted
+ * in seckill_http_responses_total, whose statuses are the API's (a scrape would count
+ * itself between two readings of the orders' outcomes). lent: body lives as long as the
+ * process and is referenced, not copied. */
 void reply_document(struct evhttp_request *req, const char *content_type, const char *body, size_t len,
                     bool lent);
 /* Frees a request whose client is gone (no connection left): nothing is sent or counted. */

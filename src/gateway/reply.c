@@ -44,14 +44,16 @@ static const char *reason_phrase(int code)
     }
 }
 
-/* Every answer of the gateway leaves here, counted. lent: body outlives the answer and is
- * referenced, not copied. */
+/* Every answer of the gateway leaves here; an API answer is counted under its status
+ * (status NULL: a document, not counted). lent: body outlives the answer and is referenced,
+ * not copied. */
 static void send_typed(struct evhttp_request *req, int code, const char *status, const char *content_type,
                        const char *body, size_t len, bool lent)
 {
     if (!req)
         return;
-    metrics_response(code, status);
+    if (status)
+        metrics_response(code, status);
     struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
     evhttp_add_header(headers, "Content-Type", content_type);
     /* evhttp 2.1 writes a HEAD answer's body after its head (without Content-Length):
@@ -75,7 +77,7 @@ static void send_counted(struct evhttp_request *req, int code, const char *statu
 void reply_document(struct evhttp_request *req, const char *content_type, const char *body, size_t len,
                     bool lent)
 {
-    send_typed(req, 200, "OK", content_type, body, len, lent);
+    send_typed(req, 200, NULL, content_type, body, len, lent);
 }
 
 void reply_drop(struct evhttp_request *req)
