@@ -114,5 +114,7 @@ ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS bucket_tags VARCHAR(800) N
 ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS archived_at DATETIME(3) NULL AFTER bucket_tags;
 ALTER TABLE seckill_activity ADD INDEX IF NOT EXISTS idx_activity_archive (archived_at, end_time);
 -- When the coupon's user coupons left Redis (seckillctl coupon archive, the consumer's
--- lifecycle pass: src/store/couponarchive.c). NULL while Redis holds them.
+-- lifecycle pass: src/store/couponarchive.c). NULL while Redis holds them. The index
+-- serves every consumer's look for the next coupon due, once a lifecycle pass.
 ALTER TABLE coupon ADD COLUMN IF NOT EXISTS archived_at DATETIME(3) NULL AFTER status;
+ALTER TABLE coupon ADD INDEX IF NOT EXISTS idx_coupon_archive (archived_at, end_time);
