@@ -151,7 +151,9 @@ static int publish_uses(struct consumer *c, int64_t now_ms, char *err, size_t er
         const struct redeemevent *ev = &b->uses[i];
         int failed = 0;
         int64_t coupon_id = b->use_results[i].coupon_id;
-        const struct usercoupon *tmpl = coupon_id > 0 ? terms_of(c, coupon_id, &failed, err, errlen) : NULL;
+        /* the terms only tell the coupon's end, which matters only with an archive schedule */
+        bool ends = coupon_id > 0 && c->cfg.consumer_coupon_archive_after_ms > 0;
+        const struct usercoupon *tmpl = ends ? terms_of(c, coupon_id, &failed, err, errlen) : NULL;
         if (failed)
             return -1;
         if (tmpl && couponarchive_past(tmpl->end_ms, c->cfg.consumer_coupon_archive_after_ms, now_ms)) {

@@ -14,7 +14,7 @@ static const char *const couponarchive_statuses[COUPONARCHIVE_STATUSES] = { "UNU
 
 struct couponarchive_row {
     int64_t id;
-    int64_t user_id;
+    char key[64];           /* its user's hash */
     redisContext *master;   /* NULL once its removal is sent */
 };
 
@@ -64,7 +64,7 @@ static int couponarchive_page(MYSQL *db, const struct couponarchive_walk *w, str
         if (!r[0] || !r[1])
             continue;
         rows[n].id = strtoll(r[0], NULL, 10);
-        rows[n].user_id = strtoll(r[1], NULL, 10);
+        usercoupon_key(rows[n].key, sizeof(rows[n].key), strtoll(r[1], NULL, 10));
         rows[n].master = NULL;
         n++;
     }
@@ -78,12 +78,9 @@ static int couponarchive_page(MYSQL *db, const struct couponarchive_walk *w, str
 static int couponarchive_remove(struct redisroute *redis, struct couponarchive_row *rows, int n,
                                 int64_t *fields, char *err, size_t errlen)
 {
-    for (int i = 0; i < n; i++) {
-        char key[64];
-        usercoupon_key(key, sizeof(key), rows[i].user_id);
-        if (!(rows[i].master = redisroute_for_key(redis, key, strlen(key), err, errlen)))
+    for (int i = 0; i < n; i++)
+        if (!(rows[i].master = redisroute_for_key(redis, rows[i].key, strlen(rows[i].key), err, errlen)))
             return -1;
-    }
     for (int first = 0; first < n; first++) {
         redisContext *master = rows[first].master;
         if (!master)
@@ -92,12 +89,11 @@ static int couponarchive_remove(struct redisroute *redis, struct couponarchive_r
         for (int i = first; i < n; i++) {
             if (rows[i].master != master)
                 continue;
-            char key[64], id[24], used[32], pending[32];
-            usercoupon_key(key, sizeof(key), rows[i].user_id);
+            char id[24], used[32], pending[32];
             snprintf(id, sizeof(id), "%" PRId64, rows[i].id);
             snprintf(used, sizeof(used), "%" PRId64 ":used", rows[i].id);
             snprintf(pending, sizeof(pending), "%" PRId64 ":pending", rows[i].id);
-            const char *argv[] = { "HDEL", key, id, used, pending };
+            const char *argv[] = { "HDEL", rows[i].key, id, used, pending };
             if (redisAppendCommandArgv(master, 5, argv, NULL) != REDIS_OK) {
                 snprintf(err, errlen, "redis: out of memory");
                 redisroute_failed(redis, master);
