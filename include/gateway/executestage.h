@@ -9,9 +9,11 @@
 
 enum executestage {
     EXECUTESTAGE_RESERVING,    /* queued for, or waiting on, execute.lua */
-    EXECUTESTAGE_DELIVERING,   /* reserved; the order is with Kafka */
-    EXECUTESTAGE_ROLLING_BACK, /* release.lua sent; its verdict answers */
-    EXECUTESTAGE_REDELIVERING, /* told 200 before Kafka had it, its delivery failed: produced again */
+    EXECUTESTAGE_DELIVERING,   /* reserved; the order is with Kafka, its client waits */
+    EXECUTESTAGE_PROMISED,     /* told 200 before Kafka's ack (reply-after-ack off) */
+    EXECUTESTAGE_ROLLING_BACK, /* release.lua 'order' sent; its verdict answers */
+    EXECUTESTAGE_FORGETTING,   /* the script's verdict was lost: release.lua 'forget' sent */
+    EXECUTESTAGE_REDELIVERING, /* promised, its delivery failed: produced again */
     EXECUTESTAGE_COUNT
 };
 

@@ -61,8 +61,6 @@ struct order {
     /* A consumer may get it, so only Redis can tell what to answer: handed to Kafka, or
      * (reply-after-ack off) its script's verdict lost, where a reaper would deliver it. */
     bool may_live;
-    bool forget;          /* its release is release.lua's 'forget' (the verdict was lost) */
-    bool promised;        /* told 200: never rolled back from here */
     bool no_retry;        /* its release can no longer be sent (see release_later) */
     struct event *retry;  /* sends the release (or a promised order) again */
     redisconn_cb retry_cb;
@@ -151,7 +149,8 @@ static void answer_accepted(struct delivery *d)
 {
     struct order *r = (struct order *)d;
     observe_latency(r);
-    r->promised = !r->gw->cfg->reply_after_ack;  /* before the ack: never rolled back now */
+    if (r->stage == EXECUTESTAGE_DELIVERING && !r->gw->cfg->reply_after_ack)
+        move(r, EXECUTESTAGE_PROMISED);  /* before the ack: never rolled back now */
     struct executeanswer_about about = { r->user_id, r->activity_id, r->accepted_ms };
     executeanswer_accepted(d->http, &about, r->order_no);
 }
@@ -201,7 +200,8 @@ static int release_send(struct order *r, redisconn_cb cb)
         return 1;
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
                            keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], keys->name[KEYS_ACTIVITY],
-                           r->forget ? "forget" : "order", r->order_no, r->user };
+                           r->stage == EXECUTESTAGE_FORGETTING ? "forget" : "order", r->order_no,
+                           r->user };
     return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 6, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
 }
 
@@ -317,14 +317,15 @@ static void on_rolled_back(redisReply *reply, void *privdata)
         return;
     if (verdict == 2) {
         LOG_ORDER_INFO(r->order_no, "%s but a consumer has it; answering accepted",
-                       r->forget ? "its script's verdict was lost" : "delivery reported failed");
+                       r->stage == EXECUTESTAGE_FORGETTING ? "its script's verdict was lost"
+                                                           : "delivery reported failed");
         remember_winner(r, r->order_no);
         delivery_accept(&r->d);
     } else {
         if (verdict == 1) {
             metrics_inc(METRIC_ORDERS_ROLLED_BACK);
             LOG_ORDER_INFO(r->order_no, "rolled back, stock returned");
-        } else if (verdict == 0 && r->forget) {
+        } else if (verdict == 0 && r->stage == EXECUTESTAGE_FORGETTING) {
             LOG_ORDER_INFO(r->order_no, "its script's verdict was lost; it reserved nothing and never will");
         } else if (verdict == 0) {
             LOG_ORDER_INFO(r->order_no, "rollback found it already expired");
@@ -336,13 +337,14 @@ static void on_rolled_back(redisReply *reply, void *privdata)
     order_finish(r);
 }
 
-/* Undo a reservation whose order did not reach Kafka, then answer (the request is
- * finished by on_rolled_back). Without the rollback the reaper returns the stock after
+/* Undo a reservation whose order did not reach Kafka (to: ROLLING_BACK), or one whose
+ * script's verdict was lost (to: FORGETTING), then answer (the request is finished by
+ * on_rolled_back). Without the rollback the reaper returns the stock after
  * seckill.pre-reduce-timeout. */
-static void rollback_and_answer(struct order *r)
+static void rollback_and_answer(struct order *r, enum executestage to)
 {
     forget_winner(r);
-    move(r, EXECUTESTAGE_ROLLING_BACK);
+    move(r, to);
     int sent = release_send(r, on_rolled_back);
     if (sent == 0 || (sent < 0 && release_later(r, on_rolled_back)))
         return;
@@ -410,9 +412,11 @@ static void on_request_deadline(struct pending *p)
         rollback_at_deadline(r);  /* Redis was away at the cut: try again */
         break;
     case EXECUTESTAGE_ROLLING_BACK:
+    case EXECUTESTAGE_FORGETTING:
         break;  /* its verdict answers within redis.timeout-ms */
+    case EXECUTESTAGE_PROMISED:
     case EXECUTESTAGE_REDELIVERING:
-        break;  /* answered 200 before it got here */
+        break;  /* answered 200 already */
     case EXECUTESTAGE_COUNT:
         break;  /* not a stage */
     }
@@ -454,7 +458,7 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         LOG_ORDER_WARN(r->order_no, "kafka produce refused: %s", rd_kafka_err2str(err));
     else
         LOG_ORDER_WARN(r->order_no, "kafka delivery failed: %s", rd_kafka_err2str(err));
-    if (r->promised) {
+    if (r->stage == EXECUTESTAGE_PROMISED || r->stage == EXECUTESTAGE_REDELIVERING) {
         redeliver_later(r);
         return;
     }
@@ -466,7 +470,7 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
     }
     if (at_produce)
         r->may_live = false;  /* refused: no consumer can ever have it */
-    rollback_and_answer(r);
+    rollback_and_answer(r, EXECUTESTAGE_ROLLING_BACK);
 }
 
 static void on_finished(struct delivery *d)
@@ -540,8 +544,7 @@ static void on_executed(struct executebatch_item *script, const redisReply *repl
              * answer waits for release.lua's 'forget' (also when the deadline answered it
              * already: the reservation must not outlive that 503). */
             r->may_live = true;
-            r->forget = true;
-            rollback_and_answer(r);
+            rollback_and_answer(r, EXECUTESTAGE_FORGETTING);
             return;
         }
         answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
@@ -555,13 +558,13 @@ static void on_executed(struct executebatch_item *script, const redisReply *repl
         if (!r->d.http) {
             /* Told 503 already (deadline or shutdown): the order must not reach Kafka. */
             LOG_ORDER_INFO(r->order_no, "reserved after its client was answered; releasing it");
-            rollback_and_answer(r);
+            rollback_and_answer(r, EXECUTESTAGE_ROLLING_BACK);
             return;
         }
         if (r->script.unreplicated) {
             /* A failover now could forget the reservation while Kafka has the order. */
             LOG_ORDER_INFO(r->order_no, "reservation not acknowledged by enough replicas; releasing it");
-            rollback_and_answer(r);
+            rollback_and_answer(r, EXECUTESTAGE_ROLLING_BACK);
             return;
         }
         remember_winner(r, r->order_no);

@@ -3,24 +3,32 @@
 static const char *const names[EXECUTESTAGE_COUNT] = {
     [EXECUTESTAGE_RESERVING] = "reserving",
     [EXECUTESTAGE_DELIVERING] = "delivering",
+    [EXECUTESTAGE_PROMISED] = "promised",
     [EXECUTESTAGE_ROLLING_BACK] = "rolling back",
+    [EXECUTESTAGE_FORGETTING] = "forgetting",
     [EXECUTESTAGE_REDELIVERING] = "redelivering",
 };
 
-/* allowed[from][to]. A reservation is delivered or rolled back; a delivery that failed is
- * rolled back, or, told 200 already (reply-after-ack off), delivered again until Kafka has
- * it, never rolled back. A rollback is final. */
+/* allowed[from][to]. A reservation is delivered or rolled back, and one whose verdict was
+ * lost is forgotten; a delivery that failed is rolled back, or, told 200 already
+ * (reply-after-ack off: promised), delivered again until Kafka has it, never rolled back.
+ * A rollback and a forgetting are final. */
 static const bool allowed[EXECUTESTAGE_COUNT][EXECUTESTAGE_COUNT] = {
     [EXECUTESTAGE_RESERVING] = {
         [EXECUTESTAGE_DELIVERING] = true,
-        [EXECUTESTAGE_ROLLING_BACK] = true,
+        [EXECUTESTAGE_ROLLING_BACK] = true,  /* reserved after its client was answered */
+        [EXECUTESTAGE_FORGETTING] = true,
     },
     [EXECUTESTAGE_DELIVERING] = {
+        [EXECUTESTAGE_PROMISED] = true,
         [EXECUTESTAGE_ROLLING_BACK] = true,
+    },
+    [EXECUTESTAGE_PROMISED] = {
         [EXECUTESTAGE_REDELIVERING] = true,
     },
     [EXECUTESTAGE_ROLLING_BACK] = {
-        [EXECUTESTAGE_ROLLING_BACK] = true,  /* a release sent again after a lost verdict */
+        /* the deadline's release answered, then the delivery failed: released again */
+        [EXECUTESTAGE_ROLLING_BACK] = true,
     },
     [EXECUTESTAGE_REDELIVERING] = {
         [EXECUTESTAGE_REDELIVERING] = true,  /* failed again: once more */

@@ -1,6 +1,7 @@
 /* The stages of one execute request and the moves between them: a reservation is
- * delivered or rolled back, a failed delivery is rolled back unless its client was told
- * 200 (then it is delivered again, never rolled back), and a rollback is final. */
+ * delivered or rolled back (forgotten when its verdict was lost), a failed delivery is
+ * rolled back unless its client was told 200 (promised: then it is delivered again, never
+ * rolled back), and a rollback or a forgetting is final. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,8 +20,10 @@ static void test_the_moves_of_the_protocol(void **state)
     } ok[] = {
         { EXECUTESTAGE_RESERVING, EXECUTESTAGE_DELIVERING },
         { EXECUTESTAGE_RESERVING, EXECUTESTAGE_ROLLING_BACK },
+        { EXECUTESTAGE_RESERVING, EXECUTESTAGE_FORGETTING },
+        { EXECUTESTAGE_DELIVERING, EXECUTESTAGE_PROMISED },
         { EXECUTESTAGE_DELIVERING, EXECUTESTAGE_ROLLING_BACK },
-        { EXECUTESTAGE_DELIVERING, EXECUTESTAGE_REDELIVERING },
+        { EXECUTESTAGE_PROMISED, EXECUTESTAGE_REDELIVERING },
         { EXECUTESTAGE_ROLLING_BACK, EXECUTESTAGE_ROLLING_BACK },
         { EXECUTESTAGE_REDELIVERING, EXECUTESTAGE_REDELIVERING },
     };
@@ -37,6 +40,11 @@ static void test_a_promised_order_is_never_rolled_back_and_a_rollback_is_final(v
 {
     (void)state;
     assert_false(executestage_may_move(EXECUTESTAGE_REDELIVERING, EXECUTESTAGE_ROLLING_BACK));
+    assert_false(executestage_may_move(EXECUTESTAGE_PROMISED, EXECUTESTAGE_ROLLING_BACK));
+    assert_false(executestage_may_move(EXECUTESTAGE_DELIVERING, EXECUTESTAGE_REDELIVERING));
+    assert_false(executestage_may_move(EXECUTESTAGE_FORGETTING, EXECUTESTAGE_ROLLING_BACK));
+    assert_false(executestage_may_move(EXECUTESTAGE_FORGETTING, EXECUTESTAGE_DELIVERING));
+    assert_false(executestage_may_move(EXECUTESTAGE_DELIVERING, EXECUTESTAGE_FORGETTING));
     assert_false(executestage_may_move(EXECUTESTAGE_ROLLING_BACK, EXECUTESTAGE_DELIVERING));
     assert_false(executestage_may_move(EXECUTESTAGE_ROLLING_BACK, EXECUTESTAGE_REDELIVERING));
     assert_false(executestage_may_move(EXECUTESTAGE_DELIVERING, EXECUTESTAGE_RESERVING));
