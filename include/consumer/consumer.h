@@ -77,7 +77,7 @@ struct consumer {
     int paused;                  /* the assignment is paused while a step is retried */
     struct publish_cache *publish;   /* publish.c's, made at its first batch */
     struct parking parking;          /* orders set aside while their slot cannot be written */
-    int claim_failure;               /* enum claim_failure of the last failed script call */
+    int reservation_failure;               /* enum reservation_failure of the last failed script call */
     uint64_t serials;                /* batches numbered so far (batch.serial) */
     struct consumer_times times;     /* of c->batch */
     struct sqltx_stats persisted;  /* of c->batch */

@@ -296,7 +296,7 @@ int batch_order_cmp(const struct orderevent *a, const struct orderevent *b)
 {
     if (a->activity_id != b->activity_id)
         return a->activity_id < b->activity_id ? -1 : 1;
-    int bucket = strcmp(a->bucket_tag, b->bucket_tag);  /* claim.c's calls go per bucket */
+    int bucket = strcmp(a->bucket_tag, b->bucket_tag);  /* reservation.c's calls go per bucket */
     if (bucket != 0)
         return bucket;
     if (a->coupon_id != b->coupon_id)

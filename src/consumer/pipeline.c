@@ -7,7 +7,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "consumer/claim.h"
+#include "consumer/reservation.h"
 #include "consumer/consumer.h"
 #include "consumer/consumermetrics.h"
 #include "consumer/deadletter.h"
@@ -155,7 +155,7 @@ static int front(struct consumer *c)
     batch_seal(b);
     if (retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
                    &t->dead) != 0 ||
-        retry_step(c, "claim", claim_orders, CONSUMERMETRICS_RETRY_CLAIM, &t->claim) != 0)
+        retry_step(c, "claim", reservation_claim, CONSUMERMETRICS_RETRY_CLAIM, &t->claim) != 0)
         return -1;
     note_rejections(b);
     batch_collect_accepted(b);
@@ -172,14 +172,14 @@ static int back(struct consumer *c)
     if (dead_orders(c) != 0 || dead_uses(c) != 0 ||
         retry_step(c, "publish coupons", publish_coupons, CONSUMERMETRICS_RETRY_PUBLISH,
                    &t->publish) != 0 ||
-        retry_step(c, "finalize", claim_finalize, CONSUMERMETRICS_RETRY_FINALIZE,
+        retry_step(c, "finalize", reservation_finalize, CONSUMERMETRICS_RETRY_FINALIZE,
                    &t->finalize) != 0)
         return -1;
     if (b->dead_count > dead_before &&
         retry_step(c, "dead-letter", deadletter_send, CONSUMERMETRICS_RETRY_DEAD_LETTER,
                    &t->dead) != 0)
         return -1;
-    if (retry_step(c, "abandon", claim_abandon, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0 ||
+    if (retry_step(c, "abandon", reservation_abandon, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0 ||
         retry_step(c, "supersede", supersede_orders, CONSUMERMETRICS_RETRY_ABANDON, &t->abandon) != 0)
         return -1;
     kafkacons_set_paused(c, 0);

@@ -11,7 +11,7 @@
 #include "common/redeemevent.h"
 #include "common/usercoupon.h"
 #include "consumer/backend.h"
-#include "consumer/claim.h"
+#include "consumer/reservation.h"
 #include "consumer/consumer.h"
 #include "consumer/persist.h"
 #include "store/couponarchive.h"
@@ -77,11 +77,11 @@ static const struct usercoupon *terms_of(struct consumer *c, int64_t coupon_id, 
 /* Sets aside the orders of records [from, to): their master did not take them. */
 static int park_records(struct consumer *c, const size_t *owners, size_t from, size_t to, const char *why)
 {
-    c->claim_failure = CLAIM_FAILURE_LINK;
-    if (!claim_may_park(c))
+    c->reservation_failure = RESERVATION_FAILURE_LINK;
+    if (!reservation_may_park(c))
         return -1;
     for (size_t i = from; i < to; i++)
-        if (claim_park_accepted(c, owners[i]) != 0)
+        if (reservation_park(c, owners[i]) != 0)
             return -1;
     LOG_WARN("user coupons of %zu orders not published, the orders set aside, the rest of the batch goes on: "
              "%s", to - from, why);

@@ -8,7 +8,7 @@
 #include "common/keys.h"
 #include "common/log.h"
 #include "consumer/backend.h"
-#include "consumer/claim.h"
+#include "consumer/reservation.h"
 #include "consumer/consumer.h"
 #include "consumer/persist.h"
 #include "consumer/sqltext.h"
@@ -124,6 +124,12 @@ static int find_winners(struct consumer *c, const struct batch *b, size_t start,
 
 /* supersede.lua on losers [lo, lo + nl) and winners [wo, wo + nw) of one sale; adds what
  * it ended and recorded to *ended and *adopted. */
+/* How many of count, from offset at, one call takes. */
+static size_t chunk_at(size_t count, size_t at)
+{
+    return count - at < RESERVATION_CHUNK ? count - at : RESERVATION_CHUNK;
+}
+
 static int call(struct consumer *c, const struct keys_set *set, const struct pairs *losers, size_t lo,
                 size_t nl, const struct pairs *winners, size_t wo, size_t nw, long long *ended,
                 long long *adopted, char *err, size_t errlen)
@@ -148,7 +154,7 @@ static int call(struct consumer *c, const struct keys_set *set, const struct pai
         args[1 + 2 * (nl + i)] = winners->order_no[wo + i];
         args[2 + 2 * (nl + i)] = winners->user[wo + i];
     }
-    redisReply *reply = claim_eval(c, LUASCRIPT_SUPERSEDE, SUPERSEDE_KEYS, keys, (int)nargs, args, err,
+    redisReply *reply = reservation_eval(c, LUASCRIPT_SUPERSEDE, SUPERSEDE_KEYS, keys, (int)nargs, args, err,
                                    errlen);
     free(args);
     if (!reply)
@@ -200,12 +206,11 @@ static int supersede_run(struct consumer *c, const struct batch *b, size_t start
     if (rc == 0 && strchr(first->bucket_tag, '.'))
         keep_users_of(&winners, &losers);
     long long ended = 0, adopted = 0;
-    for (size_t lo = 0; rc == 0 && lo < losers.count; lo += CLAIM_CHUNK)
-        rc = call(c, &set, &losers, lo, losers.count - lo < CLAIM_CHUNK ? losers.count - lo : CLAIM_CHUNK,
-                  &winners, 0, 0, &ended, &adopted, err, errlen);
-    for (size_t wo = 0; rc == 0 && wo < winners.count; wo += CLAIM_CHUNK)
-        rc = call(c, &set, &losers, 0, 0, &winners, wo,
-                  winners.count - wo < CLAIM_CHUNK ? winners.count - wo : CLAIM_CHUNK, &ended, &adopted, err,
+    for (size_t lo = 0; rc == 0 && lo < losers.count; lo += RESERVATION_CHUNK)
+        rc = call(c, &set, &losers, lo, chunk_at(losers.count, lo), &winners, 0, 0, &ended, &adopted, err,
+                  errlen);
+    for (size_t wo = 0; rc == 0 && wo < winners.count; wo += RESERVATION_CHUNK)
+        rc = call(c, &set, &losers, 0, 0, &winners, wo, chunk_at(winners.count, wo), &ended, &adopted, err,
                   errlen);
     if (rc == 0 && (ended > 0 || adopted > 0))
         LOG_WARN("activity %" PRId64 ": %lld order(s) FAILED in place of orders MySQL holds, %lld order(s) "

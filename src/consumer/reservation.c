@@ -1,4 +1,4 @@
-#include "consumer/claim.h"
+#include "consumer/reservation.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -53,8 +53,8 @@ static int script_keys_make(struct script_keys *k, const struct config *cfg,
 
 /* ARGV of confirm.lua and finalize.lua: orderNo, userId pairs. */
 struct pair_args {
-    const char *argv[CLAIM_CHUNK * 2];
-    char users[CLAIM_CHUNK][24];
+    const char *argv[RESERVATION_CHUNK * 2];
+    char users[RESERVATION_CHUNK][24];
     int count;   /* pairs */
 };
 
@@ -66,12 +66,12 @@ static void pair_args_add(struct pair_args *a, const struct orderevent *ev)
     a->count++;
 }
 
-/* One script call (claim.h). A NULL reply means the connection is unusable: it is dropped. With
+/* One script call (reservation.h). A NULL reply means the connection is unusable: it is dropped. With
  * redis.wait-replicas > 0 the call counts only once WAIT found that many replicas holding
  * it: a claim or a SUCCESS a failover forgets would let the reaper release an order whose
  * row is in MySQL, or leave it PROCESSING. Fewer is a transient error: the step retries
  * (every script here is idempotent). */
-redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, const char *const *keys,
+redisReply *reservation_eval(struct consumer *c, enum luascript_id id, int nkeys, const char *const *keys,
                        int nargs, const char *const *args, char *err, size_t errlen)
 {
     const struct luascript *s = &c->scripts.scripts[id];
@@ -79,7 +79,7 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
     long long replicas = 0;
     int64_t wanted = c->cfg.redis_wait_replicas;
     if (backend_redis(c, err, errlen) != 0) {
-        c->claim_failure = CLAIM_FAILURE_LINK;
+        c->reservation_failure = RESERVATION_FAILURE_LINK;
         return NULL;
     }
     redisReply *reply = wanted > 0
@@ -88,7 +88,7 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
     if (!reply) {
         snprintf(err, errlen, "%s.lua: %s", s->name, why);
         backend_redis_drop(c);
-        c->claim_failure = CLAIM_FAILURE_LINK;
+        c->reservation_failure = RESERVATION_FAILURE_LINK;
         return NULL;
     }
     if (reply->type == REDIS_REPLY_ERROR) {
@@ -97,7 +97,7 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
         return NULL;
     }
     if (wanted > 0 && replicas < wanted) {
-        c->claim_failure = CLAIM_FAILURE_REPLICAS;
+        c->reservation_failure = RESERVATION_FAILURE_REPLICAS;
         snprintf(err, errlen, "%s.lua: %lld of %" PRId64 " replicas acknowledged it within %" PRId64 " ms",
                  s->name, replicas < 0 ? 0 : replicas, wanted, c->cfg.redis_wait_timeout_ms);
         freeReplyObject(reply);
@@ -109,7 +109,7 @@ redisReply *claim_eval(struct consumer *c, enum luascript_id id, int nkeys, cons
 static redisReply *eval(struct consumer *c, enum luascript_id id, const struct script_keys *k,
                         const struct pair_args *a, char *err, size_t errlen)
 {
-    return claim_eval(c, id, k->count, k->argv, a->count * 2, a->argv, err, errlen);
+    return reservation_eval(c, id, k->count, k->argv, a->count * 2, a->argv, err, errlen);
 }
 
 static int claim_chunk(struct consumer *c, const struct script_keys *k, size_t first,
@@ -175,17 +175,17 @@ static void warn_parked(const struct orderevent *first, size_t n, const char *wh
              first->activity_id, first->bucket_tag[0] ? " bucket " : "", first->bucket_tag, n, why);
 }
 
-bool claim_may_park(const struct consumer *c)
+bool reservation_may_park(const struct consumer *c)
 {
     /* One Redis that fails fails every slot: the step waits for it whole, partitions
      * paused, rather than read on and set everything aside. A script failing on one run
      * (an error reply) is that run's alone, in either topology. */
-    return c->cfg.redis_nodes[0] != '\0' || c->claim_failure == CLAIM_FAILURE_RUN;
+    return c->cfg.redis_nodes[0] != '\0' || c->reservation_failure == RESERVATION_FAILURE_RUN;
 }
 
-/* Calls fn for each bucket run of orders (sorted by activity and bucket), CLAIM_CHUNK orders
+/* Calls fn for each bucket run of orders (sorted by activity and bucket), RESERVATION_CHUNK orders
  * at a time, on the orders f takes. With park, a run whose calls fail is parked (when
- * claim_may_park) and the others go on. */
+ * reservation_may_park) and the others go on. */
 static int each_chunk(struct consumer *c, const struct orderevent *orders, size_t count,
                       const struct run_filter *f, const enum keys_kind *kinds, int nkeys,
                       chunk_fn fn, park_fn park, char *err, size_t errlen)
@@ -204,7 +204,7 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
     int rc = 0;
     for (size_t start = 0; start < count && rc == 0;) {
         size_t end = batch_bucket_run_end(orders, count, start);
-        c->claim_failure = CLAIM_FAILURE_RUN;
+        c->reservation_failure = RESERVATION_FAILURE_RUN;
         int run = script_keys_make(&k, &c->cfg, &orders[start], kinds, nkeys, err, errlen);
         a->count = 0;
         size_t first = start;
@@ -214,14 +214,14 @@ static int each_chunk(struct consumer *c, const struct orderevent *orders, size_
             if (a->count == 0)
                 first = i;
             pair_args_add(a, &orders[i]);
-            if (a->count == CLAIM_CHUNK) {
+            if (a->count == RESERVATION_CHUNK) {
                 run = fn(c, &k, first, a, err, errlen);
                 a->count = 0;
             }
         }
         if (run == 0 && a->count > 0)
             run = fn(c, &k, first, a, err, errlen);
-        if (run != 0 && park && claim_may_park(c) && park(c, start, end, f) == 0) {
+        if (run != 0 && park && reservation_may_park(c) && park(c, start, end, f) == 0) {
             warn_parked(&orders[start], end - start, err);
             run = 0;
         }
@@ -287,7 +287,7 @@ static int claim_or_wait(struct consumer *c, const struct script_keys *k, size_t
     return claim_chunk(c, k, first, a, err, errlen);
 }
 
-int claim_orders(struct consumer *c, char *err, size_t errlen)
+int reservation_claim(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
     const struct run_filter all = { NULL, 0, NULL };
@@ -314,7 +314,7 @@ static int finalize_chunk(struct consumer *c, const struct script_keys *k, size_
     return 0;
 }
 
-int claim_finalize(struct consumer *c, char *err, size_t errlen)
+int reservation_finalize(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
     const struct run_filter written = { b->in_db, 1, b->parked };
@@ -322,7 +322,7 @@ int claim_finalize(struct consumer *c, char *err, size_t errlen)
                       finalize_chunk, park_accepted, err, errlen);
 }
 
-int claim_park_accepted(struct consumer *c, size_t i)
+int reservation_park(struct consumer *c, size_t i)
 {
     const struct run_filter one = { NULL, 0, c->batch.parked };
     return park_accepted(c, i, i + 1, &one);
@@ -347,7 +347,7 @@ static int abandon_chunk(struct consumer *c, const struct script_keys *k, size_t
     return 0;
 }
 
-int claim_abandon(struct consumer *c, char *err, size_t errlen)
+int reservation_abandon(struct consumer *c, char *err, size_t errlen)
 {
     struct batch *b = &c->batch;
     if (b->refusal_count == 0)
