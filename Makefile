@@ -160,9 +160,11 @@ test_part = $(word 1,$(subst /, ,$(1)))
 define UNIT_TEST
 $(BUILD)/test/$(1): test/unit/$(1).c $(UNIT_LIBS_$(call test_part,$(1)))
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(CFLAGS) $$(CFLAGS_PKGS) $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $$(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
+	$$(CC) $$(CFLAGS) $$(CFLAGS_PKGS) -MMD -MP $$< $(UNIT_LIBS_$(call test_part,$(1))) $$(LDFLAGS) $$(UNIT_LDLIBS_$(call test_part,$(1))) -lcmocka -o $$@
 endef
 $(foreach t,$(UNIT_TESTS),$(eval $(call UNIT_TEST,$(t))))
+# A test rebuilds when a header it includes changes (test/unit/fakeredis.h among them).
+-include $(shell find $(BUILD)/test -name '*.d' 2>/dev/null)
 
 unit-tests: $(addprefix $(BUILD)/test/,$(UNIT_TESTS))
 

@@ -1,11 +1,15 @@
 /* Fake Redis Cluster nodes for unit tests of the Redis routers (test_redisconn,
- * test_redisroute): two nodes 'A' and 'B' speaking enough RESP over TCP on 127.0.0.1 for
- * CLUSTER SLOTS, ASKING, SCRIPT LOAD, EVALSHA and GET, on a libevent loop. Included by
- * one test file each; everything is static.
+ * test_redisroute) and of their callers (test_executebatch): two nodes 'A' and 'B'
+ * speaking enough RESP over TCP on 127.0.0.1 for CLUSTER SLOTS, ASKING, SCRIPT LOAD,
+ * EVALSHA and GET, on a libevent loop. Included by one test file each; everything is
+ * static.
  *
  * A GET answers "<name>:<key>", or get_error, or (needs_asking, without ASKING just
  * before) a MOVED to the other node. An EVALSHA answers NOSCRIPT until a SCRIPT LOAD
- * reached that node, then "<name>:<KEYS[1]>" (or eval_error). A WAIT answers wait_acks and
+ * reached that node, then "<name>:<KEYS[1]>" (or eval_error). A test that needs a script's
+ * real shape of answer (arrays, nested arrays, nil), or commands the fake does not know,
+ * sets fake->answer: it writes the answer with the fakeredis_reply_* helpers, or nothing
+ * (the command then hangs, as on a Redis that stopped answering). A WAIT answers wait_acks and
  * notes how many EVALSHAs had been answered on that node before it; with wait_delay_ms it
  * answers that much later and, as Redis does, reads nothing more of that connection
  * meanwhile. CLUSTER SLOTS answers owner[0] for slots
@@ -36,6 +40,8 @@
 #include "common/slotmap.h"
 
 #define FAKEREDIS_MOVES 48
+/* An execute.lua call of seckill.execute-batch-max (512) requests has 14 + 8 * 512. */
+#define FAKEREDIS_MAX_ARGS 4200
 
 /* An address a node left. */
 struct fakeredis_old {
@@ -74,11 +80,16 @@ struct fakeredis_node {
     struct fakeredis_old old[FAKEREDIS_MOVES];
 };
 
+/* Answers an EVALSHA of a loaded script (when no eval_error is set) or a command the fake
+ * does not know, on node f, into out; false leaves it to the defaults. */
+typedef bool (*fakeredis_answer_fn)(struct fakeredis_node *f, int argc, char **argv, struct evbuffer *out);
+
 struct fakeredis {
     struct fakeredis_node node[2];
     int owner[2];
     struct event_base *base;
     struct event *mover;
+    fakeredis_answer_fn answer;  /* NULL: the defaults only; a function of the serving process */
 };
 
 static struct fakeredis *fake;
@@ -90,6 +101,29 @@ static inline void fakeredis_slots(struct evbuffer *out)
     for (int i = 0; i < 2; i++)
         evbuffer_add_printf(out, "*3\r\n:%d\r\n:%d\r\n*3\r\n$9\r\n127.0.0.1\r\n:%d\r\n$2\r\nid\r\n",
                             ranges[i][0], ranges[i][1], fake->node[fake->owner[i]].port);
+}
+
+/* RESP pieces for fake->answer: an array header is followed by its elements' pieces. */
+static inline void fakeredis_reply_array(struct evbuffer *out, size_t elements)
+{
+    evbuffer_add_printf(out, "*%zu\r\n", elements);
+}
+
+static inline void fakeredis_reply_bulk(struct evbuffer *out, const char *s)
+{
+    evbuffer_add_printf(out, "$%zu\r\n%s\r\n", strlen(s), s);
+}
+
+static inline void fakeredis_reply_int(struct evbuffer *out, long long v)
+{
+    evbuffer_add_printf(out, ":%lld\r\n", v);
+}
+
+static inline void fakeredis_reply_nil(struct evbuffer *out) { evbuffer_add_printf(out, "$-1\r\n"); }
+
+static inline void fakeredis_reply_error(struct evbuffer *out, const char *message)
+{
+    evbuffer_add_printf(out, "-%s\r\n", message);
 }
 
 static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **argv, struct evbuffer *out)
@@ -115,7 +149,8 @@ static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **a
             evbuffer_add_printf(out, "-%s\r\n", f->eval_error);
         else {
             f->evals_run++;
-            evbuffer_add_printf(out, "$%zu\r\n%c:%s\r\n", strlen(argv[3]) + 2, f->name, argv[3]);
+            if (!fake->answer || !fake->answer(f, argc, argv, out))
+                evbuffer_add_printf(out, "$%zu\r\n%c:%s\r\n", strlen(argv[3]) + 2, f->name, argv[3]);
         }
     } else if (strcmp(argv[0], "WAIT") == 0 && argc == 3) {
         f->waits++;
@@ -130,7 +165,7 @@ static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **a
                                 other->port);
         else
             evbuffer_add_printf(out, "$%zu\r\n%c:%s\r\n", strlen(argv[1]) + 2, f->name, argv[1]);
-    } else {
+    } else if (!fake->answer || !fake->answer(f, argc, argv, out)) {
         evbuffer_add_printf(out, "-ERR fake: unknown command\r\n");
     }
 }
@@ -177,9 +212,9 @@ static inline void fakeredis_on_read(struct bufferevent *bev, void *arg)
         if (len == 0)
             return;
         char *p = (char *)evbuffer_pullup(in, -1), *end = p + len, *q = p;
-        char *argv[64] = { 0 };
+        char *argv[FAKEREDIS_MAX_ARGS] = { 0 };
         int argc = 0, want;
-        if (*q != '*' || fakeredis_int(q + 1, end, &want) != 1 || want < 1 || want > 64)
+        if (*q != '*' || fakeredis_int(q + 1, end, &want) != 1 || want < 1 || want > FAKEREDIS_MAX_ARGS)
             return;
         q = memchr(q, '\n', (size_t)(end - q));
         bool whole = q != NULL;
