@@ -31,7 +31,7 @@ echo "== tests that need no service (pytest -m 'not stack')"
 junit=build/pytest-check-junit.xml
 rm -f "$junit"
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF "$PY" -m pytest -q -p no:cacheprovider \
-  -m "not stack" --junitxml="$junit" test/integration
+  -m "not stack" --junitxml="$junit" test/integration test/cluster
 junit_add "$junit" "pytest (no service)"
 
 suite_end check

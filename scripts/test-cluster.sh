@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make test-cluster: the integration tests on the tests' cluster (the modules marked
-# `cluster`: test/integration/conftest.py), with the ASan+UBSan binaries: two gateways on
+# make test-cluster: the integration tests on the tests' cluster (test/cluster, its fixtures
+# in test/cluster/conftest.py), with the ASan+UBSan binaries: two gateways on
 # one port and two consumers on a Redis Cluster of three masters with two replicas each and
 # three Kafka nodes (build/conf/test-cluster.conf), slot migration, failover, a lost
 # broker. Brings the cluster up once and down after. Ends with one line "N passed, N failed".
@@ -19,7 +19,7 @@ echo "== integration tests on the cluster (pytest, ASan+UBSan binaries)"
 junit=build/pytest-cluster-junit.xml
 rm -f "$junit"
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF "$PY" -m pytest -q -p no:cacheprovider \
-  -m cluster --junitxml="$junit" test/integration
+  --junitxml="$junit" test/cluster
 junit_add "$junit" "pytest (cluster)"
 
 suite_end test-cluster

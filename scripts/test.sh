@@ -84,9 +84,9 @@ echo "== integration tests (pytest, real services, ASan+UBSan binaries, two lane
 junit=build/pytest-junit.xml
 rm -f "$junit"
 # Each module runs whole on one lane (test/integration/conftest.py). The modules on the
-# tests' cluster are make test-cluster's (scripts/test-cluster.sh).
+# tests' cluster are make test-cluster's (test/cluster, scripts/test-cluster.sh).
 SECKILL_BIN=$ROOT/build/asan SECKILL_ROOT=$ROOT SECKILL_CONF=$CONF SECKILL_LANE_CONFS="$CONF $CONF_2" \
-  "$PY" -m pytest -q -p no:cacheprovider -n 2 -m "not cluster" --junitxml="$junit" test/integration
+  "$PY" -m pytest -q -p no:cacheprovider -n 2 --junitxml="$junit" test/integration
 junit_add "$junit" "pytest (two lanes)"
 phase "pytest"
 

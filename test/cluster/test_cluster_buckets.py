@@ -1,7 +1,7 @@
 """One hot sale across the masters of the tests' Redis Cluster (TOPOLOGY=cluster, the stack
-of test_cluster_topology.py): its buckets land on different masters, a sale through both
-gateways sells every unit once per user while the rebalance feeds the buckets its users
-empty, and a transfer cut between its steps loses and creates nothing
+of the `cluster` fixture, test/cluster/conftest.py): its buckets land on different masters,
+a sale through both gateways sells every unit once per user while the rebalance feeds the
+buckets its users empty, and a transfer cut between its steps loses and creates nothing
 (docs/protocol.md, "Buckets and rebalance"; docs/scale-out.md)."""
 
 import collections
@@ -11,9 +11,9 @@ import signal
 import time
 
 from buckets import bucket_key, bucket_of, buckets_of, buy, run_script, users_of_bucket
+from cluster import NODE_BITS_SHIFT, node_pid, replicas_of
 from stack import poll_until
 from resp import key_slot, redis_client
-from test_cluster_topology import NODE_BITS_SHIFT, cluster, node_pid, replicas_of  # noqa: F401 - the module's cluster fixture
 
 
 def create_bucketed(ctl, stock, buckets, start="now"):

@@ -2,34 +2,24 @@
 replicated topics, two gateways sharing one port, two consumers in one group
 (conf/cluster.conf, docs/scale-out.md).
 
-The module brings up its own cluster with scripts/stack.sh (build/conf/test-cluster.conf:
-conf/cluster.conf with the tests' ports and data directory, test/conf/cluster-namespace.conf),
-runs sales through the shared port with the ASan builds, and stops it again. MariaDB is
-one, as in the single stack."""
+The module's `cluster` fixture (test/cluster/conftest.py) brings up the cluster with
+scripts/stack.sh (build/conf/test-cluster.conf: conf/cluster.conf with the tests' ports and
+data directory, test/conf/cluster-namespace.conf); the module runs sales through the shared
+port with the ASan builds, and the fixture stops its processes again. MariaDB is one, as in
+the single stack."""
 
 import collections
-import http.client
 import json
 import os
 import re
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 from adminhttp import Admin
-from mariadb import MySQL
-from sales import Ctl
-from stack import CLUSTER_CONF, CLUSTER_UP_TIMEOUT, ROOT, TEST_LIMITS, conf_of, free_port, poll_until
-from resp import Redis
-
-UP_TIMEOUT = CLUSTER_UP_TIMEOUT
-# The admin API (seckill-admin) is on in this stack: make up starts it, make status lists it.
-ADMIN_TOKEN = "cluster-admin-token-0123456789abcdef0123"
-NODE_BITS_SHIFT = 12  # order number: 41 bits of time, 10 of node, 12 of sequence
+from cluster import ADMIN_TOKEN, NODE_BITS_SHIFT, node_pid, replicas_of, sales_on_different_masters
+from stack import ROOT, poll_until
 
 
 def keys_of(path):
@@ -43,128 +33,6 @@ def keys_of(path):
 
 def test_cluster_conf_has_every_key_of_the_single_one():
     assert keys_of(ROOT / "conf" / "cluster.conf") == keys_of(ROOT / "conf" / "seckill.conf")
-
-
-class Cluster:
-    def __init__(self, conf, env):
-        self.conf, self.env = conf, env
-        self.data = conf.data_dir(ROOT)
-        self.ctl = Ctl(conf)
-        self.mysql = MySQL(conf)
-        self.port = conf.get_int("http.port")
-
-    def sh(self, script, *args, timeout=120):
-        return subprocess.run(["bash", str(ROOT / "scripts" / script), *args], cwd=ROOT,
-                              env=self.env, capture_output=True, text=True, timeout=timeout)
-
-    def kafka_pid(self, node):
-        d = self.data / ("kafka" if node == 1 else f"kafka-{node}")
-        return int((d / "kafka.pid").read_text().strip())
-
-    def describe(self):
-        p = self.sh("kafka.sh", "topics")
-        assert p.returncode == 0, p.stdout + p.stderr
-        return p.stdout
-
-    def leaders(self, topic):
-        """Partition -> leader node of `topic`."""
-        found = {}
-        for m in re.finditer(rf"Topic: {re.escape(topic)}\tPartition: (\d+)\tLeader: (-?\d+)", self.describe()):
-            found[int(m.group(1))] = int(m.group(2))
-        return found
-
-    def execute(self, user, activity):
-        """One request on its own connection, so that the kernel picks a gateway for each."""
-        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        try:
-            c.request("POST", f"/seckill/execute?userId={user}&activityId={activity}")
-            r = c.getresponse()
-            return r.status, json.loads(r.read() or b"{}")
-        finally:
-            c.close()
-
-    def sale(self, users, activity):
-        with ThreadPoolExecutor(8) as pool:
-            return list(pool.map(lambda u: self.execute(u, activity), users))
-
-    def rows(self, activity):
-        return self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
-
-    # ---- the Redis Cluster, node by node (redis.nodes) ----
-
-    def redis_nodes(self):
-        return [Redis(h, int(p)) for h, _, p in (a.rpartition(":") for a in self.conf.get("redis.nodes").split(","))]
-
-    def live_node(self):
-        """The first node of redis.nodes that answers (one may have been killed)."""
-        for node in self.redis_nodes():
-            try:
-                node("PING")
-                return node
-            except OSError:
-                continue
-        raise AssertionError("no node of redis.nodes answers")
-
-    def masters(self):
-        """Node id -> client of each master, from CLUSTER NODES."""
-        found = {}
-        for line in self.live_node()("CLUSTER", "NODES").splitlines():
-            node_id, addr, flags = line.split()[:3]
-            if "master" in flags.split(",") and "fail" not in flags:
-                host, _, port = addr.split("@")[0].rpartition(":")
-                found[node_id] = Redis(host, int(port))
-        return found
-
-    def owner(self, activity):
-        """The node id of the master serving activity's slot."""
-        node = self.live_node()
-        slot = node("CLUSTER", "KEYSLOT", f"{{{activity}}}")
-        for first, last, master, *_ in node("CLUSTER", "SLOTS"):
-            if first <= slot <= last:
-                return master[2]
-        raise AssertionError(f"slot {slot} has no master")
-
-    def migrate_slot(self, activity, to, finish=True):
-        """Moves activity's slot to master `to` the way redis-cli --cluster reshard does:
-        IMPORTING and MIGRATING, every key MIGRATEd; with finish, SETSLOT NODE everywhere."""
-        masters = self.masters()
-        src_id = self.owner(activity)
-        src, dst = masters[src_id], masters[to]
-        slot = src("CLUSTER", "KEYSLOT", f"{{{activity}}}")
-        dst("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
-        src("CLUSTER", "SETSLOT", slot, "MIGRATING", to)
-        while keys := src("CLUSTER", "GETKEYSINSLOT", slot, 1000):
-            src("MIGRATE", dst.addr[0], dst.addr[1], "", 0, 5000, "KEYS", *keys)
-        if finish:
-            self.finish_migration(slot, to)
-        return slot
-
-    def finish_migration(self, slot, to):
-        for node in self.masters().values():
-            node("CLUSTER", "SETSLOT", slot, "NODE", to)
-
-
-@pytest.fixture(scope="module")
-def cluster(cluster_services):
-    """The whole cluster stack as `make up TOPOLOGY=cluster` starts it: the session's
-    cluster services (started again where a module before stopped one) plus two gateways,
-    two consumers and seckill-admin of this module, stopped again after it."""
-    env = dict(cluster_services)
-    # The suite's relaxed limits (all its clients are 127.0.0.1), as SECKILL_<KEY> overrides.
-    env.update({"SECKILL_" + k.upper().replace(".", "_").replace("-", "_"): v for k, v in TEST_LIMITS.items()})
-    env.update(SECKILL_ADMIN_PORT=str(free_port()), SECKILL_ADMIN_TOKEN=ADMIN_TOKEN)
-    c = Cluster(conf_of(CLUSTER_CONF), env)
-    try:
-        p = c.sh("stack.sh", "up", timeout=UP_TIMEOUT)
-        assert p.returncode == 0, f"stack.sh up failed:\n{p.stdout}\n{p.stderr}"
-        yield c
-    finally:
-        p = c.sh("stack.sh", "down", "--apps-only", timeout=180)
-        assert p.returncode == 0, f"stack.sh down --apps-only failed:\n{p.stdout}\n{p.stderr}"
-        for name in ("seckill-server-1", "seckill-server-2", "order-consumer-1", "order-consumer-2", "seckill-admin"):
-            path = c.data / "log" / f"{name}.log"
-            log = path.read_text(errors="replace") if path.exists() else ""
-            assert "ERROR: AddressSanitizer" not in log and "runtime error:" not in log, f"{name}: {log[-3000:]}"
 
 
 def test_status_prints_every_process_with_its_pid_and_address(cluster):
@@ -283,17 +151,6 @@ def test_losing_the_broker_that_leads_most_partitions_loses_no_order(cluster, id
 # ---- the Redis Cluster -------------------------------------------------------------------
 
 
-def sales_on_different_masters(cluster, count, stock):
-    """`count` sales whose slots are served by `count` different masters."""
-    by_master = {}
-    for _ in range(40):
-        sale = cluster.ctl.create_sale(stock=stock)
-        by_master.setdefault(cluster.owner(sale.activity_id), sale)
-        if len(by_master) == count:
-            return list(by_master.values())
-    raise AssertionError(f"40 activities landed on only {len(by_master)} masters")
-
-
 def test_sales_on_three_masters_sell_exactly_their_stock_through_both_gateways(cluster, ids):
     sales = sales_on_different_masters(cluster, 3, stock=30)
     with ThreadPoolExecutor(3) as pool:
@@ -352,21 +209,6 @@ def test_a_sale_goes_on_while_its_slot_migrates_to_another_master(cluster, ids):
     # The consumers' maps were as old: their claims of the later orders met the MOVED too.
     logs = "".join((cluster.data / "log" / f"order-consumer-{i}.log").read_text(errors="replace") for i in (1, 2))
     assert re.search(rf"redis: MOVED {slot} ", logs), logs[-3000:]
-
-
-def node_pid(cluster, client):
-    return int((cluster.data / "redis-cluster" / str(client.addr[1]) / "redis.pid").read_text().strip())
-
-
-def replicas_of(cluster, master_id):
-    """Clients of the live replicas of master_id, from CLUSTER NODES."""
-    found = []
-    for line in cluster.live_node()("CLUSTER", "NODES").splitlines():
-        fields = line.split()
-        if fields[3] == master_id and "slave" in fields[2] and "fail" not in fields[2]:
-            host, _, port = fields[1].split("@")[0].rpartition(":")
-            found.append(Redis(host, int(port)))
-    return found
 
 
 def sells_and_persists(cluster, ids, sale, orders, within):

@@ -1,14 +1,13 @@
-"""Long polling on the tests' Redis Cluster (TOPOLOGY=cluster, the stack of
-test_cluster_topology.py; issue 15 item 4): a held request subscribes on the master that
+"""Long polling on the tests' Redis Cluster (TOPOLOGY=cluster, the stack of the `cluster`
+fixture, test/cluster/conftest.py; issue 15 item 4): a held request subscribes on the master that
 owns its sale's slot, and only there (sharded pub/sub), and is answered as soon as the
 script that ends its order (here the gateway's rollback) publishes on that shard."""
 
 import time
 
+from cluster import Shard, fail_back, fail_over, sales_on_different_masters
+from longpoll import WAKE_SLACK_S, Held, release, stuck_order
 from stack import poll_until
-from test_cluster_topology import cluster, sales_on_different_masters  # noqa: F401 - the module's cluster fixture
-from test_longpoll import WAKE_SLACK_S, Held, release, stuck_order
-from test_redis_failover import Shard, fail_back, fail_over
 
 
 def subscribers(node, activity):

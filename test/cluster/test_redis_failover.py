@@ -25,7 +25,6 @@ masters, cluster_state:ok."""
 import collections
 import os
 import signal
-import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,105 +35,10 @@ from mariadb import MySQL
 
 from sales import Ctl
 
-from stack import Consumer, Gateway, ROOT, TEST_LIMITS, child_env, conf_of, free_port, poll_until
+from cluster import FAILOVER_S, UP_TIMEOUT, Cluster, Shard, fail_back, fail_over, node_healthy
+from stack import CLUSTER_CONF, Consumer, Gateway, TEST_LIMITS, child_env, conf_of, free_port, poll_until
 from gatewayhttp import Api
-from resp import Redis, RedisError, redis_client
-from test_cluster_topology import CLUSTER_CONF, UP_TIMEOUT, Cluster
-
-FAILOVER_S = 60
-
-
-class Shard:
-    """The master serving one activity's slot, and its replicas (replica_id: the one a
-    failover here promotes)."""
-
-    def __init__(self, cluster, activity):
-        self.cluster = cluster
-        self.master_id = cluster.owner(activity)
-        self.nodes = {}    # node id -> (host, port)
-        self.replica_ids = []
-        for line in cluster.redis_nodes()[0]("CLUSTER", "NODES").splitlines():
-            node_id, addr, flags, master = line.split()[:4]
-            host, _, port = addr.split("@")[0].rpartition(":")
-            self.nodes[node_id] = (host, int(port))
-            if master == self.master_id and "fail" not in flags:
-                self.replica_ids.append(node_id)
-        assert self.replica_ids, f"master {self.master_id} has no live replica"
-        self.replica_id = self.replica_ids[0]
-
-    def client(self, node_id):
-        return Redis(*self.nodes[node_id], timeout=5)
-
-    def pid(self, node_id):
-        port = self.nodes[node_id][1]
-        return int((self.cluster.data / "redis-cluster" / str(port) / "redis.pid").read_text().strip())
-
-    def role(self, node_id):
-        try:
-            return self.client(node_id)("ROLE")[0]
-        except (OSError, ConnectionError, RedisError):
-            return None
-
-    def loaded(self, node_id):
-        """Up and done loading its AOF: ROLE answers while loading, most commands do not."""
-        try:
-            info = self.client(node_id)("INFO", "persistence")
-            return "loading:0" in info.split()  # a line of its own: async_loading:0 is another
-        except (OSError, ConnectionError, RedisError):
-            return False
-
-
-def node_healthy(cluster):
-    """Every node answers cluster_state:ok with every slot served, every replica's link up."""
-    for node in cluster.redis_nodes():
-        try:
-            info = node("CLUSTER", "INFO")
-            repl = node("INFO", "replication")
-        except (OSError, ConnectionError, RedisError):
-            return False
-        if "cluster_state:ok" not in info or "cluster_slots_ok:16384" not in info:
-            return False
-        if "role:slave" in repl and "master_link_status:up" not in repl:
-            return False
-    return True
-
-
-def fail_over(shard, replica_behind=False):
-    """kill -9 of the shard's master, its replica takes over, the killed node is restarted
-    and rejoins as the new master's replica. Returns the (old master, new master) ids.
-
-    replica_behind: the replicas are SIGSTOPped and one must take over without what they
-    missed. Resuming them would not do: the kernel already holds the master's replication
-    stream in their sockets, and they would apply it. So they are killed too, the one to
-    take over started again from its own AOF, which ends where it stopped, and the others
-    by redis-cluster.sh start below, after the takeover (they resync from the new master)."""
-    old, new = shard.master_id, shard.replica_id
-    os.kill(shard.pid(old), signal.SIGKILL)
-    poll_until(lambda: shard.role(old) is None, 10, "the killed master gone")
-    if replica_behind:
-        for replica in shard.replica_ids:
-            os.kill(shard.pid(replica), signal.SIGKILL)
-            poll_until(lambda: shard.role(replica) is None, 10, "the stopped replica gone")
-        conf = shard.cluster.data / "redis-cluster" / str(shard.nodes[new][1]) / "redis.conf"
-        subprocess.run(["redis-server", str(conf)], check=True, capture_output=True, timeout=30)
-        poll_until(lambda: shard.loaded(new), 30, "the replica restarted and its AOF loaded")
-    shard.client(new)("CLUSTER", "FAILOVER", "TAKEOVER")
-    poll_until(lambda: shard.role(new) == "master", FAILOVER_S, "the replica promoted")
-    p = shard.cluster.sh("redis-cluster.sh", "start", timeout=120)
-    assert p.returncode == 0, p.stdout + p.stderr
-    poll_until(lambda: shard.role(old) == "slave" and node_healthy(shard.cluster), FAILOVER_S,
-               "the killed master back as a replica, the cluster ok")
-    return old, new
-
-
-def fail_back(shard, old):
-    """The original master serves its slots again (CLUSTER FAILOVER from its replica
-    side), as the other tests' cluster expects."""
-    if shard.role(old) == "master":
-        return
-    shard.client(old)("CLUSTER", "FAILOVER")
-    poll_until(lambda: shard.role(old) == "master" and node_healthy(shard.cluster), FAILOVER_S,
-               "the original master back")
+from resp import redis_client
 
 
 class Stack:

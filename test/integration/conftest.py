@@ -18,59 +18,62 @@ Environment:
 Every test creates its own coupon and activity, so the suite runs again and again
 against the same services without relying on empty tables or an empty Kafka topic.
 
+The modules on the tests' cluster (make test-cluster) are test/cluster's, with fixtures of
+their own (test/cluster/conftest.py): none here may ask for them. Fixtures both suites use
+are in test/lib/sharedfixtures.py.
+
 Configuration values come from seckillctl (test/lib/ctlconf.py), Redis is reached through
 test/lib/resp.py, the gateway through test/lib/gatewayhttp.py; test/pytest.ini puts
 test/lib on the import path.
 """
 
-import os
-import time
+from pathlib import Path
 
 import pytest
 
+import sharedfixtures
+import strictoutcomes
 from gatewayhttp import Api
 from sales import Ctl
-from stack import (BASE_CONF, BIN, CLUSTER_CONF, CLUSTER_UP_TIMEOUT, ROOT, AdminServer, Consumer, Gateway,
-                   child_env, cluster_sh, conf_of, connect_backends, write_conf)
-from strictoutcomes import pytest_runtest_makereport  # noqa: F401 - a hook: xpass fails
+from stack import BASE_CONF, AdminServer, Consumer, Gateway, conf_of, connect_backends, write_conf
 
+# Registered here as this conftest's own (test/lib/sharedfixtures.py says why they live there).
+ids = sharedfixtures.ids  # a fixture: fresh user ids
+pytest_runtest_makereport = strictoutcomes.pytest_runtest_makereport  # a hook: xpass fails
+
+HERE = Path(__file__).resolve().parent
 # Fixtures that reach running services or start a stack of their own. A test whose
 # fixtures reach none of them is one `make check` runs (-m "not stack").
-STACK_FIXTURES = {"services", "cluster_services", "stack"}
-# The modules on the tests' cluster (cluster_services), marked `cluster`: make test-cluster
-# runs them, make test the others. In lanes they all run on one worker, the one that
-# brings the cluster up: a second worker would bring up the same cluster on the same
-# ports beside it. Collection refuses a module on the cluster not named here.
-CLUSTER_MODULES = {"test_cluster_buckets.py", "test_cluster_topology.py", "test_longpoll_cluster.py",
-                   "test_redis_failover.py"}
-IN_LANES = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+STACK_FIXTURES = {"services", "stack"}
+# The fixtures of the tests' cluster (test/cluster/conftest.py). Lanes would each bring the
+# one cluster up on the same ports, and make test would run it: a module that asks for one
+# belongs in test/cluster.
+CLUSTER_FIXTURES = {"cluster", "cluster_services"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Marks the tests that need a stack, and moves the ones on the tests' cluster (a
-    stable sort: each module's tests stay together and in order) after all others, so
-    that the cluster never runs beside them; in lanes, before all others, so that one
-    lane takes them at once while the other runs the rest."""
+    """Marks the tests that need a stack, and refuses a module that asks for the tests'
+    cluster (only the tests under this directory: a run of test/cluster beside it has its
+    own)."""
     for item in items:
+        if not item.path.resolve().is_relative_to(HERE):
+            continue
         fixtures = set(getattr(item, "fixturenames", ()))
         if STACK_FIXTURES & fixtures:
             item.add_marker(pytest.mark.stack)
-        if "cluster_services" in fixtures and item.path.name not in CLUSTER_MODULES:
-            raise pytest.UsageError(f"{item.path.name} uses the tests' cluster: add it to CLUSTER_MODULES (conftest.py)")
-        if item.path.name in CLUSTER_MODULES:
-            item.add_marker(pytest.mark.cluster)
-    items.sort(key=lambda item: ("cluster_services" in getattr(item, "fixturenames", ())) != IN_LANES)
+        if CLUSTER_FIXTURES & fixtures:
+            raise pytest.UsageError(f"{item.path.name} asks for the tests' cluster "
+                                    f"({', '.join(sorted(CLUSTER_FIXTURES & fixtures))}): its place is "
+                                    "test/cluster (make test-cluster), not test/integration")
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Lanes get whole modules (a module's fixtures start its gateway and consumer once),
-    and every module on the cluster goes to the same lane."""
+    """Lanes get whole modules (a module's fixtures start its gateway and consumer once)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModuleScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            module = nodeid.split("::", 1)[0]
-            return "cluster" if module.rpartition("/")[2] in CLUSTER_MODULES else module
+            return nodeid.split("::", 1)[0]
 
     return ModuleScheduling(config, log)
 
@@ -102,7 +105,7 @@ def archived_sales_forgotten(request):
     for item in request.session.items:
         if getattr(item, "module", None) is request.module:
             used.update(getattr(item, "fixturenames", ()))
-    redis = request.getfixturevalue("redis") if "services" in used and "cluster_services" not in used else None
+    redis = request.getfixturevalue("redis") if "services" in used else None
     yield
     if redis is None:
         return
@@ -119,25 +122,6 @@ def archived_sales_forgotten(request):
 @pytest.fixture(scope="session")
 def mysql(services):
     return services["mysql"]
-
-
-@pytest.fixture(scope="session")
-def cluster_services():
-    """The tests' cluster services (build/conf/test-cluster.conf: a Redis Cluster of three
-    masters with two replicas each, three Kafka nodes, MariaDB), up once for every module on
-    them, and down after the last (pytest_collection_modifyitems keeps them together). A
-    module starts what it runs on top of them and leaves them healthy; an `up` at the
-    start of a module starts again whatever a module before it left stopped. Returns the
-    environment of scripts/stack.sh for them."""
-    assert CLUSTER_CONF.exists(), f"{CLUSTER_CONF} not found (make {CLUSTER_CONF.relative_to(ROOT)})"
-    env = dict(child_env(), CONF=str(CLUSTER_CONF), STACK_BIN_DIR=str(BIN))
-    try:
-        p = cluster_sh(env, "stack.sh", "up", "--services-only", timeout=CLUSTER_UP_TIMEOUT)
-        assert p.returncode == 0, f"stack.sh up --services-only failed:\n{p.stdout}\n{p.stderr}"
-        yield env
-    finally:
-        p = cluster_sh(env, "stack.sh", "down", timeout=180)
-        assert p.returncode == 0, f"stack.sh down failed:\n{p.stdout}\n{p.stderr}"
 
 
 @pytest.fixture(scope="module")
@@ -161,14 +145,6 @@ def slowlog(redis):
     yield
     for k, v in old.items():
         redis("CONFIG", "SET", k, v)
-
-
-@pytest.fixture(scope="module")
-def ids():
-    """Fresh user ids for every call, distinct across runs against the same services."""
-    base = int(time.time() * 1000) % 10**12 * 1000
-    counter = iter(range(base + 1, base + 10**6))
-    return lambda: next(counter)
 
 
 @pytest.fixture(scope="module")
