@@ -238,7 +238,8 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_JOBS          ?= 1
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
-                common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams
+                common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams \
+                gateway/multipart
 FUZZ_CFLAGS  = $(CFLAGS_BASE) $(CFLAGS_PKGS) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS  = $(call pkg_flags,--libs libevent libcjson libcrypto) -lm
 fuzz_obj = $(addprefix $(BUILD)/fuzz/obj/,$(addsuffix .o,$(1)))

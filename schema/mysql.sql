@@ -118,3 +118,45 @@ ALTER TABLE seckill_activity ADD INDEX IF NOT EXISTS idx_activity_archive (archi
 -- serves every consumer's look for the next coupon due, once a lifecycle pass.
 ALTER TABLE coupon ADD COLUMN IF NOT EXISTS archived_at DATETIME(3) NULL AFTER status;
 ALTER TABLE coupon ADD INDEX IF NOT EXISTS idx_coupon_archive (archived_at, end_time);
+
+-- Manual bans (seckillctl ban, POST /admin/bans): a user, or an address range (CIDR,
+-- IPv4 or IPv6, no bit set past the prefix), kept out of one sale (activity_id) or of
+-- every sale (NULL) from starts_at until ends_at, unless removed before. This is the
+-- record, with who set each and why, and who removed it; Redis's hash seckill:bans
+-- carries the bans in force to the gateways (src/ctl/ctlban.c, docs/protection.md).
+-- created_by is the OS user of seckillctl ("alice@ops1") or the admin API's caller.
+CREATE TABLE IF NOT EXISTS seckill_ban (
+    id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    kind            ENUM('USER', 'IP') NOT NULL,
+    user_id         BIGINT UNSIGNED NULL,                    -- USER
+    cidr            VARCHAR(49)     NULL,                    -- IP: "203.0.113.0/24"
+    activity_id     BIGINT UNSIGNED NULL,                    -- NULL: every sale
+    starts_at       DATETIME(3)     NOT NULL,
+    ends_at         DATETIME(3)     NOT NULL,
+    reason          VARCHAR(128)    NOT NULL DEFAULT '',
+    created_by      VARCHAR(128)    NOT NULL,
+    created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    removed_at      DATETIME(3)     NULL,
+    removed_by      VARCHAR(128)    NULL,
+    PRIMARY KEY (id),
+    KEY idx_ban_in_force (removed_at, ends_at),
+    KEY idx_ban_activity (activity_id),
+    CONSTRAINT ban_window CHECK (ends_at > starts_at),
+    CONSTRAINT ban_subject CHECK ((kind = 'USER' AND user_id IS NOT NULL AND cidr IS NULL) OR
+                                  (kind = 'IP' AND cidr IS NOT NULL AND user_id IS NULL))
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+-- Every administrative write, from seckillctl or the admin API, whatever came of it
+-- (src/ctl/ctlaudit.c): when, which command, its arguments (a JSON array), who from where
+-- (the OS user and host of seckillctl, or the admin API's caller and address) and its exit
+-- status (0 done, 1 failed or refused, 2 bad command line). Reads are not recorded.
+CREATE TABLE IF NOT EXISTS admin_audit (
+    id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    at              DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    command         VARCHAR(32)     NOT NULL,
+    args            TEXT            NOT NULL,
+    origin          VARCHAR(128)    NOT NULL,
+    exit_status     TINYINT UNSIGNED NOT NULL,
+    PRIMARY KEY (id),
+    KEY idx_audit_at (at)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;

@@ -22,6 +22,7 @@ struct adminpool_job {
     int argc;
     char **argv;
     void *arg;                      /* the caller's */
+    const char *actor;              /* who asks, for the records that keep it (ctlrun.h) */
     enum ctlcall_outcome outcome;
     struct ctlcall call;
     struct adminpool_job *next;     /* the pool's, while queued or done */

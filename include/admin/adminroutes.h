@@ -23,7 +23,7 @@ struct adminroutes_field {
 #define ADMINROUTES_MAX_FIELDS 10
 
 struct adminroutes_route {
-    const char *method;         /* "GET" or "POST" */
+    const char *method;         /* "GET", "POST", "DELETE", ... */
     const char *path;           /* segments; "{id}" is an id (an order number under /admin/orders) */
     const char *command;        /* the seckillctl command, for messages and the log */
     ctlrun_handler handler;

@@ -30,6 +30,7 @@ struct config {
     int64_t http_max_body_size;
     int64_t http_max_header_size;
     bool http_trust_forwarded_for;
+    bool http_long_ids;        /* user and activity ids up to 2^63 - 1 (Java's long), not 2^53 - 1 */
     int64_t http_max_connections;
     int64_t http_max_waiting;    /* long-poll requests held at once; 0: wait is ignored */
     int64_t http_max_waiting_per_client;  /* of them, from one client address */
@@ -42,6 +43,9 @@ struct config {
     char *admin_token;         /* its bearer token, CONFIG_ADMIN_TOKEN_MIN characters at least */
     int64_t admin_workers;     /* threads running its commands, each with its own connections */
     char *http_refusal_status; /* "4xx" or "200": the HTTP code of execute's refusals */
+    char *http_unavailable_status; /* "503" or "200": execute's UNAVAILABLE, or 200 FAILED */
+    char *http_language;       /* "en" or "zh": the messages of execute's answers and stock's failures */
+    char *http_stock_answers;  /* "seckill" or "spring": GET /seckill/stock's unknown sale and failures */
 
     char *auth_mode;
     char *auth_jwt_secret;

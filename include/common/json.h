@@ -25,4 +25,14 @@ int json_get_int(const struct cJSON *object, const char *name, int64_t min, int6
  * (2^53 + 1 reads as 2^53), so anything larger is refused as an id or an amount. */
 #define JSON_MAX_EXACT_INT 9007199254740991.0
 
+/* Ids up to 2^63 - 1 (Java's long, http.long-ids) in the project's own messages and
+ * records: a number while it is exact in JSON (every id below 2^53, so the messages of a
+ * project without long ids read as before), a string of digits above. json_id_text writes
+ * one into buf (at least JSON_ID_LEN bytes) and returns it; json_get_id reads either form
+ * into [min, 2^63 - 1], and refuses the other spelling of a value ("7" for 7). */
+#define JSON_ID_LEN 24
+const char *json_id_text(char *buf, int64_t id);
+int json_get_id(const struct cJSON *object, const char *name, int64_t min, int64_t *out, char *err,
+                size_t errlen);
+
 #endif

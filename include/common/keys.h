@@ -45,6 +45,10 @@
  * 'archived' = epoch ms (set before anything is removed); its id leaves seckill:activities.
  * Every script that writes a sale's keys refuses once 'archived' is there. The subject keys
  * (rl, brush, ban, token) all carry a TTL and expire by themselves.
+ *   seckill:bans              hash    ban id -> its record (banrecord.h): the manual bans every
+ *                                     gateway enforces (seckillctl ban; MySQL seckill_ban is the
+ *                                     record), and 'version', changed by every write. One key on
+ *                                     one slot: small, read once a refresh, never per request
  *   seckill:coupon:{c<C>}     hash    status = INACTIVE while coupon C is deactivated
  *                                     (redeeming refuses it); absent or ACTIVE otherwise
  *   seckill:{nodes}:seq       counter where the search for a free node id starts
@@ -59,6 +63,8 @@
  * test_big_sale.py allows any command. */
 #define KEYS_SCAN_PAGE "100"
 #define KEYS_ACTIVITIES "seckill:activities"
+/* The manual bans (banrecord.h): written by seckillctl, read by every gateway (bans.c). */
+#define KEYS_BANS "seckill:bans"
 /* Held (SET NX PX) by the one consumer whose lifecycle pass archives sales (autoarchive.c). */
 #define KEYS_ARCHIVE_LOCK "seckill:{archive}:lock"
 /* Held by the one consumer whose lifecycle pass walks a coupon out of Redis (autoarchive.c). */
@@ -78,6 +84,7 @@ enum keys_kind {
     KEYS_FAILED,
     KEYS_XFER_OUT,
     KEYS_XFER_IN,
+    KEYS_FAILED_USERS,  /* user -> "orderNo reason" of their last order that FAILED and freed them */
     KEYS_KIND_COUNT
 };
 

@@ -22,11 +22,13 @@
 
 #define USERCOUPON_REF_LEN 65
 #define USERCOUPON_STATUS_LEN 8
+#define USERCOUPON_NAME_LEN 513   /* coupon.name: VARCHAR(128) of utf8mb4, and the NUL */
 
 struct usercoupon {
     int64_t id;
     int64_t user_id;
     int64_t coupon_id;
+    char name[USERCOUPON_NAME_LEN];       /* the coupon's; "" in a record written before it was kept */
     struct coupon_terms terms;
     int64_t start_ms;
     int64_t end_ms;

@@ -35,6 +35,9 @@ struct ctlrun {
     struct redisroute *redis;
     struct luascript_set *scripts;  /* read on first use by ctlredis_script */
     struct ctlcall *call;   /* NULL: print (the CLI); else ctlout collects (ctlcall.h) */
+    /* Who runs the command, for the records that keep it (a ban's created_by): NULL for
+     * the CLI, whose OS user it is; seckill-admin names its caller. */
+    const char *actor;
 };
 
 /* A command handler gets the arguments after the command words. */
@@ -44,5 +47,12 @@ typedef int (*ctlrun_handler)(struct ctlrun *ctl, int argc, char **argv);
 void ctlrun_close(struct ctlrun *ctl);
 /* Closes the connections only; the next command opens them again. */
 void ctlrun_disconnect(struct ctlrun *ctl);
+/* The records that name who did something (created_by, admin_audit's origin) hold at most
+ * this many characters. */
+#define CTLRUN_ACTOR_CHARS 128
+/* Who runs this command: ctl->actor (seckill-admin's caller), else the OS user of the CLI
+ * and the host, "alice@ops1" ("root@ops1 (login alice)" under sudo). At most 128
+ * characters. */
+void ctlrun_actor(struct ctlrun *ctl, char *buf, size_t len);
 
 #endif

@@ -10,6 +10,7 @@
 #include "common/keys.h"
 #include "gateway/redisconn.h"
 #include "common/intmap.h"
+#include "common/usercoupon.h"
 
 /* The gateway's local view of every warmed activity (Redis set seckill:activities),
  * refreshed on a timer. It lets the hot path answer NOT_STARTED, ENDED, CANCELLED and
@@ -40,6 +41,9 @@ struct activity {
     int64_t start_ms;
     int64_t end_ms;
     bool cancelled;
+    bool paused;            /* its coupon is deactivated: execute.lua answers INACTIVE */
+    bool has_coupon;        /* coupon holds the coupon's terms and name (a warm-up wrote them) */
+    struct usercoupon coupon;
     bool loaded;            /* false until the first refresh answered */
     /* In seckill:activities at the last refresh. An archived sale leaves the set (its keys
      * are gone but the activity hash): the reaper and the rebalance stop visiting it, while
@@ -106,6 +110,9 @@ bool activity_answers_locally(const struct activity *a);
 
 enum activity_status activity_status_at(const struct activity *a, int64_t now_ms);
 const char *activity_status_name(enum activity_status status);
+/* What the read API shows: the status's name, or PAUSED for a sale pending or active while
+ * its coupon is deactivated. */
+const char *activity_shown_status(const struct activity *a, int64_t now_ms);
 /* Fills a from an activity.lua reply; returns -1 when the reply says "not warmed". */
 int activity_from_reply(struct activity *a, const redisReply *reply);
 

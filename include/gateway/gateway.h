@@ -17,6 +17,7 @@
 
 struct adminfwd;
 struct archive;
+struct bans;
 struct execute;
 struct iplimit;
 struct longpoll;
@@ -39,6 +40,7 @@ struct gateway {
     struct pending_set *delivery_cut;  /* executes: where a slow delivery is rolled back */
     struct tokenbucket bucket;
     struct iplimit *iplimit;  /* the local per-IP limit in front of `bucket`; NULL when off */
+    struct bans *bans;        /* the manual bans, checked before anything else (bans.h) */
     struct orderno_gen orderno;
     struct nodelease *lease;  /* the order-number node id, leased in Redis */
     struct salestats *sales;  /* per-sale gauges of /metrics */

@@ -9,15 +9,15 @@
 
 struct cJSON;
 
-/* Request parameters from the query string and the body (form-encoded or a JSON object),
- * parsed strictly: a body of another content type, malformed JSON, or a name given twice
- * with different values is an error. */
+/* Request parameters from the query string and the body (form-encoded, multipart/form-data
+ * (multipart.h) or a JSON object), parsed strictly: a body of another content type,
+ * malformed JSON or multipart, or a name given twice with different values is an error. */
 
 #define HTTPPARAMS_VALUE_LEN 128
 
 struct httpparams {
     struct evkeyvalq query;
-    struct evkeyvalq form;
+    struct evkeyvalq form;   /* a form's pairs, or a multipart body's parts */
     struct cJSON *json;   /* owned; NULL without a JSON body */
     bool has_query;
     bool has_form;
@@ -36,9 +36,10 @@ int httpparams_get(struct httpparams *p, const char *name, char *out, size_t out
  * ("NAME is required" when absent). */
 int httpparams_get_required(struct httpparams *p, const char *name, char *out, size_t outlen,
                             char *err, size_t errlen);
-/* A required id (a positive integer below 2^53, as parse_json_id reads it). Returns 0, or
- * -1 with err set. */
-int httpparams_get_id(struct httpparams *p, const char *name, int64_t *out, char *err, size_t errlen);
+/* A required id (a positive integer below 2^53, or 2^63 with long_ids: parse_client_id).
+ * Returns 0, or -1 with err set. */
+int httpparams_get_id(struct httpparams *p, const char *name, bool long_ids, int64_t *out, char *err,
+                      size_t errlen);
 void httpparams_free(struct httpparams *p);
 
 #endif

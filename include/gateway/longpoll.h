@@ -47,6 +47,7 @@ struct longpoll_order {
     const char *status;       /* as read */
     const char *orders_key;   /* the hash holding its status */
     const char *tag;          /* its bucket's hash tag: the channel */
+    const char *reason;       /* FAILED: why, when known (NULL when not) */
 };
 
 struct longpoll;

@@ -45,6 +45,9 @@
       "execute requests refused by the local per-IP limit (the global bucket not charged)")              \
     X(RATE_LIMITED_GLOBAL, COUNTER, "seckill_rate_limited_global_total", "",                             \
       "execute requests refused by the global token bucket")                                             \
+    X(BANS_REFUSED, COUNTER, "seckill_bans_refused_total", "",                                           \
+      "execute and token requests refused because a manual ban (seckillctl ban) holds their user or "    \
+      "address")                                                                                         \
     X(BUCKET_EMPTY_RETRIES, COUNTER, "seckill_bucket_empty_retries_total", "",                           \
       "execute requests answered 503 because their bucket was empty while others had stock")             \
     X(REBALANCE_UNITS, COUNTER, "seckill_rebalance_units_total", "",                                     \
@@ -89,6 +92,8 @@
       "1 when a Kafka broker connection is up")                                                          \
     X(LONGPOLL_WAITING, GAUGE, "seckill_longpoll_waiting", "",                                           \
       "GET ...?wait=N requests held until their order is final")                                         \
+    X(BANS_IN_FORCE, GAUGE, "seckill_bans_in_force", "",                                                 \
+      "Manual bans in force on this gateway, as of its last read of seckill:bans")                       \
     X(CACHED_WINNERS, GAUGE, "seckill_cached_winners", "",                                               \
       "Buyers the sale cache remembers to answer a sold-out sale's repeats locally; an ended sale's go") \
     X(ARCHIVE_FORWARDS, GAUGE, "seckill_archive_forwards_in_flight", "",                                 \

@@ -12,36 +12,58 @@ struct cJSON;
  * A NULL request (already answered at its deadline or at shutdown, pending.h) is sent
  * nothing: a late callback may call these without checking. */
 
-/* Every answer status: X(name, HTTP code, default message). The name is the API's
- * `status`; the message is what a caller gets by passing NULL (reply_error), the one
- * clients see most for that status. */
-#define REPLY_STATUSES(X)                                                              \
-    X(OUT_OF_STOCK, 409, "sold out")                                                   \
-    X(DUPLICATE, 409, "you already hold an order for this activity")                  \
-    X(NOT_STARTED, 409, "the sale has not started")                                    \
-    X(ENDED, 409, "the sale has ended")                                                \
-    X(CANCELLED, 409, "the sale was cancelled")                                        \
-    X(INACTIVE, 409, "the coupon of this sale is deactivated")                         \
-    X(USED, 409, "coupon already used by another order")                               \
-    X(EXPIRED, 409, "coupon expired")                                                  \
-    X(BELOW_MIN_ORDER, 409, "order amount below the coupon's minimum")                 \
-    X(RATE_LIMITED, 429, "too many requests")                                          \
-    X(BLOCKED, 429, "too many attempts, temporarily blocked")                          \
-    X(INVALID, 400, "invalid request")                                                 \
-    X(UNAUTHORIZED, 401, "unauthorized")                                               \
-    X(FORBIDDEN, 403, "forbidden")                                                     \
-    X(NOT_FOUND, 404, "no such endpoint")                                              \
-    X(METHOD_NOT_ALLOWED, 405, "method not allowed")                                   \
-    X(TOO_LARGE, 413, "request body too large")                                        \
-    X(UNAVAILABLE, 503, "stock service unavailable, please retry")
+/* Every answer status: X(name, HTTP code, default message, message in Chinese). The name is
+ * the API's `status`; the message is what a caller gets by passing NULL (reply_error), the
+ * one clients see most for that status. The Chinese one is what POST /seckill/execute
+ * answers under http.language = zh, in the words of the Spring service Seckill replaces
+ * where it had them (OUT_OF_STOCK, RATE_LIMITED); execute's NOT_FOUND is the activity. */
+#define REPLY_STATUSES(X)                                                                                \
+    X(OUT_OF_STOCK, 409, "sold out", "库存不足")                                                         \
+    X(DUPLICATE, 409, "you already hold an order for this activity", "您已抢购过该活动，请勿重复提交")   \
+    X(NOT_STARTED, 409, "the sale has not started", "秒杀活动尚未开始")                                  \
+    X(ENDED, 409, "the sale has ended", "秒杀活动已结束")                                                \
+    X(CANCELLED, 409, "the sale was cancelled", "秒杀活动已取消")                                        \
+    X(INACTIVE, 409, "the coupon of this sale is deactivated", "该活动的优惠券已停用")                   \
+    X(USED, 409, "coupon already used by another order", "优惠券已被其他订单使用")                       \
+    X(EXPIRED, 409, "coupon expired", "优惠券已过期")                                                    \
+    X(BELOW_MIN_ORDER, 409, "order amount below the coupon's minimum", "订单金额未达到优惠券的最低消费") \
+    X(RATE_LIMITED, 429, "too many requests", "请求过于频繁，请稍后再试")                                \
+    X(BLOCKED, 429, "too many attempts, temporarily blocked", "尝试次数过多，已被暂时限制")              \
+    X(INVALID, 400, "invalid request", "请求参数无效")                                                   \
+    X(UNAUTHORIZED, 401, "unauthorized", "身份验证失败")                                                 \
+    X(FORBIDDEN, 403, "forbidden", "购买令牌缺失、无效或已使用")                                         \
+    X(NOT_FOUND, 404, "no such endpoint", "活动不存在")                                                  \
+    X(METHOD_NOT_ALLOWED, 405, "method not allowed", "不支持该请求方法")                                 \
+    X(TOO_LARGE, 413, "request body too large", "请求体过大")                                            \
+    X(UNAVAILABLE, 503, "stock service unavailable, please retry", "库存服务暂时不可用，请稍后重试")
 
-#define REPLY_ENUM(name, code, message) REPLY_##name,
+#define REPLY_ENUM(name, code, message, chinese) REPLY_##name,
 enum reply_status { REPLY_STATUSES(REPLY_ENUM) REPLY_STATUS_COUNT };
 #undef REPLY_ENUM
+
+/* The other words of those answers: X(name, English, Chinese). FAILED and STOCK_FAILED
+ * come before the reason of a failure, as the Spring service's "秒杀失败: " + the
+ * exception's message did. */
+#define REPLY_PHRASES(X)                                            \
+    X(ACCEPTED, "order accepted", "秒杀成功，订单处理中")           \
+    X(FAILED, "seckill failed: ", "秒杀失败: ")                     \
+    X(STOCK_FAILED, "failed to read the stock: ", "获取库存失败: ")
+
+#define REPLY_ENUM(name, english, chinese) REPLY_PHRASE_##name,
+enum reply_phrase { REPLY_PHRASES(REPLY_ENUM) REPLY_PHRASE_COUNT };
+#undef REPLY_ENUM
+
+/* The language of those messages (http.language). */
+enum reply_language { REPLY_LANGUAGE_EN, REPLY_LANGUAGE_ZH };
+/* http.language's value: "zh" is Chinese, anything else English. */
+enum reply_language reply_language_named(const char *name);
 
 const char *reply_status_name(enum reply_status status);
 int reply_status_code(enum reply_status status);
 const char *reply_status_message(enum reply_status status);
+/* The status's message in lang (English: reply_status_message). */
+const char *reply_status_message_in(enum reply_status status, enum reply_language lang);
+const char *reply_phrase(enum reply_phrase phrase, enum reply_language lang);
 
 /* Sends `body` (a JSON text) with the given HTTP code. */
 void reply_send(struct evhttp_request *req, int code, const char *body, size_t len);

@@ -6,8 +6,9 @@
 #include "gateway/gateway.h"
 
 /* GET /seckill/token?userId=&activityId=: a one-time purchase token (purchasetoken.h),
- * only inside the sale's window and only with seckill.require-token on. Issued without
- * I/O; POST /seckill/execute checks it and its script spends the nonce. */
+ * only inside the sale's window, only with seckill.require-token on, and never to a user
+ * or address a manual ban keeps out (bans.h: 429 BLOCKED). Issued without I/O; POST
+ * /seckill/execute checks it and its script spends the nonce. */
 void tokenapi_issue(struct gateway *gw, struct evhttp_request *req);
 
 #endif

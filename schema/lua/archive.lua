@@ -6,7 +6,7 @@
 -- redeliver.lua only move members that are still in the resv zset or the claimed set, and
 -- rebalance 'in' only follows an 'out' whose record 'mark' requires gone.
 -- KEYS: 1 activity  2 stock  3 users  4 orders  5 resv  6 queued  7 claimed  8 failed
---       9 xfer-out  10 xfer-in
+--       9 xfer-out  10 xfer-in  11 failed users
 -- ARGV: 'mark', now_ms, sold   sets 'archived' = now_ms, and 'stockLeft' = the bucket's
 --                              stock key, when nothing of the bucket is in flight; sold =
 --                              the SUCCESS count the caller found (checked against the
@@ -16,7 +16,7 @@
 --            transfers failed-stream sold)
 --       'unmark'               drops 'archived' (a later bucket refused: the sale goes on
 --                              as it was) -> 1 dropped, 0 there was none
---       'drop'                 UNLINKs keys 2..10 of an archived bucket
+--       'drop'                 UNLINKs keys 2..11 of an archived bucket
 --         -> the number of keys removed, or -1 when the bucket is not archived
 local mode = ARGV[1]
 if mode == 'mark' then
@@ -49,6 +49,7 @@ elseif mode == 'drop' then
   if redis.call('HEXISTS', KEYS[1], 'archived') == 0 then
     return -1
   end
-  return redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10])
+  return redis.call('UNLINK', KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
+    KEYS[11])
 end
 return redis.error_reply('archive.lua: unknown mode ' .. tostring(mode))

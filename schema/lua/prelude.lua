@@ -20,10 +20,13 @@ local function record_failed(orders_key, failed_key, order_no, user, reason, now
 end
 
 -- As record_failed, and the user is free to buy again unless their record already names
--- another order.
-local function fail_order(users_key, orders_key, failed_key, order_no, user, reason, now_ms)
+-- another order. A user freed this way keeps the failed order and its reason in
+-- failed_users, so that GET /seckill/result answers FAILED rather than nothing
+-- (result.lua), until they hold another order.
+local function fail_order(users_key, orders_key, failed_key, failed_users_key, order_no, user, reason, now_ms)
   if redis.call('HGET', users_key, user) == order_no then
     redis.call('HDEL', users_key, user)
+    redis.call('HSET', failed_users_key, user, order_no .. ' ' .. reason)
   end
   record_failed(orders_key, failed_key, order_no, user, reason, now_ms)
 end

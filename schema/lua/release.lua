@@ -6,7 +6,7 @@
 -- gateway's rollback, EXPIRED for the reaper), in the same atomic step, so MySQL learns of
 -- it (the consumer's outcomes pass) exactly when Redis decided it.
 -- KEYS: 1 stock  2 users  3 orders  4 resv  5 failed  6 activity (an archived sale,
---       archive.lua, releases nothing and marks nothing: it returns 0)
+--       archive.lua, releases nothing and marks nothing: it returns 0)  7 failed users
 -- ARGV: 'order', orderNo, userId        (gateway rollback after a failed delivery)
 --    or 'forget', orderNo, userId       (as 'order', for a request whose execute verdict
 --                                        was lost: when the order is unknown, its number is
@@ -55,7 +55,7 @@ for _, member in ipairs(members) do
   if released < limit and ours(order_no) and redis.call('ZREM', KEYS[4], member) == 1 then
     local user = string.sub(member, bar + 1)
     redis.call('INCR', KEYS[1])
-    fail_order(KEYS[2], KEYS[3], KEYS[5], order_no, user, reason, now_ms)
+    fail_order(KEYS[2], KEYS[3], KEYS[5], KEYS[7], order_no, user, reason, now_ms)
     released = released + 1
     failed[#failed + 1] = order_no
   end

@@ -8,7 +8,7 @@
 -- rows are committed), with their user's record pointing at them.
 -- Each loser is added to the failed stream with the reason SUPERSEDED (as release.lua does).
 -- KEYS: 1 users  2 orders  3 resv  4 queued  5 claimed  6 failed  7 activity (its 'sold'
---       counts the winners newly recorded SUCCESS: count_sold, prelude.lua)
+--       counts the winners newly recorded SUCCESS: count_sold, prelude.lua)  8 failed users
 -- ARGV: nlosers, then nlosers pairs orderNo, userId (the losers), then pairs orderNo, userId
 --       of orders MySQL holds for the same sale (the winners)
 -- Returns {losers ended by this call, winners newly recorded SUCCESS}. A repeat (a
@@ -29,7 +29,7 @@ local now_ms = tostring(tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000
 for i = 0, nlosers - 1 do
   local order_no, user = ARGV[2 + 2 * i], ARGV[3 + 2 * i]
   if redis.call('SREM', KEYS[5], order_no .. '|' .. user) == 1 then
-    fail_order(KEYS[1], KEYS[2], KEYS[6], order_no, user, 'SUPERSEDED', now_ms)
+    fail_order(KEYS[1], KEYS[2], KEYS[6], KEYS[8], order_no, user, 'SUPERSEDED', now_ms)
     ended = ended + 1
     failed[#failed + 1] = order_no
   end

@@ -37,6 +37,7 @@ struct adminhttp_run {
     struct adminpool_job job;
     struct evhttp_request *req;
     const struct adminroutes_route *route;
+    char actor[96];         /* the job's: "admin API from <client address>" */
 };
 
 static const char *method_name(enum evhttp_cmd_type m)
@@ -89,6 +90,24 @@ static void send_json(struct evhttp_request *req, int code, cJSON *json)
     if (buf)
         evbuffer_free(buf);
     cJSON_free(text);
+}
+
+/* A listing asked with format=csv: the CSV itself (text/csv), the next page's cursor in
+ * X-Next-Cursor when there is one. */
+static void send_csv(struct evhttp_request *req, const char *csv, const cJSON *next)
+{
+    struct evkeyvalq *headers = evhttp_request_get_output_headers(req);
+    evhttp_add_header(headers, "Content-Type", "text/csv; charset=utf-8");
+    evhttp_add_header(headers, "Cache-Control", "no-store");
+    /* The listing writes the cursor exactly (json_add_int: a raw number). */
+    if (cJSON_IsRaw(next) && next->valuestring)
+        evhttp_add_header(headers, "X-Next-Cursor", next->valuestring);
+    struct evbuffer *buf = evhttp_request_get_command(req) == EVHTTP_REQ_HEAD ? NULL : evbuffer_new();
+    if (buf)
+        evbuffer_add(buf, csv, strlen(csv));
+    evhttp_send_reply(req, 200, reason(200), buf);
+    if (buf)
+        evbuffer_free(buf);
 }
 
 static void send_error(struct evhttp_request *req, int code, const char *status, const char *message)
@@ -245,6 +264,15 @@ static void on_done(struct adminpool_job *job)
     case CTLCALL_UNAVAILABLE: code = 503; status = "UNAVAILABLE"; break;
     case CTLCALL_REFUSED: default: code = 409; status = "REFUSED"; break;
     }
+    const cJSON *csv = job->outcome == CTLCALL_DONE && job->call.result
+                           ? cJSON_GetObjectItemCaseSensitive(job->call.result, "csv") : NULL;
+    if (cJSON_IsString(csv)) {
+        audit(run->req, 200);
+        send_csv(run->req, csv->valuestring, cJSON_GetObjectItemCaseSensitive(job->call.result, "next"));
+        ctlcall_free(&job->call);
+        free(run);
+        return;
+    }
     cJSON *answer = cJSON_CreateObject();
     cJSON_AddBoolToObject(answer, "success", job->outcome == CTLCALL_DONE);
     if (status) {
@@ -289,8 +317,13 @@ static int start_route(struct adminhttp *h, struct evhttp_request *req, const st
     }
     run->req = req;
     run->route = route;
+    /* The token is shared: the caller is known by its address alone. */
+    const char *peer = NULL;
+    ev_uint16_t port = 0;
+    evhttp_connection_get_peer(evhttp_request_get_connection(req), (char **)&peer, &port);
+    snprintf(run->actor, sizeof(run->actor), "admin API from %s", peer ? peer : "an unknown address");
     run->job = (struct adminpool_job){ .command = route->command, .handler = route->handler, .argc = argc,
-                                       .argv = argv, .arg = run };
+                                       .argv = argv, .arg = run, .actor = run->actor };
     adminpool_submit(h->pool, &run->job);
     return 0;
 }

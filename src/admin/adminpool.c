@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl/ctlaudit.h"
+
 /* Ownership: a job is the caller's; between adminpool_submit and `done` it sits on `queue`
  * (under lock), with one worker, or on `finished` (under lock). A worker wakes the loop
  * through the pipe; the loop's on_wake takes `finished` and hands each job back.
@@ -51,7 +53,14 @@ static void *worker(void *arg)
         if (!p->queue)
             p->queue_last = NULL;
         pthread_mutex_unlock(&p->lock);
+        ctl.actor = job->actor;
         job->outcome = ctlcall_run(&ctl, job->command, job->handler, job->argc, job->argv, &job->call);
+        /* Recorded as the CLI records its runs: 0 done, 2 a bad request, 1 anything else. */
+        ctlaudit_record(&ctl, job->command, job->argc, job->argv,
+                        job->outcome == CTLCALL_DONE ? CTLRUN_OK
+                        : job->outcome == CTLCALL_INVALID ? CTLRUN_USAGE : CTLRUN_FAIL);
+        ctlrun_disconnect(&ctl);
+        ctl.actor = NULL;
         pthread_mutex_lock(&p->lock);
         job->next = p->finished;
         p->finished = job;

@@ -10,8 +10,15 @@
 #include "ctl/ctlcouponarchive.h"
 #include "ctl/ctlactivitycancel.h"
 #include "ctl/ctlactivitycreate.h"
+#include "ctl/ctlactivityupdate.h"
+#include "ctl/ctlaudit.h"
+#include "ctl/ctllist.h"
 #include "ctl/ctlactivityshow.h"
 #include "ctl/ctlactivitywarmup.h"
+#include "ctl/ctlbanadd.h"
+#include "ctl/ctlbanlist.h"
+#include "ctl/ctlbanremove.h"
+#include "ctl/ctlbansync.h"
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
 #include "ctl/ctlcouponshow.h"
@@ -22,6 +29,17 @@
 #include "ctl/ctlverify.h"
 
 const struct adminroutes_route adminroutes_table[] = {
+    { "GET", "/admin/orders", "order list", ctllist_orders_run, NULL, 200,
+      { { "activityId", "--activity" }, { "status", "--status" }, { "userId", "--user" },
+        { "after", "--after" }, { "limit", "--limit" }, { "format", "--format" }, { NULL, NULL } } },
+    { "GET", "/admin/coupons", "coupon list", ctllist_coupons_run, NULL, 200,
+      { { "status", "--status" }, { "after", "--after" }, { "limit", "--limit" }, { "format", "--format" },
+        { NULL, NULL } } },
+    { "GET", "/admin/activities", "activity list", ctllist_activities_run, NULL, 200,
+      { { "couponId", "--coupon" }, { "status", "--status" }, { "after", "--after" }, { "limit", "--limit" },
+        { "format", "--format" }, { NULL, NULL } } },
+    { "GET", "/admin/audit", "audit list", ctlaudit_list_run, NULL, 200,
+      { { "before", "--before" }, { "limit", "--limit" }, { "format", "--format" }, { NULL, NULL } } },
     { "GET", "/admin/stats", "stats", ctlstats_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/coupons", "coupon create", ctlcouponcreate_run, NULL, 201,
       { { "name", "--name" }, { "type", "--type" }, { "amount", "--amount" }, { "rate", "--rate" },
@@ -42,6 +60,9 @@ const struct adminroutes_route adminroutes_table[] = {
       { { "couponId", "--coupon" }, { "stock", "--stock" }, { "start", "--start" }, { "end", "--end" },
         { "name", "--name" }, { NULL, NULL } } },
     { "GET", "/admin/activities/{id}", "activity show", ctlactivityshow_run, NULL, 200, { { NULL, NULL } } },
+    { "PATCH", "/admin/activities/{id}", "activity update", ctlactivityupdate_run, NULL, 200,
+      { { "name", "--name" }, { "start", "--start" }, { "end", "--end" }, { "stock", "--stock" },
+        { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/cancel", "activity cancel", ctlactivitycancel_run, NULL, 200,
       { { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/warmup", "activity warmup", ctlactivitywarmup_run, NULL, 200,
@@ -52,6 +73,13 @@ const struct adminroutes_route adminroutes_table[] = {
     { "GET", "/admin/activities/{id}/orders", "order find", ctlorder_find_run, "--activity", 200,
       { { "userId", "--user" }, { NULL, NULL } } },
     { "GET", "/admin/orders/{id}", "order show", ctlorder_show_run, NULL, 200, { { NULL, NULL } } },
+    { "GET", "/admin/bans", "ban list", ctlbanlist_run, NULL, 200,
+      { { "activityId", "--activity" }, { "all", "--all" }, { NULL, NULL } } },
+    { "POST", "/admin/bans", "ban add", ctlbanadd_run, NULL, 201,
+      { { "userId", "--user" }, { "ip", "--ip" }, { "activityId", "--activity" }, { "for", "--for" },
+        { "until", "--until" }, { "reason", "--reason" }, { NULL, NULL } } },
+    { "DELETE", "/admin/bans/{id}", "ban remove", ctlbanremove_run, NULL, 200, { { NULL, NULL } } },
+    { "POST", "/admin/bans/sync", "ban sync", ctlbansync_run, NULL, 200, { { NULL, NULL } } },
 };
 
 const size_t adminroutes_count = sizeof(adminroutes_table) / sizeof(adminroutes_table[0]);
@@ -79,6 +107,19 @@ static bool path_matches(const char *pattern, const char *path, char *id, size_t
     return *pattern == '\0' && *path == '\0';
 }
 
+/* A path a route names literally ("/admin/bans/sync") is that route's alone: a route whose
+ * "{id}" would take the same segment (DELETE /admin/bans/{id}) does not serve it, nor
+ * appear in its Allow. */
+static bool named_literally(const char *path)
+{
+    char none[8];
+    for (size_t i = 0; i < adminroutes_count; i++)
+        if (!strstr(adminroutes_table[i].path, "{id}") &&
+            path_matches(adminroutes_table[i].path, path, none, sizeof(none)))
+            return true;
+    return false;
+}
+
 static bool method_serves(const char *route_method, const char *method)
 {
     return strcmp(route_method, method) == 0 ||
@@ -90,10 +131,10 @@ enum adminroutes_match adminroutes_find(const char *method, const char *path,
                                         char *allow, size_t allowlen)
 {
     allow[0] = '\0';
-    bool path_known = false;
+    bool path_known = false, literal = named_literally(path);
     for (size_t i = 0; i < adminroutes_count; i++) {
         const struct adminroutes_route *r = &adminroutes_table[i];
-        if (!path_matches(r->path, path, id, idlen))
+        if ((literal && strstr(r->path, "{id}")) || !path_matches(r->path, path, id, idlen))
             continue;
         if (method_serves(r->method, method)) {
             *route = r;

@@ -50,6 +50,7 @@ static const struct config_entry config_table[] = {
     INT("http.max-body-size", http_max_body_size, "8192", 64, 16777216),
     INT("http.max-header-size", http_max_header_size, "8192", 256, 1048576),
     BOOL("http.trust-forwarded-for", http_trust_forwarded_for, "false"),
+    BOOL("http.long-ids", http_long_ids, "false"),
     INT("http.max-connections", http_max_connections, "20000", 1, 1000000),
     INT("http.max-waiting", http_max_waiting, "10000", 0, 1000000),
     INT("http.max-waiting-per-client", http_max_waiting_per_client, "100", 1, 1000000),
@@ -58,6 +59,9 @@ static const struct config_entry config_table[] = {
     STR("http.metrics-port", http_metrics_port, "main"),
     STR("http.metrics-host", http_metrics_host, "127.0.0.1"),
     CHOICE("http.refusal-status", http_refusal_status, "4xx", "4xx|200"),
+    CHOICE("http.unavailable-status", http_unavailable_status, "503", "503|200"),
+    CHOICE("http.language", http_language, "en", "en|zh"),
+    CHOICE("http.stock-answers", http_stock_answers, "seckill", "seckill|spring"),
 
     CHOICE("auth.mode", auth_mode, "none", "none|jwt"),
     STR("auth.jwt-secret", auth_jwt_secret, ""),

@@ -1,5 +1,7 @@
 #include "common/json.h"
 
+#include "common/parse.h"
+
 #include <cjson/cJSON.h>
 #include <inttypes.h>
 #include <math.h>
@@ -48,5 +50,29 @@ int json_get_int(const cJSON *object, const char *name, int64_t min, int64_t *ou
         return -1;
     }
     *out = (int64_t)v;
+    return 0;
+}
+
+const char *json_id_text(char *buf, int64_t id)
+{
+    if (id >= 0 && (double)id <= JSON_MAX_EXACT_INT)
+        snprintf(buf, JSON_ID_LEN, "%" PRId64, id);
+    else
+        snprintf(buf, JSON_ID_LEN, "\"%" PRId64 "\"", id);
+    return buf;
+}
+
+int json_get_id(const cJSON *object, const char *name, int64_t min, int64_t *out, char *err, size_t errlen)
+{
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, name);
+    if (!cJSON_IsString(item))
+        return json_get_int(object, name, min, out, err, errlen);
+    /* One spelling per value, as json_id_text writes it: a string only above 2^53 - 1. */
+    int64_t v;
+    if (parse_id(item->valuestring, &v) != 0 || v < min || (double)v <= JSON_MAX_EXACT_INT) {
+        snprintf(err, errlen, "%s: not an id", name);
+        return -1;
+    }
+    *out = v;
     return 0;
 }

@@ -18,6 +18,7 @@ static int keys_of_tag(char *buf, size_t len, const struct config *cfg, enum key
     case KEYS_FAILED: prefix = "seckill:failed"; break;
     case KEYS_XFER_OUT: prefix = "seckill:xfer:out"; break;
     case KEYS_XFER_IN: prefix = "seckill:xfer:in"; break;
+    case KEYS_FAILED_USERS: prefix = "seckill:failedusers"; break;
     case KEYS_KIND_COUNT: return -1;
     }
     int n = snprintf(buf, len, "%s:{%s}", prefix, tag);

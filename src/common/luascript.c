@@ -19,7 +19,7 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_SUPERSEDE] = "supersede",
     [LUASCRIPT_PAUSE] = "pause",
     [LUASCRIPT_REBALANCE] = "rebalance", [LUASCRIPT_REDELIVER] = "redeliver",
-    [LUASCRIPT_ARCHIVE] = "archive",
+    [LUASCRIPT_ARCHIVE] = "archive",    [LUASCRIPT_UPDATE] = "update",
 };
 
 static char *read_file(const char *path, size_t *len)

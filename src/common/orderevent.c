@@ -11,10 +11,12 @@
 int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
 {
     /* The order number is generated digits and a dash: nothing to escape. */
+    char user[JSON_ID_LEN], activity[JSON_ID_LEN];
     int n = snprintf(buf, len,
-                     "{\"orderNo\":\"%s\",\"userId\":%" PRId64 ",\"activityId\":%" PRId64
+                     "{\"orderNo\":\"%s\",\"userId\":%s,\"activityId\":%s"
                      ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "%s%s%s}",
-                     ev->order_no, ev->user_id, ev->activity_id, ev->coupon_id, ev->created_ms,
+                     ev->order_no, json_id_text(user, ev->user_id), json_id_text(activity, ev->activity_id),
+                     ev->coupon_id, ev->created_ms,
                      ev->bucket_tag[0] ? ",\"bucketTag\":\"" : "", ev->bucket_tag, ev->bucket_tag[0] ? "\""
                      : "");
     return (n < 0 || (size_t)n >= len) ? -1 : n;
@@ -33,8 +35,8 @@ int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char 
         snprintf(err, errlen, "orderNo: missing or not a string");
         goto out;
     }
-    if (json_get_int(root, "userId", 1, &ev->user_id, err, errlen) != 0 ||
-        json_get_int(root, "activityId", 1, &ev->activity_id, err, errlen) != 0 ||
+    if (json_get_id(root, "userId", 1, &ev->user_id, err, errlen) != 0 ||
+        json_get_id(root, "activityId", 1, &ev->activity_id, err, errlen) != 0 ||
         json_get_int(root, "couponId", 0, &ev->coupon_id, err, errlen) != 0 ||
         json_get_int(root, "createdAt", 0, &ev->created_ms, err, errlen) != 0)
         goto out;

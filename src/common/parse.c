@@ -28,6 +28,11 @@ int parse_json_id(const char *s, int64_t *out)
     return 0;
 }
 
+int parse_client_id(const char *s, bool long_ids, int64_t *out)
+{
+    return long_ids ? parse_id(s, out) : parse_json_id(s, out);
+}
+
 int parse_cents(const char *s, int64_t *out)
 {
     if (!s || *s < '0' || *s > '9')

@@ -13,11 +13,13 @@
 int redeemevent_encode(const struct redeemevent *ev, char *buf, size_t len)
 {
     /* The order reference is limited to [A-Za-z0-9_.:-]: nothing to escape. */
+    char user[JSON_ID_LEN];
     int n = snprintf(buf, len,
-                     "{\"type\":\"" USEEVENT_TYPE "\",\"userCouponId\":%" PRId64 ",\"userId\":%" PRId64
+                     "{\"type\":\"" USEEVENT_TYPE "\",\"userCouponId\":%" PRId64 ",\"userId\":%s"
                      ",\"orderRef\":\"%s\","
                      "\"discount\":%" PRId64 ",\"payable\":%" PRId64 ",\"usedAt\":%" PRId64 "}",
-                     ev->user_coupon_id, ev->user_id, ev->order_ref, ev->discount, ev->payable, ev->used_ms);
+                     ev->user_coupon_id, json_id_text(user, ev->user_id), ev->order_ref, ev->discount,
+                     ev->payable, ev->used_ms);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
@@ -49,7 +51,7 @@ int redeemevent_decode(const char *data, size_t len, struct redeemevent *ev, cha
         goto out;
     }
     if (json_get_int(j, "userCouponId", 1, &ev->user_coupon_id, err, errlen) != 0 ||
-        json_get_int(j, "userId", 1, &ev->user_id, err, errlen) != 0 ||
+        json_get_id(j, "userId", 1, &ev->user_id, err, errlen) != 0 ||
         json_get_int(j, "discount", 0, &ev->discount, err, errlen) != 0 ||
         json_get_int(j, "payable", 0, &ev->payable, err, errlen) != 0 ||
         json_get_int(j, "usedAt", 0, &ev->used_ms, err, errlen) != 0)

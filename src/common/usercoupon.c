@@ -19,21 +19,31 @@ char *usercoupon_encode(const struct usercoupon *uc)
 {
     /* Printed by hand: cJSON prints numbers with 15 significant digits whenever its
      * tolerant comparison calls that close enough, which changes integers above ~2^52.
-     * Nothing here needs escaping (integers and a fixed type name). */
-    char buf[512];
-    int n = snprintf(buf, sizeof(buf),
-                     "{\"id\":%" PRId64 ",\"userId\":%" PRId64 ",\"couponId\":%" PRId64
-                     ",\"type\":\"%s\",\"amount\":%" PRId64 ",\"rate\":%" PRId64
-                     ",\"minOrder\":%" PRId64 ",\"maxDiscount\":%" PRId64 ",\"start\":%" PRId64
-                     ",\"end\":%" PRId64 "}",
-                     uc->id, uc->user_id, uc->coupon_id, couponterms_type_name(uc->terms.type),
-                     uc->terms.amount, uc->terms.rate, uc->terms.min_order, uc->terms.max_discount,
-                     uc->start_ms, uc->end_ms);
-    if (n < 0 || (size_t)n >= sizeof(buf))
+     * Only the name needs escaping, which cJSON does for a lone string. */
+    cJSON *name = cJSON_CreateString(uc->name);
+    char *quoted = name ? cJSON_PrintUnformatted(name) : NULL;
+    cJSON_Delete(name);
+    if (!quoted)
         return NULL;
-    char *text = malloc((size_t)n + 1);
-    if (text)
-        memcpy(text, buf, (size_t)n + 1);
+    char *text = NULL, user[JSON_ID_LEN];
+    for (int pass = 0, size = 0; pass < 2; pass++) {
+        int n = snprintf(text, (size_t)size,
+                         "{\"id\":%" PRId64 ",\"userId\":%s,\"couponId\":%" PRId64
+                         ",\"type\":\"%s\",\"amount\":%" PRId64 ",\"rate\":%" PRId64
+                         ",\"minOrder\":%" PRId64 ",\"maxDiscount\":%" PRId64 ",\"start\":%" PRId64
+                         ",\"end\":%" PRId64 ",\"name\":%s}",
+                         uc->id, json_id_text(user, uc->user_id), uc->coupon_id,
+                         couponterms_type_name(uc->terms.type),
+                         uc->terms.amount, uc->terms.rate, uc->terms.min_order, uc->terms.max_discount,
+                         uc->start_ms, uc->end_ms, quoted);
+        if (n < 0 || (pass == 0 && !(text = malloc((size_t)n + 1)))) {
+            free(text);
+            text = NULL;
+            break;
+        }
+        size = n + 1;
+    }
+    cJSON_free(quoted);
     return text;
 }
 
@@ -65,7 +75,8 @@ int usercoupon_decode(const char *data, size_t len, struct usercoupon *uc)
     int ok = 1;
     char type[16];
     uc->id = get_number(j, "id", &ok);
-    uc->user_id = get_number(j, "userId", &ok);
+    if (json_get_id(j, "userId", 0, &uc->user_id, err, sizeof(err)) != 0)
+        ok = 0;
     uc->coupon_id = get_number(j, "couponId", &ok);
     uc->terms.amount = get_number(j, "amount", &ok);
     uc->terms.rate = get_number(j, "rate", &ok);
@@ -74,6 +85,9 @@ int usercoupon_decode(const char *data, size_t len, struct usercoupon *uc)
     uc->start_ms = get_number(j, "start", &ok);
     uc->end_ms = get_number(j, "end", &ok);
     if (get_string(j, "type", type, sizeof(type)) != 0 || couponterms_type_parse(type, &uc->terms.type) != 0)
+        ok = 0;
+    /* A record written before names were kept has none. */
+    if (cJSON_HasObjectItem(j, "name") && get_string(j, "name", uc->name, sizeof(uc->name)) != 0)
         ok = 0;
     strcpy(uc->status, "UNUSED");
     cJSON_Delete(j);

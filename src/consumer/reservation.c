@@ -23,9 +23,9 @@ static const enum keys_kind confirm_kinds[CONFIRM_KEYS] = {
 };
 #define FINALIZE_KEYS 3
 static const enum keys_kind finalize_kinds[FINALIZE_KEYS] = { KEYS_ORDERS, KEYS_CLAIMED, KEYS_ACTIVITY };
-#define ABANDON_KEYS 5
+#define ABANDON_KEYS 6
 static const enum keys_kind abandon_kinds[ABANDON_KEYS] = {
-    KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED, KEYS_FAILED,
+    KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED, KEYS_FAILED, KEYS_FAILED_USERS,
 };
 
 struct script_keys {

@@ -13,9 +13,10 @@
 #include "consumer/persist.h"
 #include "consumer/sqltext.h"
 
-#define SUPERSEDE_KEYS 7
+#define SUPERSEDE_KEYS 8
 static const enum keys_kind supersede_kinds[SUPERSEDE_KEYS] = {
     KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED, KEYS_ACTIVITY,
+    KEYS_FAILED_USERS,
 };
 
 /* Orders as supersede.lua's argument pairs. Owned: freed by pairs_free. */

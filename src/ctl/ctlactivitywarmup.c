@@ -28,6 +28,7 @@ struct ctlactivitywarmup_part {
     const struct bucket_list *list;
     int b;
     int64_t share;   /* a bucketed rebuild: the stock this bucket gets */
+    const char *coupon;  /* the coupon's record (usercoupon.h) for GET /seckill/activities */
 };
 
 /* The activity hash, as the gateway's cache and the execute script read it; a bucket's
@@ -35,12 +36,15 @@ struct ctlactivitywarmup_part {
 struct ctlactivitywarmup_meta {
     char id[24], coupon[24], stock[24], start[24], end[24], bucket[8], buckets[8];
     char tags[BUCKET_LIST_LEN];
-    const char *argv[22];
+    const char *argv[24];
     int argc;
 };
 
+/* with_stock false leaves the hash's 'stock' as it is: it moves only with the stock key
+ * (update.lua), so a refresh must not set it from a MySQL row that an interrupted
+ * `activity update` has not reached yet. */
 static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char *key,
-                                   const struct ctlactivitywarmup_part *part,
+                                   const struct ctlactivitywarmup_part *part, bool with_stock,
                                    struct ctlactivitywarmup_meta *m)
 {
     snprintf(m->id, sizeof(m->id), "%" PRId64, row->id);
@@ -56,13 +60,19 @@ static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char
     };
     memcpy(m->argv, argv, sizeof(argv));
     m->argc = 16;
+    if (!with_stock) {
+        memmove(m->argv + 6, m->argv + 8, 8 * sizeof(m->argv[0]));  /* drops "stock", its value */
+        m->argc -= 2;
+    }
+    m->argv[m->argc++] = "coupon";
+    m->argv[m->argc++] = part->coupon;
     if (part->list->count > 1) {
         snprintf(m->bucket, sizeof(m->bucket), "%d", part->b);
         snprintf(m->buckets, sizeof(m->buckets), "%d", part->list->count);
         bucket_list_format(part->list, m->tags, sizeof(m->tags));
         const char *more[] = { "bucket", m->bucket, "buckets", m->buckets, "tags", m->tags };
-        memcpy(m->argv + 16, more, sizeof(more));
-        m->argc = 22;
+        memcpy(m->argv + m->argc, more, sizeof(more));
+        m->argc += 6;
     }
 }
 
@@ -264,7 +274,7 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
     snprintf(s_left, sizeof(s_left), "%" PRId64, left);
     snprintf(s_sold, sizeof(s_sold), "%" PRId64, orders);
     struct ctlactivitywarmup_meta meta;
-    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, &meta);
+    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, true, &meta);
     /* Transfers recorded by a Redis that lost the stock key are void with it. UNLINK: the
      * old hashes may be big, and are freed off Redis's main thread. */
     const char *del[] = { "UNLINK", k->name[KEYS_USERS], k->name[KEYS_ORDERS], k->name[KEYS_RESERVED],
@@ -324,7 +334,7 @@ static int ctlactivitywarmup_refresh(struct ctlrun *ctl, redisContext *c,
     if (ctlactivitywarmup_multi(ctl, c) != CTLRUN_OK)
         return CTLRUN_FAIL;
     struct ctlactivitywarmup_meta meta;
-    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, &meta);
+    ctlactivitywarmup_meta(row, k->name[KEYS_ACTIVITY], part, false, &meta);
     const char *get[] = { "GET", k->name[KEYS_STOCK] };
     if (ctlactivitywarmup_queue(ctl, c, meta.argc, meta.argv) != CTLRUN_OK ||
         ctlactivitywarmup_queue(ctl, c, 2, get) != CTLRUN_OK) {
@@ -459,15 +469,24 @@ int ctlactivitywarmup_warm(struct ctlrun *ctl, const struct ctlactivity_row *row
     if (list.count > 1 && ctlactivitywarmup_split(ctl, row, &list, &left, &rebuild) != CTLRUN_OK)
         return CTLRUN_FAIL;
     bool cancelled = ctlactivity_is_cancelled(row);
+    /* The coupon's terms and name, for the sale's listing: they never change after the
+     * coupon is created. */
+    struct usercoupon terms;
+    if (ctlcoupon_terms(ctl, row->coupon_id, &terms) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    char *coupon = usercoupon_encode(&terms);
+    if (!coupon)
+        return ctlout_fail(ctl, "out of memory");
     int rc = CTLRUN_OK;
     for (int b = 0; b < list.count && rc == CTLRUN_OK; b++) {
         struct ctlactivitywarmup_part part = { &list, b,
-                                               left / list.count + (b < left % list.count ? 1 : 0) };
+                                               left / list.count + (b < left % list.count ? 1 : 0), coupon };
         char one[256] = "";
         rc = ctlactivitywarmup_bucket(ctl, row, &part, one, sizeof(one));
         if (b == 0)
             snprintf(report, reportlen, "%s", one);
     }
+    free(coupon);
     if (rc != CTLRUN_OK)
         return rc;
     if (list.count > 1) {

@@ -19,6 +19,7 @@
 #include "store/couponsync.h"
 #include "store/db.h"
 #include "common/clock.h"
+#include "common/json.h"
 #include "common/timeparse.h"
 #include "common/usercoupon.h"
 
@@ -229,7 +230,7 @@ int ctlcoupongrant_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON *obj = cJSON_CreateObject();
         cJSON_AddNumberToObject(obj, "id", (double)g.id);
         cJSON_AddNumberToObject(obj, "couponId", (double)g.coupon_id);
-        cJSON_AddNumberToObject(obj, "userId", (double)g.user_id);
+        json_add_int(obj, "userId", g.user_id);
         cJSON_AddStringToObject(obj, "sourceRef", g.source_ref);
         cJSON_AddBoolToObject(obj, "issued", g.issued);
         cJSON_AddBoolToObject(obj, "published", prc == CTLRUN_OK && !g.archived);

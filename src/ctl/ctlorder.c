@@ -13,6 +13,7 @@
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
+#include "common/json.h"
 #include "common/orderno.h"
 #include "common/timeparse.h"
 #include "store/sqltime.h"
@@ -149,7 +150,7 @@ static int ctlorder_print(struct ctlrun *ctl, const struct ctlorder *o)
         cJSON_AddStringToObject(obj, "orderNo", o->no);
         cJSON_AddNumberToObject(obj, "activityId", (double)o->activity_id);
         if (o->user_id)
-            cJSON_AddNumberToObject(obj, "userId", (double)o->user_id);
+            json_add_int(obj, "userId", o->user_id);  /* exact above 2^53 too */
         if (o->status[0])
             cJSON_AddStringToObject(obj, "status", o->status);
         else
@@ -227,6 +228,21 @@ int ctlorder_show_run(struct ctlrun *ctl, int argc, char **argv)
     return ctlorder_report(ctl, &o, id);
 }
 
+/* The order number on the first row of sql, into o->no and *id (*found false: none). */
+static int ctlorder_first(struct ctlrun *ctl, const char *sql, struct ctlorder *o, uint64_t *id, bool *found)
+{
+    MYSQL_RES *res = ctldb_query(ctl, sql);
+    if (!res)
+        return CTLRUN_FAIL;
+    MYSQL_ROW r = mysql_fetch_row(res);
+    int64_t of_activity = 0;
+    *found = r && r[0] && strlen(r[0]) < sizeof(o->no) && orderno_parse(r[0], id, &of_activity) == 0;
+    if (*found)
+        snprintf(o->no, sizeof(o->no), "%s", r[0]);
+    mysql_free_result(res);
+    return CTLRUN_OK;
+}
+
 int ctlorder_find_run(struct ctlrun *ctl, int argc, char **argv)
 {
     enum { ACTIVITY, USER, NOPTS };
@@ -242,22 +258,20 @@ int ctlorder_find_run(struct ctlrun *ctl, int argc, char **argv)
         (rc = ctlargs_id(ctl, "--user", opts[USER].value, &user_id)) != CTLRUN_OK)
         return rc;
     /* UNIQUE(user_id, activity_id): the one SUCCESS order a user can hold in a sale. A
-     * FAILED attempt frees the user, as it does in Redis: it is nobody's held order. */
-    char sql[256];
-    snprintf(sql, sizeof(sql), "SELECT order_no FROM seckill_order WHERE activity_id = %" PRId64
+     * user without one was freed by every attempt that FAILED: their last, as Redis
+     * answers it while the sale is live (result.lua), else nothing. */
+    char held[192], failed[256];
+    snprintf(held, sizeof(held), "SELECT order_no FROM seckill_order WHERE activity_id = %" PRId64
              " AND user_id = %" PRId64, activity_id, user_id);
-    MYSQL_RES *res = ctldb_query(ctl, sql);
-    if (!res)
-        return CTLRUN_FAIL;
-    MYSQL_ROW r = mysql_fetch_row(res);
+    snprintf(failed, sizeof(failed), "SELECT order_no FROM seckill_order_failed WHERE activity_id = %" PRId64
+             " AND user_id = %" PRId64 " ORDER BY failed_at DESC, id DESC LIMIT 1", activity_id, user_id);
     struct ctlorder o;
     memset(&o, 0, sizeof(o));
     uint64_t id = 0;
-    int64_t of_activity = 0;
-    bool found = r && r[0] && strlen(r[0]) < sizeof(o.no) && orderno_parse(r[0], &id, &of_activity) == 0;
-    if (found)
-        snprintf(o.no, sizeof(o.no), "%s", r[0]);
-    mysql_free_result(res);
+    bool found = false;
+    if ((rc = ctlorder_first(ctl, held, &o, &id, &found)) != CTLRUN_OK ||
+        (!found && (rc = ctlorder_first(ctl, failed, &o, &id, &found)) != CTLRUN_OK))
+        return rc;
     if (!found)
         return ctlout_missing(ctl, "user %" PRId64 " holds no order in activity %" PRId64, user_id,
                               activity_id);

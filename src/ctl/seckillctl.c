@@ -6,9 +6,16 @@
 
 #include "ctl/ctlactivityarchive.h"
 #include "ctl/ctlactivitycancel.h"
+#include "ctl/ctlactivityupdate.h"
+#include "ctl/ctlaudit.h"
+#include "ctl/ctllist.h"
 #include "ctl/ctlactivitycreate.h"
 #include "ctl/ctlactivityshow.h"
 #include "ctl/ctlactivitywarmup.h"
+#include "ctl/ctlbanadd.h"
+#include "ctl/ctlbanlist.h"
+#include "ctl/ctlbanremove.h"
+#include "ctl/ctlbansync.h"
 #include "ctl/ctlconfig.h"
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
@@ -47,10 +54,23 @@ static const struct ctl_command ctl_commands[] = {
     { "activity create", ctlactivitycreate_run,
       "--coupon ID --stock N --start T --end T [--name N] [--buckets B]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },
+    { "activity update", ctlactivityupdate_run, "ID [--name N] [--start T] [--end T] [--stock +N|-N|N]" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
     { "activity archive", ctlactivityarchive_run, "ID" },
+    { "ban add", ctlbanadd_run,
+      "(--user UID | --ip ADDR[/PREFIX]) [--activity ID] (--for DURATION | --until T) [--reason TEXT]" },
+    { "ban remove", ctlbanremove_run, "ID" },
+    { "ban list", ctlbanlist_run, "[--activity ID] [--all]" },
+    { "ban sync", ctlbansync_run, "" },
     { "order show", ctlorder_show_run, "ORDER_NO" },
+    { "order list", ctllist_orders_run,
+      "--activity ID [--status SUCCESS|FAILED] [--user UID] [--after ID] [--limit N] "
+      "[--format table|json|csv]" },
+    { "coupon list", ctllist_coupons_run, "[--status S] [--after ID] [--limit N] [--format table|json|csv]" },
+    { "activity list", ctllist_activities_run,
+      "[--coupon ID] [--status S] [--after ID] [--limit N] [--format table|json|csv]" },
+    { "audit list", ctlaudit_list_run, "[--before ID] [--limit N] [--format table|json|csv]" },
     { "order find", ctlorder_find_run, "--activity ID --user UID" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },
     { "stats", ctlstats_run, "" },
@@ -67,6 +87,7 @@ static void ctl_usage(FILE *out)
     fprintf(out,
             "\nT is ISO-8601 (2026-12-01T20:00:00, optional .sss, Z or +08:00; local time\n"
             "without an offset), now, or relative: +30s, +10m, +2h, +1d (also -N).\n"
+            "DURATION is a number and s, m, h or d: 30m, 2h, 7d.\n"
             "Exit status: 0 done, 1 operation or check failed, 2 bad command line.\n");
 }
 
@@ -180,6 +201,7 @@ int main(int argc, char **argv)
         ctl.command = cmd->name;
         ctl.usage = cmd->usage;
         rc = cmd->handler(&ctl, argc - 1 - words, argv + 1 + words);
+        ctlaudit_record(&ctl, cmd->name, argc - 1 - words, argv + 1 + words, rc);
     }
 
     if (fflush(stdout) != 0 && rc == CTLRUN_OK)

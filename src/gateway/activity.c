@@ -48,6 +48,14 @@ const char *activity_status_name(enum activity_status status)
     return names[status];
 }
 
+const char *activity_shown_status(const struct activity *a, int64_t now_ms)
+{
+    enum activity_status status = activity_status_at(a, now_ms);
+    if (a->paused && (status == ACTIVITY_PENDING || status == ACTIVITY_ACTIVE))
+        return "PAUSED";
+    return activity_status_name(status);
+}
+
 enum activity_status activity_status_at(const struct activity *a, int64_t now_ms)
 {
     if (a->cancelled)
@@ -77,7 +85,7 @@ static int int_of(const redisReply *r, int64_t *out)
 
 int activity_from_reply(struct activity *a, const redisReply *reply)
 {
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || (reply->elements != 8 && reply->elements != 9))
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 8)
         return -1;
     redisReply **e = reply->element;
     int64_t coupon, stock, start, end, left, holders;
@@ -92,6 +100,9 @@ int activity_from_reply(struct activity *a, const redisReply *reply)
     a->stock_left = left;
     a->cancelled = e[5]->type == REDIS_REPLY_STRING && strcmp(e[5]->str, "CANCELLED") == 0;
     a->holders = holders;
+    a->paused = reply->elements >= 10 && e[9]->type == REDIS_REPLY_STRING && strcmp(e[9]->str, "1") == 0;
+    const redisReply *record = reply->elements >= 11 && e[10]->type == REDIS_REPLY_STRING ? e[10] : NULL;
+    a->has_coupon = record && record->len > 0 && usercoupon_decode(record->str, record->len, &a->coupon) == 0;
     a->loaded = true;
     /* Stock that came back (a rollback or an expired reservation) reopens the sale. */
     if (left > 0)
@@ -338,7 +349,7 @@ static void fetch_bucket(struct activity_cache *cache, const struct activity *a,
  * a Redis flush, replaces it). */
 static int adopt_buckets(struct activity_cache *cache, struct activity *a, const redisReply *reply)
 {
-    const char *tags = reply->elements == 9 && reply->element[8]->type == REDIS_REPLY_STRING
+    const char *tags = reply->elements >= 9 && reply->element[8]->type == REDIS_REPLY_STRING
                            ? reply->element[8]->str : "";
     struct bucket_list list;
     if (bucket_list_parse(tags, a->id, &list) != 0) {

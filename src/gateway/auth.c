@@ -8,15 +8,16 @@
 #include "gateway/jwt.h"
 #include "common/parse.h"
 
-static int user_param(struct httpparams *params, int64_t *user_id, bool *present, char *message, size_t len)
+static int user_param(struct httpparams *params, bool long_ids, int64_t *user_id, bool *present,
+                      char *message, size_t len)
 {
     char value[HTTPPARAMS_VALUE_LEN];
     int found = httpparams_get(params, "userId", value, sizeof(value), message, len);
     *present = found == 1;
     if (found < 0)
         return -1;
-    if (found == 1 && parse_json_id(value, user_id) != 0) {
-        snprintf(message, len, "userId must be a positive integer below 2^53");
+    if (found == 1 && parse_client_id(value, long_ids, user_id) != 0) {
+        snprintf(message, len, "userId must be a positive integer below %s", PARSE_ID_BOUND(long_ids));
         return -1;
     }
     return 0;
@@ -28,7 +29,7 @@ int auth_user(const struct config *cfg, struct evhttp_request *req, struct httpp
     int64_t from_param = 0;
     bool present = false;
     *status = REPLY_INVALID;
-    if (user_param(params, &from_param, &present, message, message_len) != 0)
+    if (user_param(params, cfg->http_long_ids, &from_param, &present, message, message_len) != 0)
         return -1;
     if (strcmp(cfg->auth_mode, "jwt") != 0) {
         if (!present) {

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/keys.h"
 #include "gateway/auth.h"
+#include "gateway/couponjson.h"
 #include "gateway/delivery.h"
 #include "gateway/httpparams.h"
 #include "common/json.h"
@@ -17,7 +18,6 @@
 #include "gateway/pending.h"
 #include "common/parse.h"
 #include "gateway/reply.h"
-#include "common/timeparse.h"
 #include "common/usercoupon.h"
 #include "common/redeemevent.h"
 
@@ -59,44 +59,18 @@ static void unavailable(struct evhttp_request *req)
     reply_error(req, REPLY_UNAVAILABLE, "coupon service unavailable, please retry", 1, NULL, NULL);
 }
 
-static void add_money(cJSON *json, const char *name, int64_t cents)
-{
-    char text[32];
-    couponterms_format_cents(cents, text, sizeof(text));
-    cJSON_AddStringToObject(json, name, text);
-}
-
-static void add_time(cJSON *json, const char *name, int64_t ms)
-{
-    char text[40];
-    timeparse_format(ms, text, sizeof(text));
-    cJSON_AddStringToObject(json, name, text);
-}
-
 static cJSON *coupon_json(const struct usercoupon *uc, int64_t now_ms)
 {
     cJSON *j = cJSON_CreateObject();
     json_add_int(j, "userCouponId", (int64_t)uc->id);
     json_add_int(j, "couponId", (int64_t)uc->coupon_id);
-    cJSON_AddStringToObject(j, "type", couponterms_type_name(uc->terms.type));
     cJSON_AddStringToObject(j, "status", usercoupon_state_at(uc, now_ms));
-    if (uc->terms.type == COUPON_CASH)
-        add_money(j, "amount", uc->terms.amount);
-    if (uc->terms.type == COUPON_DISCOUNT) {
-        char rate[32];
-        snprintf(rate, sizeof(rate), "%" PRId64 ".%04" PRId64, uc->terms.rate / COUPON_RATE_ONE,
-                 uc->terms.rate % COUPON_RATE_ONE);
-        cJSON_AddStringToObject(j, "rate", rate);
-        add_money(j, "maxDiscount", uc->terms.max_discount);
-    }
-    add_money(j, "minOrder", uc->terms.min_order);
-    add_time(j, "validFrom", uc->start_ms);
-    add_time(j, "validUntil", uc->end_ms);
+    couponjson_terms(j, uc);
     if (strcmp(uc->status, "USED") == 0) {
         cJSON_AddStringToObject(j, "orderRef", uc->order_ref);
-        add_money(j, "discount", uc->discount);
-        add_money(j, "payable", uc->payable);
-        add_time(j, "usedAt", uc->used_ms);
+        couponjson_money(j, "discount", uc->discount);
+        couponjson_money(j, "payable", uc->payable);
+        couponjson_time(j, "usedAt", uc->used_ms);
     }
     return j;
 }
@@ -200,9 +174,9 @@ static void answer_redeemed(struct redeem *r)
     cJSON_AddBoolToObject(json, "success", 1);
     json_add_int(json, "userCouponId", (int64_t)r->ev.user_coupon_id);
     cJSON_AddStringToObject(json, "orderRef", r->ev.order_ref);
-    add_money(json, "orderAmount", r->ev.discount + r->ev.payable);
-    add_money(json, "discount", r->ev.discount);
-    add_money(json, "payable", r->ev.payable);
+    couponjson_money(json, "orderAmount", r->ev.discount + r->ev.payable);
+    couponjson_money(json, "discount", r->ev.discount);
+    couponjson_money(json, "payable", r->ev.payable);
     reply_json(r->d.http, 200, json);
     r->d.http = NULL;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gateway/auth.h"
+#include "gateway/bans.h"
 #include "gateway/clientip.h"
 #include "gateway/ratelimit.h"
 #include "common/clock.h"
@@ -152,11 +153,11 @@ static void answer_accepted(struct delivery *d)
     if (r->stage == EXECUTESTAGE_DELIVERING && !r->gw->cfg->reply_after_ack)
         move(r, EXECUTESTAGE_PROMISED);  /* before the ack: never rolled back now */
     struct executeanswer_about about = { r->user_id, r->activity_id, r->accepted_ms };
-    executeanswer_accepted(d->http, &about, r->order_no);
+    executeanswer_accepted(r->gw->cfg, d->http, &about, r->order_no);
 }
 
 /* Every refusal of this endpoint (executeanswer.h: the Spring service's fields, and
- * http.refusal-status). UNAVAILABLE is no refusal: those answers stay reply_error's. */
+ * http.refusal-status). UNAVAILABLE is no refusal: those answers are unavailable()'s. */
 static void refuse(struct gateway *gw, struct evhttp_request *req, int64_t user_id, int64_t activity_id,
                    enum reply_status status, const char *message, int64_t retry_after, const char *order_no)
 {
@@ -164,7 +165,17 @@ static void refuse(struct gateway *gw, struct evhttp_request *req, int64_t user_
     executeanswer_refused(gw->cfg, req, &about, status, message, retry_after, order_no);
 }
 
-static void answer_failed(struct order *r, enum reply_status status, const char *message)
+/* Every UNAVAILABLE of this endpoint. Each is sent only where nothing was sold nor will be
+ * (a 503 never ends SUCCESS: docs/protocol.md), so http.unavailable-status = 200 may answer
+ * it as the Spring service answered a failure, 200 FAILED, which promises the same. */
+static void unavailable(struct gateway *gw, struct evhttp_request *req, int64_t user_id, int64_t activity_id,
+                        const char *reason, int64_t retry_after)
+{
+    struct executeanswer_about about = { user_id, activity_id, clock_wall_ms() };
+    executeanswer_unavailable(gw->cfg, req, &about, reason, retry_after);
+}
+
+static void answer_failed(struct order *r, const char *message)
 {
     if (!r->d.http)
         return;
@@ -173,7 +184,7 @@ static void answer_failed(struct order *r, enum reply_status status, const char 
      * replaced, which passes within seconds. */
     if (r->script.unreplicated)
         message = "stock service not replicated in time, please retry";
-    reply_error(r->d.http, status, message, r->script.unreplicated ? 1 : 0, NULL, NULL);
+    unavailable(r->gw, r->d.http, r->user_id, r->activity_id, message, r->script.unreplicated ? 1 : 0);
     r->d.http = NULL;
 }
 
@@ -198,11 +209,11 @@ static int release_send(struct order *r, redisconn_cb cb)
                                                        &scratch);
     if (!r->gw->cfg->enable_stock_rollback || !keys)
         return 1;
+    const char *mode = r->stage == EXECUTESTAGE_FORGETTING ? "forget" : "order";
     const char *argv[] = { keys->name[KEYS_STOCK], keys->name[KEYS_USERS], keys->name[KEYS_ORDERS],
                            keys->name[KEYS_RESERVED], keys->name[KEYS_FAILED], keys->name[KEYS_ACTIVITY],
-                           r->stage == EXECUTESTAGE_FORGETTING ? "forget" : "order", r->order_no,
-                           r->user };
-    return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 6, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
+                           keys->name[KEYS_FAILED_USERS], mode, r->order_no, r->user };
+    return redisconn_eval(r->gw->redis, LUASCRIPT_RELEASE, 7, 3, argv, NULL, cb, r) == 0 ? 0 : -1;
 }
 
 static void retry_unlink(struct order *r)
@@ -332,7 +343,7 @@ static void on_rolled_back(redisReply *reply, void *privdata)
         } else {
             LOG_ORDER_WARN(r->order_no, "rollback did not reach Redis; the reaper will return the stock");
         }
-        answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
+        answer_failed(r, "order could not be queued, please retry");
     }
     order_finish(r);
 }
@@ -350,7 +361,7 @@ static void rollback_and_answer(struct order *r, enum executestage to)
         return;
     if (sent < 0)
         LOG_ORDER_WARN(r->order_no, "rollback could not be sent; the reaper will return the stock");
-    answer_failed(r, REPLY_UNAVAILABLE, "order could not be queued, please retry");
+    answer_failed(r, "order could not be queued, please retry");
     order_finish(r);
 }
 
@@ -359,7 +370,7 @@ static void answer_timed_out(struct order *r)
     if (!r->d.http)
         return;
     observe_latency(r);
-    reply_error(r->d.http, REPLY_UNAVAILABLE, "request timed out, please retry", 1, NULL, NULL);
+    unavailable(r->gw, r->d.http, r->user_id, r->activity_id, "request timed out, please retry", 1);
     r->d.http = NULL;
 }
 
@@ -547,7 +558,7 @@ static void on_executed(struct executebatch_item *script, const redisReply *repl
             rollback_and_answer(r, EXECUTESTAGE_FORGETTING);
             return;
         }
-        answer_failed(r, REPLY_UNAVAILABLE, "stock service unavailable, please retry");
+        answer_failed(r, "stock service unavailable, please retry");
         order_finish(r);
         return;
     }
@@ -595,29 +606,29 @@ static void on_executed(struct executebatch_item *script, const redisReply *repl
         int64_t buckets = element_int(reply, 1, 1);
         if (buckets > 1 && (!a || a->nbuckets != buckets)) {
             activity_cache_refresh(r->gw->activities);
-            reply_error(r->d.http, REPLY_UNAVAILABLE, "the sale is being set up, please retry", 1, NULL,
-                        NULL);
+            unavailable(r->gw, r->d.http, r->user_id, r->activity_id,
+                        "the sale is being set up, please retry", 1);
         } else if (!a || activity_bucket_empty(r->gw->activities, a, r->bucket)) {
             refuse(r->gw, r->d.http, r->user_id, r->activity_id, REPLY_OUT_OF_STOCK, NULL, 0, NULL);
         } else {
             metrics_inc(METRIC_BUCKET_EMPTY_RETRIES);
             rebalance_soon(r->gw->rebalance);
-            reply_error(r->d.http, REPLY_UNAVAILABLE, "stock is being moved to your part of the sale, please "
-                        "retry", 1, NULL, NULL);
+            unavailable(r->gw, r->d.http, r->user_id, r->activity_id,
+                        "stock is being moved to your part of the sale, please retry", 1);
         }
         break;
     }
     case EXECUTEVERDICT_SETUP:
         /* the activity has buckets this gateway does not know yet */
         activity_cache_refresh(r->gw->activities);
-        reply_error(r->d.http, v.status, v.message, 1, NULL, NULL);
+        unavailable(r->gw, r->d.http, r->user_id, r->activity_id, v.message, 1);
         break;
     case EXECUTEVERDICT_LOST:
-        reply_error(r->d.http, v.status, v.message, 1, NULL, NULL);
+        unavailable(r->gw, r->d.http, r->user_id, r->activity_id, v.message, 1);
         break;
     case EXECUTEVERDICT_UNKNOWN:
         LOG_ORDER_ERROR(r->order_no, "unexpected execute answer %s", verdict);
-        reply_error(r->d.http, v.status, v.message, 0, NULL, NULL);
+        unavailable(r->gw, r->d.http, r->user_id, r->activity_id, v.message, 0);
         break;
     }
     r->d.http = NULL;
@@ -641,6 +652,11 @@ static bool local_answer(struct gateway *gw, struct evhttp_request *req, int64_t
 {
     const char *limited;
     int64_t retry_after;
+    /* First: a banned client takes no permit from the buckets everybody shares. */
+    if (bans_refused(gw->bans, req, user_id, activity_id, &limited, &retry_after)) {
+        refuse(gw, req, user_id, activity_id, REPLY_BLOCKED, limited, retry_after, NULL);
+        return true;
+    }
     if (gw->cfg->enable_rate_limit && ratelimit_refused(gw, req, &limited, &retry_after)) {
         refuse(gw, req, user_id, activity_id, REPLY_RATE_LIMITED, limited, retry_after, NULL);
         return true;
@@ -683,7 +699,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     int64_t id;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              httpparams_get_id(&params, "activityId", &id, err, sizeof(err)) != 0;
+              httpparams_get_id(&params, "activityId", gw->cfg->http_long_ids, &id, err, sizeof(err)) != 0;
     if (!bad)
         activity_id = id;
     bad = bad || auth_user(gw->cfg, req, &params, &id, &status, err, sizeof(err)) != 0;
@@ -701,7 +717,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
         return;
     }
     if (gw->draining) {
-        reply_error(req, REPLY_UNAVAILABLE, "shutting down", 1, NULL, NULL);
+        unavailable(gw, req, user_id, activity_id, "shutting down", 1);
         return;
     }
     char nonce[PURCHASETOKEN_NONCE_LEN] = "-";
@@ -714,12 +730,12 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     if (answer_locally(gw, req, activity_id, user_id))
         return;
     if (!nodelease_valid(gw->lease) || !redisconn_ready(gw->redis)) {
-        reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
+        unavailable(gw, req, user_id, activity_id, "stock service unavailable, please retry", 1);
         return;
     }
     struct order *r = order_new(gw);
     if (!r) {
-        reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
+        unavailable(gw, req, user_id, activity_id, "out of memory", 1);
         return;
     }
     delivery_init(&r->d, &order_delivery, req);

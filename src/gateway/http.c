@@ -8,7 +8,9 @@
 
 #include "common/clock.h"
 #include "common/httpconns.h"
+#include "gateway/activitylist.h"
 #include "gateway/adminfwd.h"
+#include "gateway/bans.h"
 #include "gateway/couponapi.h"
 #include "gateway/execute.h"
 #include "gateway/longpoll.h"
@@ -48,6 +50,7 @@ static const struct route routes[] = {
     { "/seckill/result", EVHTTP_REQ_GET, .exact = readapi_result },
     { "/seckill/token", EVHTTP_REQ_GET, .exact = tokenapi_issue },
     { "/seckill/orders/", EVHTTP_REQ_GET, .below = readapi_order },
+    { "/seckill/activities", EVHTTP_REQ_GET, .exact = activitylist_serve },
     { "/seckill/activities/", EVHTTP_REQ_GET, .below = readapi_activity },
     { "/coupons", EVHTTP_REQ_GET, .exact = couponapi_list },
     { "/coupons/", EVHTTP_REQ_POST, .below = couponapi_use },
@@ -90,6 +93,7 @@ static void metrics_page(struct http *http, struct evhttp_request *req)
     metrics_set(METRIC_KAFKA_UP, kafkaprod_healthy(gw->kafka));
     metrics_set(METRIC_LONGPOLL_WAITING, longpoll_waiting(gw->longpoll));
     metrics_set(METRIC_CACHED_WINNERS, activity_cache_winners(gw->activities));
+    metrics_set(METRIC_BANS_IN_FORCE, bans_in_force(gw->bans, clock_wall_ms()));
     metrics_set(METRIC_ARCHIVE_FORWARDS, gw->admin ? adminfwd_in_flight(gw->admin) : 0);
     struct textbuf page;
     textbuf_init(&page);

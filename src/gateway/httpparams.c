@@ -2,6 +2,7 @@
 
 #include "common/json.h"
 #include "common/parse.h"
+#include "gateway/multipart.h"
 
 #include <cjson/cJSON.h>
 #include <event2/buffer.h>
@@ -67,9 +68,13 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
                            const char *body, size_t len, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
+    /* A multipart part is its value byte for byte, decoded by nobody: there "%00" is text,
+     * and only a raw NUL would cut a value short. */
+    bool multipart = len > 0 && content_type && content_type_is(content_type, "multipart/form-data");
     if ((query && has_encoded_nul(query, strlen(query), "%00")) ||
-        (len > 0 && (memchr(body, '\0', len) || has_encoded_nul(body, len, "%00") ||
-                     has_encoded_nul(body, len, "\\u0000")))) {
+        (len > 0 && (memchr(body, '\0', len) ||
+                     (!multipart && (has_encoded_nul(body, len, "%00") ||
+                                     has_encoded_nul(body, len, "\\u0000")))))) {
         snprintf(err, errlen, "NUL byte in a parameter");
         return -1;
     }
@@ -103,8 +108,13 @@ int httpparams_parse_parts(struct httpparams *p, const char *query, const char *
         p->has_form = true;
         return 0;
     }
-    snprintf(err, errlen, "unsupported Content-Type (use application/json or "
-             "application/x-www-form-urlencoded)");
+    if (multipart) {
+        /* Its parts are form fields: read, compared and refused when repeated as those are. */
+        p->has_form = true;
+        return multipart_parse(content_type, body, len, &p->form, err, errlen);
+    }
+    snprintf(err, errlen, "unsupported Content-Type (use application/json, "
+             "application/x-www-form-urlencoded or multipart/form-data)");
     return -1;
 }
 
@@ -287,13 +297,14 @@ int httpparams_get_required(struct httpparams *p, const char *name, char *out, s
     return found == 1 ? 0 : -1;
 }
 
-int httpparams_get_id(struct httpparams *p, const char *name, int64_t *out, char *err, size_t errlen)
+int httpparams_get_id(struct httpparams *p, const char *name, bool long_ids, int64_t *out, char *err,
+                      size_t errlen)
 {
     char value[HTTPPARAMS_VALUE_LEN];
     if (httpparams_get_required(p, name, value, sizeof(value), err, errlen) != 0)
         return -1;
-    if (parse_json_id(value, out) != 0) {
-        snprintf(err, errlen, "%s must be a positive integer below 2^53", name);
+    if (parse_client_id(value, long_ids, out) != 0) {
+        snprintf(err, errlen, "%s must be a positive integer below %s", name, PARSE_ID_BOUND(long_ids));
         return -1;
     }
     return 0;

@@ -76,6 +76,8 @@ void longpoll_answer(struct evhttp_request *req, const struct longpoll_order *o,
         json_add_int(json, "activityId", o->activity_id);
     }
     cJSON_AddStringToObject(json, "status", status);
+    if (o->reason && strcmp(status, "FAILED") == 0)
+        cJSON_AddStringToObject(json, "reason", o->reason);
     reply_json(req, 200, json);
 }
 
@@ -153,7 +155,7 @@ static void hold_answer(struct hold *h, const char *status, bool closing)
     h->http = NULL;
     if (closing)
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-    struct longpoll_order o = { h->kind, h->user_id, h->activity_id, h->w.order_no, NULL, NULL, NULL };
+    struct longpoll_order o = { h->kind, h->user_id, h->activity_id, h->w.order_no, NULL, NULL, NULL, NULL };
     longpoll_answer(req, &o, status);
 }
 

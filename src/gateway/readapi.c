@@ -2,6 +2,7 @@
 
 #include <cjson/cJSON.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "gateway/adminfwd.h"
 #include "gateway/archive.h"
 #include "gateway/auth.h"
+#include "gateway/couponjson.h"
 #include "gateway/httpparams.h"
 #include "gateway/longpoll.h"
 #include "gateway/metrics.h"
@@ -19,7 +21,6 @@
 #include "common/log.h"
 #include "common/parse.h"
 #include "gateway/reply.h"
-#include "common/timeparse.h"
 
 enum query_kind { QUERY_STOCK, QUERY_RESULT, QUERY_ORDER, QUERY_OWN_ORDER, QUERY_ACTIVITY };
 
@@ -40,9 +41,43 @@ struct query {
     char order_no[ORDERNO_LEN];
 };
 
-static void unavailable(struct evhttp_request *req)
+/* http.stock-answers = spring: GET /seckill/stock answers as the Spring service did, whose
+ * clients read a sale they do not know yet as sold out and a failure as its controller's
+ * catch answered it. */
+static bool spring_stock(const struct gateway *gw, enum query_kind kind)
 {
-    reply_error(req, REPLY_UNAVAILABLE, "stock service unavailable, please retry", 1, NULL, NULL);
+    return kind == QUERY_STOCK && strcmp(gw->cfg->http_stock_answers, "spring") == 0;
+}
+
+/* That service's failure: 500, "获取库存失败: " (http.language) + the reason. */
+static void stock_failed(const struct gateway *gw, struct evhttp_request *req, const char *reason)
+{
+    if (!req)
+        return;
+    char message[256];
+    snprintf(message, sizeof(message), "%s%s",
+             reply_phrase(REPLY_PHRASE_STOCK_FAILED, reply_language_named(gw->cfg->http_language)), reason);
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 0);
+    cJSON_AddStringToObject(json, "status", reply_status_name(REPLY_UNAVAILABLE));
+    cJSON_AddStringToObject(json, "message", message);
+    char *text = cJSON_PrintUnformatted(json);
+    cJSON_Delete(json);
+    if (!text) {
+        reply_error(req, REPLY_UNAVAILABLE, "out of memory", 1, NULL, NULL);
+        return;
+    }
+    reply_send_as(req, 500, REPLY_UNAVAILABLE, text, strlen(text));
+    cJSON_free(text);
+}
+
+static void unavailable(const struct gateway *gw, enum query_kind kind, struct evhttp_request *req)
+{
+    static const char reason[] = "stock service unavailable, please retry";
+    if (spring_stock(gw, kind))
+        stock_failed(gw, req, reason);
+    else
+        reply_error(req, REPLY_UNAVAILABLE, reason, 1, NULL, NULL);
 }
 
 static void query_free(struct query *q);
@@ -62,6 +97,12 @@ static void not_found(struct query *q)
 {
     switch (q->kind) {
     case QUERY_STOCK:
+        if (spring_stock(q->gw, q->kind)) {
+            reply_stock(q->http, q->activity_id, 0);
+            break;
+        }
+        reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
+        break;
     case QUERY_ACTIVITY: reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL); break;
     case QUERY_RESULT: reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL,
                                    NULL); break;
@@ -79,12 +120,25 @@ static bool answer_stock(struct query *q, const redisReply *reply)
     return false;
 }
 
+/* result.lua's {orderNo, status} of the order the user holds, or {orderNo, FAILED, reason}
+ * of the last one that failed and freed them. */
+static bool result_of(const redisReply *reply)
+{
+    if (reply->type != REDIS_REPLY_ARRAY || (reply->elements != 2 && reply->elements != 3))
+        return false;
+    for (size_t i = 0; i < reply->elements; i++)
+        if (reply->element[i]->type != REDIS_REPLY_STRING)
+            return false;
+    return true;
+}
+
 static bool answer_result(struct query *q, const redisReply *reply)
 {
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2)
+    if (!result_of(reply))
         return check_archive(q);
     struct longpoll_order o = { LONGPOLL_RESULT, q->user_id, q->activity_id, reply->element[0]->str,
-                                reply->element[1]->str, q->keys->name[KEYS_ORDERS], q->keys->tag };
+                                reply->element[1]->str, q->keys->name[KEYS_ORDERS], q->keys->tag,
+                                reply->elements == 3 ? reply->element[2]->str : NULL };
     longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
     q->http = NULL;
     return false;
@@ -95,7 +149,7 @@ static bool answer_order(struct query *q, const redisReply *reply)
     if (reply->type != REDIS_REPLY_STRING)
         return check_archive(q);
     struct longpoll_order o = { LONGPOLL_ORDER, 0, q->activity_id, q->order_no, reply->str,
-                                q->keys->name[KEYS_ORDERS], q->keys->tag };
+                                q->keys->name[KEYS_ORDERS], q->keys->tag, NULL };
     longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
     q->http = NULL;
     return false;
@@ -107,20 +161,11 @@ static bool answer_own_order(struct query *q, const redisReply *reply)
 {
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 0)
         return check_archive(q);  /* the user holds nothing in Redis: maybe in MySQL */
-    if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[0]->type != REDIS_REPLY_STRING || strcmp(reply->element[0]->str, q->order_no) != 0 ||
-        reply->element[1]->type != REDIS_REPLY_STRING) {
+    if (!result_of(reply) || strcmp(reply->element[0]->str, q->order_no) != 0) {
         not_found(q);
         return false;
     }
     return answer_order(q, reply->element[1]);
-}
-
-static void add_time(cJSON *json, const char *name, int64_t ms)
-{
-    char iso[40];
-    timeparse_format(ms, iso, sizeof(iso));
-    cJSON_AddStringToObject(json, name, iso);
 }
 
 static bool answer_activity(struct query *q, const redisReply *reply)
@@ -141,9 +186,13 @@ static bool answer_activity(struct query *q, const redisReply *reply)
     json_add_int(json, "couponId", (int64_t)a.coupon_id);
     json_add_int(json, "stock", (int64_t)a.stock);
     json_add_int(json, "stockLeft", (int64_t)a.stock_left);
-    add_time(json, "startTime", a.start_ms);
-    add_time(json, "endTime", a.end_ms);
-    cJSON_AddStringToObject(json, "status", activity_status_name(activity_status_at(&a, clock_wall_ms())));
+    couponjson_time(json, "startTime", a.start_ms);
+    couponjson_time(json, "endTime", a.end_ms);
+    cJSON_AddStringToObject(json, "status", activity_shown_status(&a, clock_wall_ms()));
+    if (a.has_coupon)
+        couponjson_terms(cJSON_AddObjectToObject(json, "coupon"), &a.coupon);
+    else
+        cJSON_AddNullToObject(json, "coupon");  /* warmed before the hash kept the coupon's terms */
     reply_json(q->http, 200, json);
     return false;
 }
@@ -198,15 +247,17 @@ static void on_admin(void *arg, int code, const cJSON *body)
         bool theirs = q->kind != QUERY_OWN_ORDER ||
                       (cJSON_IsNumber(user) && (int64_t)user->valuedouble == q->user_id && status &&
                        strcmp(status, "SUCCESS") == 0);
-        if (!no || !status || !longpoll_is_final(status) || !theirs ||
-            (q->kind == QUERY_RESULT && strcmp(status, "SUCCESS") != 0)) {
+        if (!no || !status || !longpoll_is_final(status) || !theirs) {
             /* No outcome in MySQL, or not the asking user's held order: what Redis
              * answered for it before the archive. */
             not_found(q);
         } else {
             metrics_inc(METRIC_ARCHIVED_READS);
+            /* A result's FAILED order is the user's last attempt, with its reason, as
+             * result.lua answers it while the sale is live. */
             struct longpoll_order o = { q->kind == QUERY_RESULT ? LONGPOLL_RESULT : LONGPOLL_ORDER,
-                                        q->user_id, q->activity_id, no, status, NULL, NULL };
+                                        q->user_id, q->activity_id, no, status, NULL, NULL,
+                                        q->kind == QUERY_RESULT ? str_field(body, "reason") : NULL };
             longpoll_answer(q->http, &o, status);
             q->http = NULL;
         }
@@ -258,7 +309,7 @@ static void on_archive(void *arg, const struct archive_sale *sale, bool ok)
     if (!q->http) {
         /* answered already */
     } else if (!ok) {
-        unavailable(q->http);
+        unavailable(q->gw, q->kind, q->http);
     } else if (!sale) {
         not_found(q);  /* never archived: the miss stands (archive.h) */
     } else {
@@ -274,7 +325,7 @@ static bool check_archive(struct query *q)
 {
     if (archive_lookup(q->gw->archive, q->activity_id, on_archive, q) == 0)
         return true;
-    unavailable(q->http);
+    unavailable(q->gw, q->kind, q->http);
     return false;
 }
 
@@ -303,7 +354,7 @@ static void on_query(redisReply *reply, void *privdata)
         send_order_lookup(q);
         return;
     } else if (!reply || reply->type == REDIS_REPLY_ERROR) {
-        unavailable(q->http);
+        unavailable(q->gw, q->kind, q->http);
     } else {
         bool waits = false;
         switch (q->kind) {
@@ -319,6 +370,16 @@ static void on_query(redisReply *reply, void *privdata)
     query_free(q);
 }
 
+/* pending.h's hook at http.request-timeout-ms for a stock read under spring_stock: its
+ * failure answer rather than the 503. The Redis callback still comes and frees q. */
+static void on_stock_deadline(struct pending *p)
+{
+    struct query *q = (struct query *)((char *)p - offsetof(struct query, p));
+    struct evhttp_request *req = q->http;
+    q->http = NULL;
+    stock_failed(q->gw, req, "request timed out, please retry");
+}
+
 /* A query about one activity, with its keys; NULL when it could not be made (answered). */
 static struct query *query_new(struct gateway *gw, struct evhttp_request *req, enum query_kind kind,
                                int64_t activity_id)
@@ -327,7 +388,7 @@ static struct query *query_new(struct gateway *gw, struct evhttp_request *req, e
     if (q)
         q->keys = activity_keys(gw->activities, activity_id, &q->scratch);
     if (!q || !q->keys) {
-        unavailable(req);
+        unavailable(gw, kind, req);
         free(q);
         return NULL;
     }
@@ -335,7 +396,7 @@ static struct query *query_new(struct gateway *gw, struct evhttp_request *req, e
     q->http = req;
     q->kind = kind;
     q->activity_id = activity_id;
-    pending_start(gw->pending, &q->p, &q->http, NULL);
+    pending_start(gw->pending, &q->p, &q->http, spring_stock(gw, kind) ? on_stock_deadline : NULL);
     return q;
 }
 
@@ -346,7 +407,7 @@ static void query_send(struct query *q, enum luascript_id script, int nkeys, int
                  ? redisconn_command_argv(q->gw->redis, nkeys + nargs, argv, NULL, on_query, q)
                  : redisconn_eval(q->gw->redis, script, nkeys, nargs, argv, NULL, on_query, q);
     if (rc != 0) {
-        unavailable(q->http);
+        unavailable(q->gw, q->kind, q->http);
         query_free(q);
     }
 }
@@ -356,8 +417,12 @@ static struct query *path_query(struct gateway *gw, struct evhttp_request *req, 
                                 enum query_kind kind)
 {
     int64_t id;
-    if (parse_json_id(text, &id) != 0) {
-        reply_error(req, REPLY_INVALID, "the id must be a positive integer below 2^53", 0, NULL, NULL);
+    bool long_ids = gw->cfg->http_long_ids;
+    if (parse_client_id(text, long_ids, &id) != 0) {
+        char message[64];
+        snprintf(message, sizeof(message), "the id must be a positive integer below %s",
+                 PARSE_ID_BOUND(long_ids));
+        reply_error(req, REPLY_INVALID, message, 0, NULL, NULL);
         return NULL;
     }
     return query_new(gw, req, kind, id);
@@ -392,8 +457,10 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
               auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     /* One message for absent, repeated and malformed alike, as this endpoint always said. */
-    if (!bad && httpparams_get_id(&params, "activityId", &activity_id, err, sizeof(err)) != 0) {
-        snprintf(err, sizeof(err), "activityId must be a positive integer below 2^53");
+    bool long_ids = gw->cfg->http_long_ids;
+    if (!bad && httpparams_get_id(&params, "activityId", long_ids, &activity_id, err, sizeof(err)) != 0) {
+        snprintf(err, sizeof(err), "activityId must be a positive integer below %s",
+                 PARSE_ID_BOUND(long_ids));
         bad = 1;
     }
     httpparams_free(&params);
@@ -415,8 +482,9 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
     q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);
     char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user_id);
-    const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
-    query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
+    const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS],
+                           q->keys->name[KEYS_FAILED_USERS], uid };
+    query_send(q, LUASCRIPT_RESULT, 3, 1, argv);
 }
 
 /* Order numbers are guessable: with auth.mode=jwt only the token's user sees theirs. */
@@ -464,8 +532,9 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
         q->keys = activity_user_keys(gw->activities, activity_id, user_id, &bucket, &q->scratch);
         char uid[24];
         snprintf(uid, sizeof(uid), "%" PRId64, user_id);
-        const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS], uid };
-        query_send(q, LUASCRIPT_RESULT, 2, 1, argv);
+        const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS],
+                               q->keys->name[KEYS_FAILED_USERS], uid };
+        query_send(q, LUASCRIPT_RESULT, 3, 1, argv);
         return;
     }
     send_order_lookup(q);
@@ -477,7 +546,7 @@ static void send_order_lookup(struct query *q)
                                               : activity_bucket_keys(q->gw->activities, q->activity_id,
                                                                      q->bucket, &q->scratch);
     if (!k) {
-        unavailable(q->http);
+        unavailable(q->gw, q->kind, q->http);
         query_free(q);
         return;
     }

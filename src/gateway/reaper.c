@@ -80,8 +80,8 @@ static void release_all(struct reaper *reaper, const char *mode, const char *nod
             call->activity_id = a->id;
             const char *argv[] = { k->name[KEYS_STOCK], k->name[KEYS_USERS], k->name[KEYS_ORDERS],
                                    k->name[KEYS_RESERVED], k->name[KEYS_FAILED], k->name[KEYS_ACTIVITY],
-                                   "older", cutoff, REAPER_BATCH, mode, nodes };
-            if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 6, 5, argv, NULL, on_reaped, call) != 0) {
+                                   k->name[KEYS_FAILED_USERS], "older", cutoff, REAPER_BATCH, mode, nodes };
+            if (redisconn_eval(reaper->redis, LUASCRIPT_RELEASE, 7, 5, argv, NULL, on_reaped, call) != 0) {
                 free(call);
                 return;
             }

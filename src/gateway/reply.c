@@ -14,10 +14,16 @@
 static const struct {
     const char *name;
     int code;
-    const char *message;
+    const char *message[2];  /* by enum reply_language */
 } reply_statuses[REPLY_STATUS_COUNT] = {
-#define REPLY_ENTRY(name, code, message) [REPLY_##name] = { #name, code, message },
+#define REPLY_ENTRY(name, code, message, chinese) [REPLY_##name] = { #name, code, { message, chinese } },
     REPLY_STATUSES(REPLY_ENTRY)
+#undef REPLY_ENTRY
+};
+
+static const char *const reply_phrases[REPLY_PHRASE_COUNT][2] = {
+#define REPLY_ENTRY(name, english, chinese) [REPLY_PHRASE_##name] = { english, chinese },
+    REPLY_PHRASES(REPLY_ENTRY)
 #undef REPLY_ENTRY
 };
 
@@ -25,7 +31,25 @@ const char *reply_status_name(enum reply_status status) { return reply_statuses[
 
 int reply_status_code(enum reply_status status) { return reply_statuses[status].code; }
 
-const char *reply_status_message(enum reply_status status) { return reply_statuses[status].message; }
+const char *reply_status_message(enum reply_status status)
+{
+    return reply_statuses[status].message[REPLY_LANGUAGE_EN];
+}
+
+const char *reply_status_message_in(enum reply_status status, enum reply_language lang)
+{
+    return reply_statuses[status].message[lang];
+}
+
+enum reply_language reply_language_named(const char *name)
+{
+    return strcmp(name, "zh") == 0 ? REPLY_LANGUAGE_ZH : REPLY_LANGUAGE_EN;
+}
+
+const char *reply_phrase(enum reply_phrase phrase, enum reply_language lang)
+{
+    return reply_phrases[phrase][lang];
+}
 
 static const char *reason_phrase(int code)
 {
@@ -39,6 +63,7 @@ static const char *reason_phrase(int code)
     case 409: return "Conflict";
     case 413: return "Payload Too Large";
     case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     default: return "Error";
     }

@@ -11,6 +11,7 @@
 #include "gateway/activity.h"
 #include "gateway/adminfwd.h"
 #include "gateway/archive.h"
+#include "gateway/bans.h"
 #include "common/config.h"
 #include "common/exposure.h"
 #include "common/keys.h"
@@ -41,6 +42,7 @@ static void on_redis_connect(void *arg)
     struct gateway *gw = arg;
     nodelease_on_connect(gw->lease);
     activity_cache_refresh(gw->activities);
+    bans_refresh(gw->bans);
 }
 
 /* Shutdown: stop accepting, let in-flight requests finish (their Kafka delivery reports
@@ -224,6 +226,11 @@ int main(int argc, char **argv)
     }
     gw.activities = activity_cache_new(gw.base, &cfg, gw.redis);
     activity_cache_set_archive(gw.activities, gw.archive);
+    gw.bans = bans_new(gw.base, &cfg, gw.redis);
+    if (!gw.bans) {
+        LOG_ERROR("out of memory");
+        goto out;
+    }
     gw.marks = queuedmarks_new(gw.base, &cfg, gw.redis, gw.activities);
     gw.batch = executebatch_new(gw.base, &cfg, gw.redis, gw.activities);
     if (!gw.batch) {
@@ -284,6 +291,7 @@ out:
     nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);
     activity_cache_free(gw.activities);
+    bans_free(gw.bans);  /* after Redis: its last read has run */
     pending_set_free(gw.pending);  /* every context has ended by now */
     pending_set_free(gw.delivery_cut);
     execute_free(&gw);  /* last: the callbacks above may still finish orders */

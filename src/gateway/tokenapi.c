@@ -7,6 +7,7 @@
 #include "common/clock.h"
 #include "gateway/archive.h"
 #include "gateway/auth.h"
+#include "gateway/bans.h"
 #include "gateway/httpparams.h"
 #include "gateway/pending.h"
 #include "gateway/purchasetoken.h"
@@ -70,7 +71,8 @@ void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
     int64_t user_id, activity_id;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
-              httpparams_get_id(&params, "activityId", &activity_id, err, sizeof(err)) != 0 ||
+              httpparams_get_id(&params, "activityId", gw->cfg->http_long_ids, &activity_id, err,
+                                sizeof(err)) != 0 ||
               auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     httpparams_free(&params);
     if (bad) {
@@ -79,6 +81,12 @@ void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
     }
     if (!gw->cfg->require_token) {
         reply_error(req, REPLY_NOT_FOUND, "purchase tokens are off (seckill.require-token)", 0, NULL, NULL);
+        return;
+    }
+    const char *banned;
+    int64_t retry_after;
+    if (bans_refused(gw->bans, req, user_id, activity_id, &banned, &retry_after)) {
+        reply_error(req, REPLY_BLOCKED, banned, retry_after, NULL, NULL);
         return;
     }
     struct activity *a = activity_cache_find(gw->activities, activity_id);

@@ -12,10 +12,10 @@
 #include "store/db.h"
 #include "store/sqltime.h"
 
-#define ARCHIVE_KEYS 10
+#define ARCHIVE_KEYS 11
 static const enum keys_kind archive_kinds[ARCHIVE_KEYS] = {
     KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
-    KEYS_FAILED, KEYS_XFER_OUT, KEYS_XFER_IN,
+    KEYS_FAILED, KEYS_XFER_OUT, KEYS_XFER_IN, KEYS_FAILED_USERS,
 };
 
 struct archive_run {

@@ -58,7 +58,7 @@ int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_ou
     char sql[512];
     snprintf(sql, sizeof(sql),
              "SELECT type, amount, rate, min_order, max_discount, " SQLTIME_MS("start_time")
-             ", " SQLTIME_MS("end_time") " FROM coupon WHERE id = %" PRId64,
+             ", " SQLTIME_MS("end_time") ", name FROM coupon WHERE id = %" PRId64,
              coupon_id);
     if (mysql_query(db, sql) != 0) {
         snprintf(err, errlen, "select coupon %" PRId64 ": %s", coupon_id, mysql_error(db));
@@ -82,7 +82,7 @@ int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_ou
     strcpy(uc.status, "UNUSED");
     /* The first column that does not parse, for the message. */
     static const char *const names[] = { "type", "amount", "rate", "min_order", "max_discount",
-                                         "start_time", "end_time" };
+                                         "start_time", "end_time", "name" };
     int bad = -1;
     if (!r[0] || couponterms_type_parse(r[0], &uc.terms.type) != 0)
         bad = 0;
@@ -98,6 +98,10 @@ int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_ou
         bad = 5;
     else if (couponsync_ms(r[6], &uc.end_ms) != 0)
         bad = 6;
+    else if (!r[7] || strlen(r[7]) >= sizeof(uc.name))
+        bad = 7;
+    else
+        strcpy(uc.name, r[7]);
     if (bad >= 0)
         snprintf(err, errlen, "coupon %" PRId64 ": %s '%s' is not a valid term", coupon_id,
                  names[bad], r[bad] ? r[bad] : "NULL");

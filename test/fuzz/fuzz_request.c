@@ -1,8 +1,9 @@
 /* libFuzzer harness for everything the gateway does with a request before any I/O:
- * evhttp's URI and query parsing, httpparams (query string plus a JSON or form body,
- * parsed strictly), the parameter values through the strict parsers, purchase tokens
- * and JWTs. Crashes, leaks and sanitizer reports are the findings; the asserts below
- * add the properties the parsers promise in their headers.
+ * evhttp's URI and query parsing, httpparams (query string plus a JSON, form or multipart
+ * body, parsed strictly; multipart's Content-Type comes as line 2), the parameter values
+ * through the strict parsers, purchase tokens and JWTs. Crashes, leaks and sanitizer
+ * reports are the findings; the asserts below add the properties the parsers promise in
+ * their headers.
  *
  * One input is one request:
  *   byte 0   flags: bits 0-2 pick the Content-Type (content_types[], 6 and 7 = line 2),

@@ -286,7 +286,8 @@ def test_every_write_script_refuses_an_archived_sale(ctl, mysql, redis, conf, en
     if not archived_field(redis, conf, aid):
         ctl.run_ok("activity", "archive", aid)
     k = {kind: conf.key(kind, aid) for kind in ("activity", "stock", "users", "orders", "resv", "queued", "claimed")}
-    k["failed"], k["xout"], k["xin"] = (f"seckill:{n}:{{{aid}}}" for n in ("failed", "xfer:out", "xfer:in"))
+    k["failed"], k["xout"], k["xin"], k["failedusers"] = (
+        f"seckill:{n}:{{{aid}}}" for n in ("failed", "xfer:out", "xfer:in", "failedusers"))
     no = f"{(int(time.time() * 1000) - 1704067200000) << 22 | 1019 << 12}-{aid}"
     user = "31337"
     subj = [f"seckill:{n}:{{{aid}}}:{user}" for n in ("rl:user", "rl:ip", "brush", "ban", "token")]
@@ -296,10 +297,11 @@ def test_every_write_script_refuses_an_archived_sale(ctl, mysql, redis, conf, en
         "confirm": ([k["stock"], k["users"], k["orders"], k["resv"], k["queued"], k["claimed"], k["activity"],
                      k["failed"]], [no, user]),
         "finalize": ([k["orders"], k["claimed"], k["activity"]], [no, user]),
-        "release": ([k["stock"], k["users"], k["orders"], k["resv"], k["failed"], k["activity"]],
+        "release": ([k["stock"], k["users"], k["orders"], k["resv"], k["failed"], k["activity"],
+                     k["failedusers"]],
                     ["forget", no, user]),
         "supersede": ([k["users"], k["orders"], k["resv"], k["queued"], k["claimed"], k["failed"],
-                       k["activity"]], ["0", no, user]),
+                       k["activity"], k["failedusers"]], ["0", no, user]),
         "rebalance": ([k["activity"], k["stock"], k["xout"]], ["out", "1", "1", str(aid)]),
         "cancel": ([k["activity"], k["stock"]], []),
     }

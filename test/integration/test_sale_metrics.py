@@ -72,7 +72,8 @@ def test_a_sale_warmed_before_the_counter_shows_no_sold(ctl, gateway, consumer, 
 
 
 def release_order(redis, conf, activity_id, user, order_no):
-    keys = [conf.key(k, activity_id) for k in ("stock", "users", "orders", "resv", "failed", "activity")]
+    keys = [conf.key(k, activity_id) for k in ("stock", "users", "orders", "resv", "failed", "activity",
+                                                "failedusers")]
     assert redis("EVAL", lua_body("release"), len(keys), *keys, "order", order_no, str(user)) == 1
 
 

@@ -22,6 +22,7 @@ _KEY_PREFIX = {
     "queued": "seckill:queued",
     "claimed": "seckill:claimed",
     "failed": "seckill:failed",
+    "failedusers": "seckill:failedusers",
 }
 _PREFIX_SETTING = {"stock": "seckill.stock.prefix", "users": "seckill.user.prefix"}
 
@@ -85,6 +86,6 @@ class Conf:
 
     def key(self, kind, activity_id):
         """The Redis key of one activity: kind is activity, stock, users, orders, resv,
-        queued or claimed."""
+        queued, claimed, failed or failedusers."""
         prefix = _KEY_PREFIX[kind] or self.get(_PREFIX_SETTING[kind])
         return f"{prefix}:{{{activity_id}}}"

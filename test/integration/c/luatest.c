@@ -347,15 +347,16 @@ struct xres execute_ok(int64_t user)
 
 int64_t release_call_n(int nargs, const char *const *args)
 {
-    char k[6][KEYS_LEN];
+    char k[7][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_RESERVED);
     key(k[4], KEYS_FAILED);
     key(k[5], KEYS_ACTIVITY);
-    const char *keys[6] = { k[0], k[1], k[2], k[3], k[4], k[5] };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 6, keys, nargs, args);
+    key(k[6], KEYS_FAILED_USERS);
+    const char *keys[7] = { k[0], k[1], k[2], k[3], k[4], k[5], k[6] };
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 7, keys, nargs, args);
     if (!r)
         fail_msg("release: %s", redis->errstr);
     if (r->type != REDIS_REPLY_INTEGER)

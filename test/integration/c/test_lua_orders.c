@@ -135,13 +135,14 @@ static void test_confirm_twice_then_finalize(void **state)
 
 static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *users)
 {
-    char k[5][KEYS_LEN];
+    char k[6][KEYS_LEN];
     key(k[0], KEYS_STOCK);
     key(k[1], KEYS_USERS);
     key(k[2], KEYS_ORDERS);
     key(k[3], KEYS_CLAIMED);
     key(k[4], KEYS_FAILED);
-    const char *keys[5] = { k[0], k[1], k[2], k[3], k[4] };
+    key(k[5], KEYS_FAILED_USERS);
+    const char *keys[6] = { k[0], k[1], k[2], k[3], k[4], k[5] };
     const char *args[8];
     char uids[4][24];
     assert_true(n <= 4);
@@ -150,7 +151,7 @@ static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *us
         args[2 * i] = order_nos[i];
         args[2 * i + 1] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ABANDON], 5, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ABANDON], 6, keys,
                                         (int)(2 * n), args);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
@@ -164,11 +165,11 @@ static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *us
 static int64_t supersede(size_t nl, const char *const *losers, const int64_t *loser_users, size_t nw,
                          const char *const *winners, const int64_t *winner_users)
 {
-    enum keys_kind kinds[7] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
-                                KEYS_FAILED, KEYS_ACTIVITY };
-    char k[7][KEYS_LEN];
-    const char *keys[7];
-    for (int i = 0; i < 7; i++) {
+    enum keys_kind kinds[8] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
+                                KEYS_FAILED, KEYS_ACTIVITY, KEYS_FAILED_USERS };
+    char k[8][KEYS_LEN];
+    const char *keys[8];
+    for (int i = 0; i < 8; i++) {
         key(k[i], kinds[i]);
         keys[i] = k[i];
     }
@@ -182,7 +183,7 @@ static int64_t supersede(size_t nl, const char *const *losers, const int64_t *lo
         args[1 + 2 * i] = i < nl ? losers[i] : winners[i - nl];
         args[2 + 2 * i] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_SUPERSEDE], 7, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_SUPERSEDE], 8, keys,
                                         (int)(1 + 2 * (nl + nw)), args);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);

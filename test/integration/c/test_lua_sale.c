@@ -5,17 +5,18 @@ static void test_result_script(void **state)
 {
     (void)state;
     warm_open(5);
-    char ku[KEYS_LEN], ko[KEYS_LEN];
+    char ku[KEYS_LEN], ko[KEYS_LEN], kf[KEYS_LEN];
     key(ku, KEYS_USERS);
     key(ko, KEYS_ORDERS);
-    const char *keys[2] = { ku, ko };
+    key(kf, KEYS_FAILED_USERS);
+    const char *keys[3] = { ku, ko, kf };
     const int64_t user = 31;
     char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user);
     const char *args[1] = { uid };
     const struct luascript *s = &scripts.scripts[LUASCRIPT_RESULT];
 
-    redisReply *r = luascript_call_sync(redis, s, 2, keys, 1, args);
+    redisReply *r = luascript_call_sync(redis, s, 3, keys, 1, args);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->elements, 0);
@@ -28,7 +29,7 @@ static void test_result_script(void **state)
             assert_confirm(x.order_no, user, "CLAIMED");
         if (phase == 2)
             assert_int_equal(finalize_one(x.order_no, user), 1);
-        r = luascript_call_sync(redis, s, 2, keys, 1, args);
+        r = luascript_call_sync(redis, s, 3, keys, 1, args);
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_ARRAY);
         assert_int_equal(r->elements, 2);
@@ -37,20 +38,39 @@ static void test_result_script(void **state)
         freeReplyObject(r);
     }
 
-    /* After a rollback the user has no order any more. */
+    /* After a rollback the user holds no order: the failed one is answered, with its
+     * reason, until they hold another. */
     struct xres y = execute_ok(32);
     assert_int_equal(rollback(y.order_no, 32), 1);
     const char *args32[1] = { "32" };
-    r = luascript_call_sync(redis, s, 2, keys, 1, args32);
+    r = luascript_call_sync(redis, s, 3, keys, 1, args32);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 0);
+    assert_int_equal(r->elements, 3);
+    assert_string_equal(r->element[0]->str, y.order_no);
+    assert_string_equal(r->element[1]->str, "FAILED");
+    assert_string_equal(r->element[2]->str, "ROLLED_BACK");
+    freeReplyObject(r);
+    struct xres again = execute_ok(32);
+    r = luascript_call_sync(redis, s, 3, keys, 1, args32);
+    assert_non_null(r);
+    assert_int_equal(r->elements, 2);
+    assert_string_equal(r->element[0]->str, again.order_no);
+    assert_string_equal(r->element[1]->str, "PROCESSING");
+    freeReplyObject(r);
+    /* Expired by the reaper: the reason says so. */
+    assert_int_equal(reap(INT64_MAX, 10), 1);
+    r = luascript_call_sync(redis, s, 3, keys, 1, args32);
+    assert_non_null(r);
+    assert_int_equal(r->elements, 3);
+    assert_string_equal(r->element[0]->str, again.order_no);
+    assert_string_equal(r->element[2]->str, "EXPIRED");
     freeReplyObject(r);
 
     /* A user entry whose status is missing reads as PROCESSING. */
     cmd_ok("HSET %s 33 %s", ku, "123-1");
     const char *args33[1] = { "33" };
-    r = luascript_call_sync(redis, s, 2, keys, 1, args33);
+    r = luascript_call_sync(redis, s, 3, keys, 1, args33);
     assert_non_null(r);
     assert_int_equal(r->elements, 2);
     assert_string_equal(r->element[0]->str, "123-1");
@@ -82,16 +102,26 @@ static void test_activity_script(void **state)
     char want_start[24], want_end[24];
     snprintf(want_start, sizeof(want_start), "%" PRId64, start);
     snprintf(want_end, sizeof(want_end), "%" PRId64, end);
-    /* The ninth: the bucket tags, '' for an activity of one bucket. */
-    const char *want[9] = { "t", "7", "6", want_start, want_end, "ACTIVE", "4", "2", "" };
+    /* The ninth: the bucket tags, '' for an activity of one bucket; then paused ('0' when
+     * the hash has no say) and the coupon's record ('' when the warm-up wrote none). */
+    const char *want[11] = { "t", "7", "6", want_start, want_end, "ACTIVE", "4", "2", "", "0", "" };
     r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 9);
-    for (int i = 0; i < 9; i++) {
+    assert_int_equal(r->elements, 11);
+    for (int i = 0; i < 11; i++) {
         assert_int_equal(r->element[i]->type, REDIS_REPLY_STRING);
         assert_string_equal(r->element[i]->str, want[i]);
     }
+    freeReplyObject(r);
+
+    /* A paused sale with its coupon's record. */
+    cmd_ok("HSET %s paused 1 coupon %s", ka, "{\"id\":0}");
+    r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
+    assert_non_null(r);
+    assert_int_equal(r->elements, 11);
+    assert_string_equal(r->element[9]->str, "1");
+    assert_string_equal(r->element[10]->str, "{\"id\":0}");
     freeReplyObject(r);
 
     /* Missing fields read as empty, a missing stock key as 0. */
@@ -99,7 +129,7 @@ static void test_activity_script(void **state)
     cmd_ok("DEL %s", ks);
     r = luascript_call_sync(redis, s, 3, keys, 0, NULL);
     assert_non_null(r);
-    assert_int_equal(r->elements, 9);
+    assert_int_equal(r->elements, 11);
     assert_string_equal(r->element[0]->str, "");
     assert_string_equal(r->element[3]->str, want_start);
     assert_string_equal(r->element[6]->str, "0");
@@ -110,17 +140,17 @@ static void test_activity_script(void **state)
  * 'drop' removes every key but the activity hash, only once marked. */
 static redisReply *archive_call(const char *mode, const char *sold)
 {
-    static const enum keys_kind kinds[10] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS,
+    static const enum keys_kind kinds[11] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_USERS, KEYS_ORDERS,
                                               KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED, KEYS_FAILED,
-                                              KEYS_XFER_OUT, KEYS_XFER_IN };
-    char k[10][KEYS_LEN];
-    const char *keys[10];
-    for (int i = 0; i < 10; i++) {
+                                              KEYS_XFER_OUT, KEYS_XFER_IN, KEYS_FAILED_USERS };
+    char k[11][KEYS_LEN];
+    const char *keys[11];
+    for (int i = 0; i < 11; i++) {
         key(k[i], kinds[i]);
         keys[i] = k[i];
     }
     const char *args[3] = { mode, "1700000000000", sold };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ARCHIVE], 10, keys,
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ARCHIVE], 11, keys,
                                         strcmp(mode, "mark") == 0 ? 3 : 1, args);
     if (!r || r->type == REDIS_REPLY_ERROR)
         fail_msg("archive: %s", r ? r->str : redis->errstr);

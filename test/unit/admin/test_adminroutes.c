@@ -36,7 +36,7 @@ static void test_paths_and_methods(void **state)
     const struct adminroutes_route *none = NULL;
     assert_int_equal(adminroutes_find("DELETE", "/admin/activities/7", &none, id, 64, allow, 64),
                      ADMINROUTES_WRONG_METHOD);
-    assert_string_equal(allow, "GET, HEAD");
+    assert_string_equal(allow, "GET, HEAD, PATCH");
     assert_int_equal(adminroutes_find("GET", "/admin/activities/7/cancel", &none, id, 64, allow, 64),
                      ADMINROUTES_WRONG_METHOD);
     assert_string_equal(allow, "POST");
@@ -140,6 +140,48 @@ static void test_messages_name_the_fields(void **state)
     assert_string_equal(out, "a m");
 }
 
+/* The manual bans: one path with two methods, an id beside a literal segment. */
+static void test_ban_routes(void **state)
+{
+    (void)state;
+    char id[64], allow[64], err[256];
+    const struct adminroutes_route *r = find("GET", "/admin/bans", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "ban list");
+    r = find("POST", "/admin/bans", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "ban add");
+    assert_int_equal(r->created, 201);
+    cJSON *body = cJSON_Parse("{\"ip\":\"203.0.113.0/24\",\"activityId\":7,\"for\":\"2h\"}");
+    char **argv = NULL;
+    int argc = 0;
+    assert_int_equal(adminroutes_argv(r, id, body, &argv, &argc, err, sizeof(err)), 0);
+    assert_int_equal(argc, 3);
+    assert_string_equal(argv[0], "--ip=203.0.113.0/24");
+    assert_string_equal(argv[1], "--activity=7");
+    assert_string_equal(argv[2], "--for=2h");
+    adminroutes_free_argv(argv, argc);
+    cJSON_Delete(body);
+    r = find("DELETE", "/admin/bans/12", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "ban remove");
+    assert_string_equal(id, "12");
+    /* "sync" is the literal route's, not an id of DELETE's. */
+    r = find("POST", "/admin/bans/sync", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "ban sync");
+    const struct adminroutes_route *none = NULL;
+    assert_int_equal(adminroutes_find("DELETE", "/admin/bans/sync", &none, id, 64, allow, 64),
+                     ADMINROUTES_WRONG_METHOD);
+    assert_string_equal(allow, "POST");
+    assert_int_equal(adminroutes_find("POST", "/admin/bans/12", &none, id, 64, allow, 64),
+                     ADMINROUTES_WRONG_METHOD);
+    assert_string_equal(allow, "DELETE");
+    assert_int_equal(adminroutes_find("PUT", "/admin/bans", &none, id, 64, allow, 64),
+                     ADMINROUTES_WRONG_METHOD);
+    assert_string_equal(allow, "GET, HEAD, POST");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -147,6 +189,7 @@ int main(void)
         cmocka_unit_test(test_body_becomes_options),
         cmocka_unit_test(test_bad_bodies_are_refused),
         cmocka_unit_test(test_messages_name_the_fields),
+        cmocka_unit_test(test_ban_routes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

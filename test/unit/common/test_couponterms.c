@@ -297,9 +297,9 @@ static void check_ucoupon_round_trip(const struct usercoupon *want)
               back.terms.rate == want->terms.rate && back.terms.min_order == want->terms.min_order &&
               back.terms.max_discount == want->terms.max_discount &&
               back.start_ms == want->start_ms && back.end_ms == want->end_ms &&
-              strcmp(back.status, "UNUSED") == 0;
+              strcmp(back.name, want->name) == 0 && strcmp(back.status, "UNUSED") == 0;
     /* The message is kept and the text freed first: fail_msg does not return. */
-    char msg[512];
+    char msg[2048];
     snprintf(msg, sizeof(msg), "%s did not read back as written (id %" PRId64 ", user %" PRId64 ")",
              json, want->id, want->user_id);
     free(json);
@@ -321,6 +321,40 @@ static void test_ucoupon_round_trip(void **state)
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_ucoupon_round_trip(&cases[i]);
+}
+
+/* The coupon's name goes into the record as the shop typed it: quotes, backslashes,
+ * control characters and any UTF-8 come back unchanged, and the longest name fits. */
+static void test_ucoupon_name_round_trip(void **state)
+{
+    (void)state;
+    const char *names[] = { "", "满100减20 \"双11\" \\ 券\n\t\x01", "plain" };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        struct usercoupon uc = make_ucoupon(3, 4, 5, (struct coupon_terms)CASH(1000, 0), 1, 2);
+        strcpy(uc.name, names[i]);
+        check_ucoupon_round_trip(&uc);
+    }
+    struct usercoupon longest = make_ucoupon(3, 4, 5, (struct coupon_terms)CASH(1000, 0), 1, 2);
+    for (size_t i = 0; i + 4 < sizeof(longest.name); i += 4)
+        memcpy(longest.name + i, "\xe5\x88\xb8\"", 4);  /* 4 bytes: escaped, 5 */
+    check_ucoupon_round_trip(&longest);
+}
+
+/* A record written before names were kept has none: it still reads, with an empty name;
+ * a name that is not a string is refused. */
+static void test_ucoupon_without_name(void **state)
+{
+    (void)state;
+    static const char *const before = "{\"id\":1,\"userId\":2,\"couponId\":3,\"type\":\"CASH\","
+                                      "\"amount\":100,\"rate\":10000,\"minOrder\":0,\"maxDiscount\":0,"
+                                      "\"start\":1,\"end\":2";
+    char json[256];
+    struct usercoupon uc;
+    snprintf(json, sizeof(json), "%s}", before);
+    assert_int_equal(decode_exact(json, &uc), 0);
+    assert_string_equal(uc.name, "");
+    snprintf(json, sizeof(json), "%s,\"name\":7}", before);
+    assert_int_equal(decode_exact(json, &uc), -1);
 }
 
 /* Ids and user ids up to 2^53 - 1 are valid everywhere else (JSON_MAX_EXACT_INT); the
@@ -570,6 +604,8 @@ int main(void)
         cmocka_unit_test(test_format_parse_round_trip),
         cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_ucoupon_round_trip),
+        cmocka_unit_test(test_ucoupon_name_round_trip),
+        cmocka_unit_test(test_ucoupon_without_name),
         cmocka_unit_test(test_ucoupon_large_ids_exact),
         cmocka_unit_test(test_ucoupon_decode_rejects),
         cmocka_unit_test(test_ucoupon_used),

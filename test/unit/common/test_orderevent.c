@@ -63,6 +63,24 @@ static void test_round_trip(void **state)
         assert_true(back.coupon_id == cases[i].coupon_id);
         assert_true(back.created_ms == cases[i].created_ms);
     }
+    /* Java's long (http.long-ids): ids above 2^53 - 1 travel as strings, exactly. */
+    const struct orderevent longs[] = {
+        make_event(5, INT64_MAX, 9007199254740993LL, 3, 1733000000000LL),
+        make_event(6, max_exact + 1, max_exact, 3, 1),
+    };
+    for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
+        char buf[512];
+        assert_true(orderevent_encode(&longs[i], buf, sizeof(buf)) > 0);
+        struct orderevent back;
+        char err[128] = "";
+        if (decode_exact(buf, &back, err, sizeof(err)) != 0)
+            fail_msg("decode of %s failed: %s", buf, err);
+        assert_true(back.user_id == longs[i].user_id && back.activity_id == longs[i].activity_id);
+    }
+    char big[256];
+    struct orderevent b = make_event(5, INT64_MAX, 2, 3, 4);
+    assert_true(orderevent_encode(&b, big, sizeof(big)) > 0);
+    assert_non_null(strstr(big, "\"userId\":\"9223372036854775807\",\"activityId\":2,"));
     /* The documented wire form, key order irrelevant, white space allowed. */
     struct orderevent ev;
     char err[128] = "";
@@ -135,6 +153,9 @@ static void test_decode_rejects(void **state)
         { "createdAt fraction",
           "{" GOOD_NO ",\"userId\":1,\"activityId\":2,\"couponId\":3,\"createdAt\":1.001}" },
         { "userId 2^53", "{" GOOD_NO ",\"userId\":9007199254740992," GOOD_REST "}" },
+        { "userId 2^53-1 as a string", "{" GOOD_NO ",\"userId\":\"9007199254740991\"," GOOD_REST "}" },
+        { "userId 2^63 as a string", "{" GOOD_NO ",\"userId\":\"9223372036854775808\"," GOOD_REST "}" },
+        { "userId signed string", "{" GOOD_NO ",\"userId\":\"+9223372036854775807\"," GOOD_REST "}" },
         { "userId 2^53+1", "{" GOOD_NO ",\"userId\":9007199254740993," GOOD_REST "}" },
         { "userId 1e300", "{" GOOD_NO ",\"userId\":1e300," GOOD_REST "}" },
         { "createdAt 2^63",

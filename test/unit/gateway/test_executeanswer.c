@@ -68,10 +68,11 @@ static void test_accepted(void **state)
 {
     (void)state;
     char buf[384];
-    assert_true(executeanswer_render_accepted(buf, sizeof(buf), &about, "99-7") > 0);
+    assert_true(executeanswer_render_accepted(buf, sizeof(buf), &about, "order accepted", "99-7") > 0);
     cJSON *j = cJSON_Parse(buf);
     assert_non_null(j);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItem(j, "success")));
+    assert_string_equal(cJSON_GetObjectItem(j, "message")->valuestring, "order accepted");
     assert_string_equal(cJSON_GetObjectItem(j, "status")->valuestring, "PROCESSING");
     assert_string_equal(cJSON_GetObjectItem(j, "orderNo")->valuestring, "99-7");
     assert_int_equal(cJSON_GetObjectItem(j, "userId")->valuedouble, 42);
@@ -85,7 +86,8 @@ static void test_too_small_a_buffer_is_refused(void **state)
     char buf[40];
     assert_int_equal(executeanswer_render_refusal(buf, sizeof(buf), &about, REPLY_ENDED, "the sale has ended",
                                                   0, NULL), -1);
-    assert_int_equal(executeanswer_render_accepted(buf, sizeof(buf), &about, "99-7"), -1);
+    assert_int_equal(executeanswer_render_accepted(buf, sizeof(buf), &about, "order accepted", "99-7"), -1);
+    assert_int_equal(executeanswer_render_failed(buf, sizeof(buf), &about, "seckill failed: x", 1), -1);
 }
 
 static void test_codes(void **state)
@@ -108,6 +110,62 @@ static void test_codes(void **state)
     assert_int_equal(executeanswer_code(&cfg, REPLY_UNAVAILABLE), 503);
 }
 
+/* http.language = zh: the Spring service's own words where it had them, whatever the English
+ * detail said; INVALID keeps its detail, the part that says what to fix. */
+static void test_messages_in_chinese(void **state)
+{
+    (void)state;
+    char buf[256];
+    const enum reply_language zh = REPLY_LANGUAGE_ZH, en = REPLY_LANGUAGE_EN;
+    assert_string_equal(executeanswer_message(zh, REPLY_OUT_OF_STOCK, NULL, buf, sizeof(buf)), "库存不足");
+    assert_string_equal(executeanswer_message(zh, REPLY_RATE_LIMITED, "too many requests from this address",
+                                              buf, sizeof(buf)),
+                        "请求过于频繁，请稍后再试");
+    assert_string_equal(executeanswer_message(zh, REPLY_DUPLICATE, NULL, buf, sizeof(buf)),
+                        "您已抢购过该活动，请勿重复提交");
+    assert_string_equal(executeanswer_message(zh, REPLY_INVALID, "userId is required", buf, sizeof(buf)),
+                        "请求参数无效: userId is required");
+    assert_string_equal(executeanswer_message(zh, REPLY_INVALID, NULL, buf, sizeof(buf)), "请求参数无效");
+    /* English: the detail, else the status's own, as before. */
+    assert_string_equal(executeanswer_message(en, REPLY_RATE_LIMITED, "slow down", buf, sizeof(buf)),
+                        "slow down");
+    assert_string_equal(executeanswer_message(en, REPLY_OUT_OF_STOCK, NULL, buf, sizeof(buf)), "sold out");
+    assert_string_equal(reply_phrase(REPLY_PHRASE_ACCEPTED, zh), "秒杀成功，订单处理中");
+    assert_string_equal(reply_phrase(REPLY_PHRASE_FAILED, zh), "秒杀失败: ");
+    assert_string_equal(reply_phrase(REPLY_PHRASE_STOCK_FAILED, zh), "获取库存失败: ");
+    /* Every status has both, and no Chinese message is an English one left in place. */
+    for (int st = 0; st < REPLY_STATUS_COUNT; st++) {
+        const char *chinese = reply_status_message_in((enum reply_status)st, zh);
+        assert_true(chinese[0] != '\0' && (unsigned char)chinese[0] >= 0x80);
+        assert_string_equal(reply_status_message_in((enum reply_status)st, en),
+                            reply_status_message((enum reply_status)st));
+    }
+    assert_int_equal(reply_language_named("zh"), zh);
+    assert_int_equal(reply_language_named("en"), en);
+}
+
+/* http.unavailable-status = 200: the Spring service's answer to a failure, with the fields of
+ * every other answer and nothing sold (orderNo null). */
+static void test_failed(void **state)
+{
+    (void)state;
+    char buf[1024];
+    int len = executeanswer_render_failed(buf, sizeof(buf), &about, "秒杀失败: order could not be queued", 1);
+    assert_true(len > 0);
+    assert_int_equal((size_t)len, strlen(buf));
+    cJSON *j = cJSON_Parse(buf);
+    assert_non_null(j);
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(j, "success")));
+    assert_string_equal(cJSON_GetObjectItem(j, "status")->valuestring, "FAILED");
+    assert_string_equal(cJSON_GetObjectItem(j, "message")->valuestring, "秒杀失败: order could not be queued");
+    assert_true(cJSON_IsNull(cJSON_GetObjectItem(j, "orderNo")));
+    assert_int_equal(cJSON_GetObjectItem(j, "retryAfter")->valuedouble, 1);
+    assert_int_equal(cJSON_GetObjectItem(j, "userId")->valuedouble, 42);
+    assert_int_equal(cJSON_GetObjectItem(j, "activityId")->valuedouble, 7);
+    assert_string_equal(cJSON_GetObjectItem(j, "seckillTime")->valuestring, "2026-12-01T12:00:00.250Z");
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -117,6 +175,8 @@ int main(void)
         cmocka_unit_test(test_accepted),
         cmocka_unit_test(test_too_small_a_buffer_is_refused),
         cmocka_unit_test(test_codes),
+        cmocka_unit_test(test_messages_in_chinese),
+        cmocka_unit_test(test_failed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
