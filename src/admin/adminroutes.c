@@ -175,6 +175,19 @@ static int value_text(const cJSON *v, char *out, size_t outlen)
     return 0;
 }
 
+/* The options whose values are text (names, references, times, choices): the contract
+ * types them as strings, and a JSON number given for one is refused rather than taken as
+ * its digits. Ids, counts and amounts take either. */
+static bool takes_text(const char *option)
+{
+    static const char *const text[] = { "--name", "--ref", "--reason", "--ip", "--type", "--status",
+                                        "--format", "--start", "--end", "--until", "--for" };
+    for (size_t i = 0; i < sizeof(text) / sizeof(text[0]); i++)
+        if (strcmp(option, text[i]) == 0)
+            return true;
+    return false;
+}
+
 static char *joined(const char *option, const char *value)
 {
     size_t n = strlen(option) + 1 + strlen(value) + 1;
@@ -231,6 +244,10 @@ int adminroutes_argv(const struct adminroutes_route *route, const char *id, cons
             goto refuse;
         }
         char value[1024];
+        if (cJSON_IsNumber(item) && takes_text(f->option)) {
+            snprintf(err, errlen, "%s: must be a string", f->name);
+            goto refuse;
+        }
         if (value_text(item, value, sizeof(value)) != 0) {
             snprintf(err, errlen, "%s: must be a string or a number (at most %zu bytes)", f->name,
                      sizeof(value) - 1);

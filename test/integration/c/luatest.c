@@ -345,20 +345,49 @@ struct xres execute_ok(int64_t user)
     return x;
 }
 
+/* One script over the keys of this test's activity named by kinds, and args: the reply
+ * (the caller frees it). */
+redisReply *script_call(enum luascript_id id, const enum keys_kind *kinds, int nkeys, int nargs,
+                        const char *const *args)
+{
+    char k[KEYS_KIND_COUNT][KEYS_LEN];
+    const char *keys[KEYS_KIND_COUNT];
+    assert_true(nkeys <= KEYS_KIND_COUNT);
+    for (int i = 0; i < nkeys; i++) {
+        key(k[i], kinds[i]);
+        keys[i] = k[i];
+    }
+    redisReply *r = luascript_call_sync(redis, &scripts.scripts[id], nkeys, keys, nargs, args);
+    if (!r)
+        fail_msg("%s: %s", scripts.scripts[id].name, redis->errstr);
+    return r;
+}
+
+/* The (orderNo, user) pairs as the consumer's scripts take them; pairs_free releases them. */
+struct pairs pairs_of(size_t n, const char *const *order_nos, const int64_t *users)
+{
+    struct pairs p = { calloc(2 * n + 1, sizeof(char *)), calloc(n + 1, sizeof(*p.uids)), (int)(2 * n) };
+    assert_non_null(p.args);
+    assert_non_null(p.uids);
+    for (size_t i = 0; i < n; i++) {
+        snprintf(p.uids[i], sizeof(p.uids[i]), "%" PRId64, users[i]);
+        p.args[2 * i] = order_nos[i];
+        p.args[2 * i + 1] = p.uids[i];
+    }
+    return p;
+}
+
+void pairs_free(struct pairs *p)
+{
+    free(p->args);
+    free(p->uids);
+}
+
 int64_t release_call_n(int nargs, const char *const *args)
 {
-    char k[7][KEYS_LEN];
-    key(k[0], KEYS_STOCK);
-    key(k[1], KEYS_USERS);
-    key(k[2], KEYS_ORDERS);
-    key(k[3], KEYS_RESERVED);
-    key(k[4], KEYS_FAILED);
-    key(k[5], KEYS_ACTIVITY);
-    key(k[6], KEYS_FAILED_USERS);
-    const char *keys[7] = { k[0], k[1], k[2], k[3], k[4], k[5], k[6] };
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_RELEASE], 7, keys, nargs, args);
-    if (!r)
-        fail_msg("release: %s", redis->errstr);
+    static const enum keys_kind kinds[] = { KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_FAILED,
+                                            KEYS_ACTIVITY, KEYS_FAILED_USERS };
+    redisReply *r = script_call(LUASCRIPT_RELEASE, kinds, 7, nargs, args);
     if (r->type != REDIS_REPLY_INTEGER)
         fail_msg("release: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
     int64_t n = r->integer;
@@ -423,30 +452,11 @@ int64_t mark_queued(const char *order_no, int64_t user)
 void confirm_many(size_t n, const char *const *order_nos, const int64_t *users,
                          char (*out)[16])
 {
-    char k[8][KEYS_LEN];
-    key(k[0], KEYS_STOCK);
-    key(k[1], KEYS_USERS);
-    key(k[2], KEYS_ORDERS);
-    key(k[3], KEYS_RESERVED);
-    key(k[4], KEYS_QUEUED);
-    key(k[5], KEYS_CLAIMED);
-    key(k[6], KEYS_ACTIVITY);
-    key(k[7], KEYS_FAILED);
-    const char *keys[8] = { k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7] };
-    const char **args = calloc(2 * n, sizeof(char *));
-    char (*uids)[24] = calloc(n, sizeof(*uids));
-    assert_non_null(args);
-    assert_non_null(uids);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(uids[i], sizeof(uids[i]), "%" PRId64, users[i]);
-        args[2 * i] = order_nos[i];
-        args[2 * i + 1] = uids[i];
-    }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_CONFIRM], 8, keys,
-                                        (int)(2 * n), args);
-    free(args);
-    free(uids);
-    assert_non_null(r);
+    static const enum keys_kind kinds[] = { KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED,
+                                            KEYS_CLAIMED, KEYS_ACTIVITY, KEYS_FAILED };
+    struct pairs p = pairs_of(n, order_nos, users);
+    redisReply *r = script_call(LUASCRIPT_CONFIRM, kinds, 8, p.nargs, p.args);
+    pairs_free(&p);
     if (r->type != REDIS_REPLY_ARRAY)
         fail_msg("confirm: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
     assert_int_equal(r->elements, n);
@@ -465,25 +475,10 @@ void assert_confirm(const char *order_no, int64_t user, const char *want)
 
 int64_t finalize(size_t n, const char *const *order_nos, const int64_t *users)
 {
-    char k[3][KEYS_LEN];
-    key(k[0], KEYS_ORDERS);
-    key(k[1], KEYS_CLAIMED);
-    key(k[2], KEYS_ACTIVITY);
-    const char *keys[3] = { k[0], k[1], k[2] };
-    const char **args = calloc(2 * n + 1, sizeof(char *));
-    char (*uids)[24] = calloc(n + 1, sizeof(*uids));
-    assert_non_null(args);
-    assert_non_null(uids);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(uids[i], sizeof(uids[i]), "%" PRId64, users[i]);
-        args[2 * i] = order_nos[i];
-        args[2 * i + 1] = uids[i];
-    }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_FINALIZE], 3, keys,
-                                        (int)(2 * n), args);
-    free(args);
-    free(uids);
-    assert_non_null(r);
+    static const enum keys_kind kinds[] = { KEYS_ORDERS, KEYS_CLAIMED, KEYS_ACTIVITY };
+    struct pairs p = pairs_of(n, order_nos, users);
+    redisReply *r = script_call(LUASCRIPT_FINALIZE, kinds, 3, p.nargs, p.args);
+    pairs_free(&p);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     int64_t v = r->integer;
     freeReplyObject(r);

@@ -77,6 +77,15 @@ void cmd_ok(const char *fmt, ...);
 int64_t cmd_int(const char *fmt, ...);
 bool cmd_str(char *buf, size_t len, const char *fmt, ...);
 void key(char *buf, enum keys_kind kind);
+redisReply *script_call(enum luascript_id id, const enum keys_kind *kinds, int nkeys, int nargs,
+                        const char *const *args);
+struct pairs {
+    const char **args;
+    char (*uids)[24];
+    int nargs;
+};
+struct pairs pairs_of(size_t n, const char *const *order_nos, const int64_t *users);
+void pairs_free(struct pairs *p);
 void subject_key(char *buf, enum keys_subject_kind kind, const char *subject);
 int64_t stock_left(void);
 int64_t count(const char *verb, enum keys_kind kind);

@@ -135,25 +135,12 @@ static void test_confirm_twice_then_finalize(void **state)
 
 static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *users)
 {
-    char k[6][KEYS_LEN];
-    key(k[0], KEYS_STOCK);
-    key(k[1], KEYS_USERS);
-    key(k[2], KEYS_ORDERS);
-    key(k[3], KEYS_CLAIMED);
-    key(k[4], KEYS_FAILED);
-    key(k[5], KEYS_FAILED_USERS);
-    const char *keys[6] = { k[0], k[1], k[2], k[3], k[4], k[5] };
-    const char *args[8];
-    char uids[4][24];
+    static const enum keys_kind kinds[] = { KEYS_STOCK, KEYS_USERS, KEYS_ORDERS, KEYS_CLAIMED, KEYS_FAILED,
+                                            KEYS_FAILED_USERS };
     assert_true(n <= 4);
-    for (size_t i = 0; i < n; i++) {
-        snprintf(uids[i], sizeof(uids[i]), "%" PRId64, users[i]);
-        args[2 * i] = order_nos[i];
-        args[2 * i + 1] = uids[i];
-    }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_ABANDON], 6, keys,
-                                        (int)(2 * n), args);
-    assert_non_null(r);
+    struct pairs p = pairs_of(n, order_nos, users);
+    redisReply *r = script_call(LUASCRIPT_ABANDON, kinds, 6, p.nargs, p.args);
+    pairs_free(&p);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     int64_t v = r->integer;
     freeReplyObject(r);
@@ -165,14 +152,8 @@ static int64_t abandon(size_t n, const char *const *order_nos, const int64_t *us
 static int64_t supersede(size_t nl, const char *const *losers, const int64_t *loser_users, size_t nw,
                          const char *const *winners, const int64_t *winner_users)
 {
-    enum keys_kind kinds[8] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
-                                KEYS_FAILED, KEYS_ACTIVITY, KEYS_FAILED_USERS };
-    char k[8][KEYS_LEN];
-    const char *keys[8];
-    for (int i = 0; i < 8; i++) {
-        key(k[i], kinds[i]);
-        keys[i] = k[i];
-    }
+    static const enum keys_kind kinds[] = { KEYS_USERS, KEYS_ORDERS, KEYS_RESERVED, KEYS_QUEUED, KEYS_CLAIMED,
+                                            KEYS_FAILED, KEYS_ACTIVITY, KEYS_FAILED_USERS };
     const char *args[1 + 8];
     char uids[4][24], n[8];
     assert_true(nl + nw <= 4);
@@ -183,9 +164,7 @@ static int64_t supersede(size_t nl, const char *const *losers, const int64_t *lo
         args[1 + 2 * i] = i < nl ? losers[i] : winners[i - nl];
         args[2 + 2 * i] = uids[i];
     }
-    redisReply *r = luascript_call_sync(redis, &scripts.scripts[LUASCRIPT_SUPERSEDE], 8, keys,
-                                        (int)(1 + 2 * (nl + nw)), args);
-    assert_non_null(r);
+    redisReply *r = script_call(LUASCRIPT_SUPERSEDE, kinds, 8, (int)(1 + 2 * (nl + nw)), args);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     assert_int_equal(r->elements, 2);
     int64_t v = r->element[0]->integer * 1000 + r->element[1]->integer;

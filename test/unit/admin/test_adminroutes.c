@@ -74,6 +74,14 @@ static void test_body_becomes_options(void **state)
     adminroutes_free_argv(argv, argc);
     cJSON_Delete(body);
 
+    /* A text field given a number is refused, not taken as its digits (the contract
+     * types it as a string). */
+    r = find("POST", "/admin/coupons/9/grant", id, allow);
+    body = cJSON_Parse("{\"userId\":\"1\",\"ref\":0}");
+    assert_int_equal(adminroutes_argv(r, id, body, &argv, &argc, err, sizeof(err)), -1);
+    assert_string_equal(err, "ref: must be a string");
+    cJSON_Delete(body);
+
     r = find("GET", "/admin/activities/5", id, allow);
     assert_int_equal(adminroutes_argv(r, id, NULL, &argv, &argc, err, sizeof(err)), 0);
     assert_int_equal(argc, 1);

@@ -19,6 +19,7 @@
 #include "common/config.h"
 #include "gateway/delivery.h"
 #include "gateway/kafkaprod.h"
+#include "../unitloop.h"
 
 #define REQUESTS 20
 #define LOG_LEN 128
@@ -107,38 +108,17 @@ static void deliver(struct request *r, bool reply_after_ack)
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
-static void on_give_up(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    *(bool *)arg = true;
-    event_base_loopbreak(base);
-}
-
 /* Runs the loop until done() or 10 s (a failed delivery takes message.timeout.ms plus
  * librdkafka's once-a-second timeout scan). */
 static bool run_until(bool (*done)(void *), void *arg)
 {
-    bool timed_out = false;
-    struct event *t = evtimer_new(base, on_give_up, &timed_out);
-    struct timeval tv = { 10, 0 };
-    evtimer_add(t, &tv);
-    while (!done(arg) && !timed_out)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
-    return done(arg);
+    return unitloop_run_until(base, done, arg, 10);
 }
 
 /* Runs the loop for ms: time for a late or second callback to show. */
 static void run_for(int ms)
 {
-    bool over = false;
-    struct event *t = evtimer_new(base, on_give_up, &over);
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(t, &tv);
-    while (!over)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
+    unitloop_run_for(base, ms);
 }
 
 /* The request is over for the delivery: finished, or handed to `failed`. */

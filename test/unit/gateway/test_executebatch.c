@@ -25,6 +25,7 @@
 #include "gateway/metrics.h"
 #include "gateway/redisconn.h"
 #include "../fakeredis.h"
+#include "../unitloop.h"
 
 #define SALE 7
 #define OTHER_SALE 8
@@ -235,25 +236,10 @@ static bool answer(struct fakeredis_node *f, int argc, char **argv, struct evbuf
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
-static void on_give_up(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    *(bool *)arg = true;
-    event_base_loopbreak(base);
-}
-
 /* Runs the loop until done() or 3 s. */
 static bool run_until(bool (*done)(void *), void *arg)
 {
-    bool timed_out = false;
-    struct event *t = evtimer_new(base, on_give_up, &timed_out);
-    struct timeval tv = { 3, 0 };
-    evtimer_add(t, &tv);
-    while (!done(arg) && !timed_out)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
-    return done(arg);
+    return unitloop_run_until(base, done, arg, 3);
 }
 
 /* One pass of the loop: the flush of what was added before it runs in it. */
@@ -262,13 +248,7 @@ static void run_pass(void) { event_base_loop(base, EVLOOP_NONBLOCK); }
 /* Runs the loop for ms: time for anything late (a second verdict, a stray call) to show. */
 static void run_for(int ms)
 {
-    bool over = false;
-    struct event *t = evtimer_new(base, on_give_up, &over);
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(t, &tv);
-    while (!over)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
+    unitloop_run_for(base, ms);
 }
 
 static bool is_ready(void *arg) { return redisconn_ready(arg); }

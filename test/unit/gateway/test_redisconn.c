@@ -19,6 +19,7 @@
 #include "common/slotmap.h"
 #include "gateway/redisconn.h"
 #include "../fakeredis.h"
+#include "../unitloop.h"
 
 static struct event_base *base;
 static struct fakeredis nodes_state;
@@ -28,25 +29,10 @@ static struct fakeredis nodes_state;
 
 /* ---- the loop ------------------------------------------------------------------------ */
 
-static void on_give_up(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    *(bool *)arg = true;
-    event_base_loopbreak(base);
-}
-
 /* Runs the loop until done() or 3 s. */
 static bool run_until(bool (*done)(void *), void *arg)
 {
-    bool timed_out = false;
-    struct event *t = evtimer_new(base, on_give_up, &timed_out);
-    struct timeval tv = { 3, 0 };
-    evtimer_add(t, &tv);
-    while (!done(arg) && !timed_out)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
-    return done(arg);
+    return unitloop_run_until(base, done, arg, 3);
 }
 
 static bool is_ready(void *rc) { return redisconn_ready(rc); }
@@ -512,13 +498,7 @@ static int gone_accepts(void)
 /* Runs the loop for ms. */
 static void run_for(int ms)
 {
-    bool over = false;
-    struct event *t = evtimer_new(base, on_give_up, &over);
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-    evtimer_add(t, &tv);
-    while (!over)
-        event_base_loop(base, EVLOOP_ONCE);
-    event_free(t);
+    unitloop_run_for(base, ms);
 }
 
 #define CHURN 40  /* more node addresses than SLOTMAP_MAX_NODES */
