@@ -14,7 +14,8 @@ struct cJSON;
  * asked: an aligned table for a terminal, `--json` ({"items": [...], "next": cursor or
  * null}), or `--format csv` (RFC 4180, a header line, every field of the JSON items; the
  * admin API sends it as text/csv). Pages are cut by a cursor, the last row's id, never by
- * an offset: a page follows the one before however many rows arrive meanwhile. */
+ * an offset: no row comes twice however many arrive meanwhile (one committed late with an
+ * id below the cursor comes on no later page: docs/administration.md). */
 
 #define CTLLISTING_LIMIT 100       /* rows a page, unless --limit */
 #define CTLLISTING_MAX_LIMIT 1000
