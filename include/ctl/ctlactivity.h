@@ -60,6 +60,9 @@ int ctlactivity_list(struct ctlrun *ctl, int64_t coupon_id, bool lock, struct ct
 /* The status that holds at now_ms: CANCELLED when the row says so, else from the clock
  * (PENDING before the start, ACTIVE inside the window, ENDED from the end on). */
 const char *ctlactivity_status_at(const struct ctlactivity_row *row, int64_t now_ms);
+/* A window a command asks for a sale (create, update), its end after its start: no longer
+ * than seckill.max-seckill-duration. CTLRUN_OK, or a usage error. */
+int ctlactivity_check_length(struct ctlrun *ctl, int64_t start_ms, int64_t end_ms);
 /* The row says CANCELLED. */
 bool ctlactivity_is_cancelled(const struct ctlactivity_row *row);
 

@@ -72,5 +72,9 @@ struct ctlallotment {
  * printing (a missing coupon included). */
 int ctlallotment_read(struct ctlrun *ctl, int64_t coupon_id, int64_t now_ms, bool lock,
                       struct ctlallotment *out);
+/* A sale's window inside its coupon's validity (al read by ctlallotment_read): CTLRUN_OK,
+ * or a failure naming both. */
+int ctlallotment_within_validity(struct ctlrun *ctl, const struct ctlallotment *al, int64_t start_ms,
+                                 int64_t end_ms);
 
 #endif

@@ -15,7 +15,5 @@ bool ctlaudit_writes(const char *command);
  * stderr (the CLI) or in the call's notes (the admin API) and does not change the
  * command's outcome: the write it describes is done or refused already. */
 void ctlaudit_record(struct ctlrun *ctl, const char *command, int argc, char **argv, int exit_status);
-/* seckillctl audit list [--after ID] [--limit N] [--csv]: the newest records first. */
-int ctlaudit_list_run(struct ctlrun *ctl, int argc, char **argv);
 
 #endif

@@ -1,8 +1,11 @@
 #ifndef SK_ACTIVITYLIST_H
 #define SK_ACTIVITYLIST_H
 
+#include <cjson/cJSON.h>
 #include <event2/http.h>
+#include <stdint.h>
 
+#include "gateway/activity.h"
 #include "gateway/gateway.h"
 
 /* GET /seckill/activities: the sales a client can count down to or buy in (pending,
@@ -15,5 +18,9 @@
 #define ACTIVITYLIST_MAX 500
 
 void activitylist_serve(struct gateway *gw, struct evhttp_request *req);
+/* One sale's fields, as the list and GET /seckill/activities/{id} show them: id (the
+ * activity's, which a reply-built struct does not carry), name, coupon and its terms,
+ * window, status (PAUSED included), stock and stock_left as the caller reckons it. */
+void activitylist_sale(cJSON *j, int64_t id, const struct activity *a, int64_t stock_left, int64_t now_ms);
 
 #endif

@@ -11,7 +11,6 @@
 #include "ctl/ctlactivitycancel.h"
 #include "ctl/ctlactivitycreate.h"
 #include "ctl/ctlactivityupdate.h"
-#include "ctl/ctlaudit.h"
 #include "ctl/ctllist.h"
 #include "ctl/ctlactivityshow.h"
 #include "ctl/ctlactivitywarmup.h"
@@ -38,7 +37,7 @@ const struct adminroutes_route adminroutes_table[] = {
     { "GET", "/admin/activities", "activity list", ctllist_activities_run, NULL, 200,
       { { "couponId", "--coupon" }, { "status", "--status" }, { "after", "--after" }, { "limit", "--limit" },
         { "format", "--format" }, { NULL, NULL } } },
-    { "GET", "/admin/audit", "audit list", ctlaudit_list_run, NULL, 200,
+    { "GET", "/admin/audit", "audit list", ctllist_audit_run, NULL, 200,
       { { "before", "--before" }, { "limit", "--limit" }, { "format", "--format" }, { NULL, NULL } } },
     { "GET", "/admin/stats", "stats", ctlstats_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/coupons", "coupon create", ctlcouponcreate_run, NULL, 201,

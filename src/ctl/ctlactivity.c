@@ -82,6 +82,16 @@ int ctlactivity_list(struct ctlrun *ctl, int64_t coupon_id, bool lock, struct ct
     return CTLRUN_OK;
 }
 
+int ctlactivity_check_length(struct ctlrun *ctl, int64_t start_ms, int64_t end_ms)
+{
+    if (end_ms - start_ms > ctl->cfg.max_seckill_duration * 1000)
+        return ctlout_usage_error(ctl,
+                                  "window of %" PRId64 " s exceeds seckill.max-seckill-duration "
+                                  "(%" PRId64 " s)",
+                                  (end_ms - start_ms + 999) / 1000, ctl->cfg.max_seckill_duration);
+    return CTLRUN_OK;
+}
+
 const char *ctlactivity_status_at(const struct ctlactivity_row *row, int64_t now_ms)
 {
     if (strcmp(row->status, "CANCELLED") == 0)

@@ -34,15 +34,8 @@ static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64
     struct ctlcoupon_row *cp = &al.coupon;
     if (strcmp(cp->status, "ACTIVE") != 0)
         return ctlout_fail(ctl, "coupon %" PRId64 " is %s, not ACTIVE", coupon_id, cp->status);
-    if (start_ms < cp->start_ms || end_ms > cp->end_ms) {
-        char a[40], b[40], c[40], d[40];
-        timeparse_format(start_ms, a, sizeof(a));
-        timeparse_format(end_ms, b, sizeof(b));
-        timeparse_format(cp->start_ms, c, sizeof(c));
-        timeparse_format(cp->end_ms, d, sizeof(d));
-        return ctlout_fail(ctl, "window %s .. %s is not inside coupon %" PRId64 "'s validity %s .. %s",
-                           a, b, coupon_id, c, d);
-    }
+    if ((rc = ctlallotment_within_validity(ctl, &al, start_ms, end_ms)) != CTLRUN_OK)
+        return rc;
     if (!ctlallotment_fits(&al.count, stock))
         return ctlout_fail(ctl,
                            "--stock %" PRId64 " exceeds what coupon %" PRId64 " has left: %" PRId64
@@ -132,11 +125,8 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
     if (end_ms <= now)
         return ctlout_usage_error(ctl, "--end '%s' is in the past: the sale would already be over",
                                   opts[END].value);
-    if (end_ms - start_ms > ctl->cfg.max_seckill_duration * 1000)
-        return ctlout_usage_error(ctl,
-                                  "window of %" PRId64 " s exceeds seckill.max-seckill-duration "
-                                  "(%" PRId64 " s)",
-                                  (end_ms - start_ms + 999) / 1000, ctl->cfg.max_seckill_duration);
+    if ((rc = ctlactivity_check_length(ctl, start_ms, end_ms)) != CTLRUN_OK)
+        return rc;
 
     /* Redis is needed for the warmup: better refused now than created cold. */
     if (!ctlredis_conn(ctl))

@@ -75,10 +75,9 @@ static int ctlactivityupdate_check(struct ctlrun *ctl, const struct ctlactivity_
         return ctlout_usage_error(ctl, "--end is in the past: to stop a sale now, cancel it");
     if (t->end_ms <= t->start_ms)
         return ctlout_usage_error(ctl, "the end must be after the start");
-    if (t->end_ms - t->start_ms > ctl->cfg.max_seckill_duration * 1000)
-        return ctlout_usage_error(ctl, "window of %" PRId64 " s exceeds seckill.max-seckill-duration "
-                                  "(%" PRId64 " s)", (t->end_ms - t->start_ms + 999) / 1000,
-                                  ctl->cfg.max_seckill_duration);
+    int rc = ctlactivity_check_length(ctl, t->start_ms, t->end_ms);
+    if (rc != CTLRUN_OK)
+        return rc;
     t->stock = row->stock;
     if (e->has_stock)
         t->stock = e->stock_sign == '+' ? row->stock + e->stock_n
@@ -101,13 +100,8 @@ static int ctlactivityupdate_coupon(struct ctlrun *ctl, const struct ctlactivity
     int rc = ctlallotment_read(ctl, row->coupon_id, now, true, &al);
     if (rc != CTLRUN_OK)
         return rc;
-    if (t->start_ms < al.coupon.start_ms || t->end_ms > al.coupon.end_ms) {
-        char a[40], b[40];
-        timeparse_format(al.coupon.start_ms, a, sizeof(a));
-        timeparse_format(al.coupon.end_ms, b, sizeof(b));
-        return ctlout_fail(ctl, "the window is not inside coupon %" PRId64 "'s validity %s .. %s",
-                           row->coupon_id, a, b);
-    }
+    if ((rc = ctlallotment_within_validity(ctl, &al, t->start_ms, t->end_ms)) != CTLRUN_OK)
+        return rc;
     int64_t added = t->stock - row->stock;
     if (added > 0 && !ctlallotment_fits(&al.count, added))
         return ctlout_fail(ctl, "%" PRId64 " more units exceed what coupon %" PRId64 " has left: %" PRId64,

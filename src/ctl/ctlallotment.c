@@ -1,6 +1,10 @@
 #include "ctl/ctlallotment.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
+
+#include "ctl/ctlout.h"
+#include "common/timeparse.h"
 
 int64_t ctlallotment_holds(const struct ctlactivity_row *row, int64_t now_ms,
                            const struct ctlactivity_redis *rd)
@@ -78,4 +82,19 @@ int ctlallotment_read(struct ctlrun *ctl, int64_t coupon_id, int64_t now_ms, boo
     out->count.held = held;
     out->remaining = ctlallotment_remaining(&out->count);
     return CTLRUN_OK;
+}
+
+int ctlallotment_within_validity(struct ctlrun *ctl, const struct ctlallotment *al, int64_t start_ms,
+                                 int64_t end_ms)
+{
+    const struct ctlcoupon_row *cp = &al->coupon;
+    if (start_ms >= cp->start_ms && end_ms <= cp->end_ms)
+        return CTLRUN_OK;
+    char a[40], b[40], c[40], d[40];
+    timeparse_format(start_ms, a, sizeof(a));
+    timeparse_format(end_ms, b, sizeof(b));
+    timeparse_format(cp->start_ms, c, sizeof(c));
+    timeparse_format(cp->end_ms, d, sizeof(d));
+    return ctlout_fail(ctl, "window %s .. %s is not inside coupon %" PRId64 "'s validity %s .. %s", a, b,
+                       cp->id, c, d);
 }

@@ -6,11 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl/ctlargs.h"
 #include "ctl/ctldb.h"
-#include "ctl/ctllisting.h"
 #include "ctl/ctlout.h"
-#include "store/sqltime.h"
 
 bool ctlaudit_writes(const char *command)
 {
@@ -54,39 +51,4 @@ void ctlaudit_record(struct ctlrun *ctl, const char *command, int argc, char **a
     free(q_origin);
     if (rc != CTLRUN_OK)
         ctlout_note(ctl, "%s: not recorded in admin_audit", command);
-}
-
-static const struct ctllisting_col ctlaudit_cols[] = {
-    { "id", "id", 'r', CTLLISTING_INT },
-    { "at", "at", 'l', CTLLISTING_TIME },
-    { "command", "command", 'l', CTLLISTING_TEXT },
-    { "args", "arguments", 'l', CTLLISTING_ARRAY },
-    { "origin", "from", 'l', CTLLISTING_TEXT },
-    { "exitStatus", "exit", 'r', CTLLISTING_INT },
-};
-
-int ctlaudit_list_run(struct ctlrun *ctl, int argc, char **argv)
-{
-    enum { BEFORE, LIMIT, FORMAT, NOPTS };
-    struct ctlargs_opt opts[NOPTS] = {
-        [BEFORE] = { "--before", false, NULL },
-        [LIMIT] = { "--limit", false, NULL },
-        [FORMAT] = { "--format", false, NULL },
-    };
-    int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, NULL, 0, 0, NULL);
-    if (rc != CTLRUN_OK)
-        return rc;
-    enum ctllisting_form form;
-    int64_t rows, before = 0;
-    if ((rc = ctllisting_options(ctl, opts[FORMAT].value, opts[LIMIT].value, &form, &rows)) != CTLRUN_OK ||
-        (opts[BEFORE].value && (rc = ctlargs_id(ctl, "--before", opts[BEFORE].value, &before)) != CTLRUN_OK))
-        return rc;
-    char where[64] = "";
-    if (before)
-        snprintf(where, sizeof(where), " WHERE id < %" PRId64, before);
-    char sql[512];
-    snprintf(sql, sizeof(sql), "SELECT id, " SQLTIME_MS("at") ", command, args, origin, exit_status "
-             "FROM admin_audit%s ORDER BY id DESC LIMIT %" PRId64, where, rows + 1);
-    return ctllisting_query(ctl, ctlaudit_cols, sizeof(ctlaudit_cols) / sizeof(ctlaudit_cols[0]), form, rows,
-                            sql, "--before");
 }

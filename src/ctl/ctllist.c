@@ -11,7 +11,8 @@
 
 #define CTLLIST_NCOLS(cols) (sizeof(cols) / sizeof(cols[0]))
 
-/* The options every listing takes; opts[0..2] are --after, --limit, --format. */
+/* The options every listing takes; opts[0..2] are the cursor (--after, the audit's
+ * --before), --limit and --format. */
 enum { CTLLIST_AFTER, CTLLIST_LIMIT, CTLLIST_FORMAT, CTLLIST_COMMON };
 
 struct ctllist_page {
@@ -25,7 +26,7 @@ static int ctllist_page(struct ctlrun *ctl, const struct ctlargs_opt *opts, stru
     int rc = ctllisting_options(ctl, opts[CTLLIST_FORMAT].value, opts[CTLLIST_LIMIT].value, &p->form,
                                 &p->rows);
     if (rc == CTLRUN_OK && opts[CTLLIST_AFTER].value)
-        rc = ctlargs_id(ctl, "--after", opts[CTLLIST_AFTER].value, &p->after);
+        rc = ctlargs_id(ctl, opts[CTLLIST_AFTER].name, opts[CTLLIST_AFTER].value, &p->after);
     return rc;
 }
 
@@ -174,4 +175,34 @@ int ctllist_activities_run(struct ctlrun *ctl, int argc, char **argv)
              "%s ORDER BY id LIMIT %" PRId64, p.after, filter, p.rows + 1);
     return ctllisting_query(ctl, ctllist_activity_cols, CTLLIST_NCOLS(ctllist_activity_cols), p.form,
                             p.rows, sql, "--after");
+}
+
+static const struct ctllisting_col ctllist_audit_cols[] = {
+    { "id", "id", 'r', CTLLISTING_INT },
+    { "at", "at", 'l', CTLLISTING_TIME },
+    { "command", "command", 'l', CTLLISTING_TEXT },
+    { "args", "arguments", 'l', CTLLISTING_ARRAY },
+    { "origin", "from", 'l', CTLLISTING_TEXT },
+    { "exitStatus", "exit", 'r', CTLLISTING_INT },
+};
+
+int ctllist_audit_run(struct ctlrun *ctl, int argc, char **argv)
+{
+    struct ctlargs_opt opts[CTLLIST_COMMON] = {
+        [CTLLIST_AFTER] = { "--before", false, NULL },
+        [CTLLIST_LIMIT] = { "--limit", false, NULL },
+        [CTLLIST_FORMAT] = { "--format", false, NULL },
+    };
+    int rc = ctlargs_parse(ctl, argc, argv, opts, CTLLIST_COMMON, NULL, 0, 0, NULL);
+    struct ctllist_page p;
+    if (rc != CTLRUN_OK || (rc = ctllist_page(ctl, opts, &p)) != CTLRUN_OK)
+        return rc;
+    char where[64] = "";
+    if (p.after)
+        snprintf(where, sizeof(where), " WHERE id < %" PRId64, p.after);
+    char sql[512];
+    snprintf(sql, sizeof(sql), "SELECT id, " SQLTIME_MS("at") ", command, args, origin, exit_status "
+             "FROM admin_audit%s ORDER BY id DESC LIMIT %" PRId64, where, p.rows + 1);
+    return ctllisting_query(ctl, ctllist_audit_cols, CTLLIST_NCOLS(ctllist_audit_cols), p.form, p.rows, sql,
+                            "--before");
 }

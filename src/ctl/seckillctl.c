@@ -70,7 +70,7 @@ static const struct ctl_command ctl_commands[] = {
     { "coupon list", ctllist_coupons_run, "[--status S] [--after ID] [--limit N] [--format table|json|csv]" },
     { "activity list", ctllist_activities_run,
       "[--coupon ID] [--status S] [--after ID] [--limit N] [--format table|json|csv]" },
-    { "audit list", ctlaudit_list_run, "[--before ID] [--limit N] [--format table|json|csv]" },
+    { "audit list", ctllist_audit_run, "[--before ID] [--limit N] [--format table|json|csv]" },
     { "order find", ctlorder_find_run, "--activity ID --user UID" },
     { "verify", ctlverify_run, "ACTIVITY_ID" },
     { "stats", ctlstats_run, "" },

@@ -18,22 +18,20 @@ static int by_start(const void *x, const void *y)
     return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static cJSON *sale_json(const struct activity *a, int64_t now_ms)
+void activitylist_sale(cJSON *j, int64_t id, const struct activity *a, int64_t stock_left, int64_t now_ms)
 {
-    cJSON *j = cJSON_CreateObject();
-    json_add_int(j, "activityId", a->id);
+    json_add_int(j, "activityId", id);
     cJSON_AddStringToObject(j, "name", a->name);
     json_add_int(j, "couponId", a->coupon_id);
     cJSON_AddStringToObject(j, "status", activity_shown_status(a, now_ms));
     couponjson_time(j, "startTime", a->start_ms);
     couponjson_time(j, "endTime", a->end_ms);
     json_add_int(j, "stock", a->stock);
-    json_add_int(j, "stockLeft", a->stock_left > 0 ? a->stock_left : 0);
+    json_add_int(j, "stockLeft", stock_left);
     if (a->has_coupon)
         couponjson_terms(cJSON_AddObjectToObject(j, "coupon"), &a->coupon);
     else
         cJSON_AddNullToObject(j, "coupon");  /* warmed before the hash kept the coupon's terms */
-    return j;
 }
 
 void activitylist_serve(struct gateway *gw, struct evhttp_request *req)
@@ -61,8 +59,12 @@ void activitylist_serve(struct gateway *gw, struct evhttp_request *req)
     couponjson_time(json, "serverTime", now_ms);
     json_add_int(json, "serverTimeMs", now_ms);
     cJSON *list = cJSON_AddArrayToObject(json, "activities");
-    for (size_t i = 0; i < n && i < ACTIVITYLIST_MAX; i++)
-        cJSON_AddItemToArray(list, sale_json(shown[i], now_ms));
+    for (size_t i = 0; i < n && i < ACTIVITYLIST_MAX; i++) {
+        const struct activity *a = shown[i];
+        cJSON *sale = cJSON_CreateObject();
+        activitylist_sale(sale, a->id, a, a->stock_left > 0 ? a->stock_left : 0, now_ms);
+        cJSON_AddItemToArray(list, sale);
+    }
     cJSON_AddBoolToObject(json, "truncated", n > ACTIVITYLIST_MAX);
     free(shown);
     reply_json(req, 200, json);

@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "gateway/activitylist.h"
 #include "gateway/adminfwd.h"
 #include "gateway/archive.h"
 #include "gateway/auth.h"
-#include "gateway/couponjson.h"
 #include "gateway/httpparams.h"
 #include "gateway/longpoll.h"
 #include "gateway/metrics.h"
@@ -101,8 +101,7 @@ static void not_found(struct query *q)
             reply_stock(q->http, q->activity_id, 0);
             break;
         }
-        reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL);
-        break;
+        /* fall through */
     case QUERY_ACTIVITY: reply_error(q->http, REPLY_NOT_FOUND, "no such activity", 0, NULL, NULL); break;
     case QUERY_RESULT: reply_error(q->http, REPLY_NOT_FOUND, "no order for this user and activity", 0, NULL,
                                    NULL); break;
@@ -181,18 +180,7 @@ static bool answer_activity(struct query *q, const redisReply *reply)
         a.stock_left = cached->stock_left;  /* the sum of the buckets (bucketed, below) */
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    json_add_int(json, "activityId", (int64_t)q->activity_id);
-    cJSON_AddStringToObject(json, "name", a.name);
-    json_add_int(json, "couponId", (int64_t)a.coupon_id);
-    json_add_int(json, "stock", (int64_t)a.stock);
-    json_add_int(json, "stockLeft", (int64_t)a.stock_left);
-    couponjson_time(json, "startTime", a.start_ms);
-    couponjson_time(json, "endTime", a.end_ms);
-    cJSON_AddStringToObject(json, "status", activity_shown_status(&a, clock_wall_ms()));
-    if (a.has_coupon)
-        couponjson_terms(cJSON_AddObjectToObject(json, "coupon"), &a.coupon);
-    else
-        cJSON_AddNullToObject(json, "coupon");  /* warmed before the hash kept the coupon's terms */
+    activitylist_sale(json, q->activity_id, &a, a.stock_left, clock_wall_ms());
     reply_json(q->http, 200, json);
     return false;
 }
