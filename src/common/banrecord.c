@@ -27,7 +27,8 @@ static void banrecord_unmap(int *family, uint8_t addr[16], int *prefix)
         *prefix -= 96;
 }
 
-int banrecord_address(const char *text, int *family, uint8_t addr[16])
+/* An IPv4 or IPv6 address as it is written: 0, or -1 when text is neither. */
+static int banrecord_pton(const char *text, int *family, uint8_t addr[16])
 {
     memset(addr, 0, 16);
     if (inet_pton(AF_INET, text, addr) == 1)
@@ -35,6 +36,13 @@ int banrecord_address(const char *text, int *family, uint8_t addr[16])
     else if (inet_pton(AF_INET6, text, addr) == 1)
         *family = AF_INET6;
     else
+        return -1;
+    return 0;
+}
+
+int banrecord_address(const char *text, int *family, uint8_t addr[16])
+{
+    if (banrecord_pton(text, family, addr) != 0)
         return -1;
     banrecord_unmap(family, addr, NULL);
     return 0;
@@ -81,11 +89,7 @@ int banrecord_cidr_parse(const char *text, struct banrecord_cidr *out, char *err
     }
     memcpy(addr_text, text, alen);
     addr_text[alen] = '\0';
-    if (inet_pton(AF_INET, addr_text, c.addr) == 1)
-        c.family = AF_INET;
-    else if (inet_pton(AF_INET6, addr_text, c.addr) == 1)
-        c.family = AF_INET6;
-    else {
+    if (banrecord_pton(addr_text, &c.family, c.addr) != 0) {
         snprintf(err, errlen, "not an IPv4 or IPv6 address (ADDR or ADDR/PREFIX)");
         return -1;
     }

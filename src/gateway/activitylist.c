@@ -6,7 +6,7 @@
 #include "common/clock.h"
 #include "common/json.h"
 #include "gateway/activity.h"
-#include "gateway/couponjson.h"
+#include "gateway/apijson.h"
 #include "gateway/reply.h"
 
 static int by_start(const void *x, const void *y)
@@ -24,12 +24,12 @@ void activitylist_sale(cJSON *j, int64_t id, const struct activity *a, int64_t s
     cJSON_AddStringToObject(j, "name", a->name);
     json_add_int(j, "couponId", a->coupon_id);
     cJSON_AddStringToObject(j, "status", activity_shown_status(a, now_ms));
-    couponjson_time(j, "startTime", a->start_ms);
-    couponjson_time(j, "endTime", a->end_ms);
+    apijson_time(j, "startTime", a->start_ms);
+    apijson_time(j, "endTime", a->end_ms);
     json_add_int(j, "stock", a->stock);
     json_add_int(j, "stockLeft", stock_left);
     if (a->has_coupon)
-        couponjson_terms(cJSON_AddObjectToObject(j, "coupon"), &a->coupon);
+        apijson_terms(cJSON_AddObjectToObject(j, "coupon"), &a->coupon);
     else
         cJSON_AddNullToObject(j, "coupon");  /* warmed before the hash kept the coupon's terms */
 }
@@ -56,7 +56,7 @@ void activitylist_serve(struct gateway *gw, struct evhttp_request *req)
     qsort(shown, n, sizeof(*shown), by_start);
     cJSON *json = cJSON_CreateObject();
     cJSON_AddBoolToObject(json, "success", 1);
-    couponjson_time(json, "serverTime", now_ms);
+    apijson_time(json, "serverTime", now_ms);
     json_add_int(json, "serverTimeMs", now_ms);
     cJSON *list = cJSON_AddArrayToObject(json, "activities");
     for (size_t i = 0; i < n && i < ACTIVITYLIST_MAX; i++) {

@@ -9,7 +9,7 @@
 #include "common/clock.h"
 #include "common/keys.h"
 #include "gateway/auth.h"
-#include "gateway/couponjson.h"
+#include "gateway/apijson.h"
 #include "gateway/delivery.h"
 #include "gateway/httpparams.h"
 #include "common/json.h"
@@ -65,12 +65,12 @@ static cJSON *coupon_json(const struct usercoupon *uc, int64_t now_ms)
     json_add_int(j, "userCouponId", (int64_t)uc->id);
     json_add_int(j, "couponId", (int64_t)uc->coupon_id);
     cJSON_AddStringToObject(j, "status", usercoupon_state_at(uc, now_ms));
-    couponjson_terms(j, uc);
+    apijson_terms(j, uc);
     if (strcmp(uc->status, "USED") == 0) {
         cJSON_AddStringToObject(j, "orderRef", uc->order_ref);
-        couponjson_money(j, "discount", uc->discount);
-        couponjson_money(j, "payable", uc->payable);
-        couponjson_time(j, "usedAt", uc->used_ms);
+        apijson_money(j, "discount", uc->discount);
+        apijson_money(j, "payable", uc->payable);
+        apijson_time(j, "usedAt", uc->used_ms);
     }
     return j;
 }
@@ -174,9 +174,9 @@ static void answer_redeemed(struct redeem *r)
     cJSON_AddBoolToObject(json, "success", 1);
     json_add_int(json, "userCouponId", (int64_t)r->ev.user_coupon_id);
     cJSON_AddStringToObject(json, "orderRef", r->ev.order_ref);
-    couponjson_money(json, "orderAmount", r->ev.discount + r->ev.payable);
-    couponjson_money(json, "discount", r->ev.discount);
-    couponjson_money(json, "payable", r->ev.payable);
+    apijson_money(json, "orderAmount", r->ev.discount + r->ev.payable);
+    apijson_money(json, "discount", r->ev.discount);
+    apijson_money(json, "payable", r->ev.payable);
     reply_json(r->d.http, 200, json);
     r->d.http = NULL;
 }
