@@ -5,8 +5,11 @@
 #   make fuzz       libFuzzer harnesses for request parsing, JSON and config (clang)
 #   make chaos      one fault per scenario in a sale under load, I1-I6 after each (docs/chaos.md)
 #   make bench      the flash-sale benchmark and its report (bench/README.md)
+#   make bench-latency  the contended sale with delayed links to Redis and Kafka (hosts topology)
 #   make soak       30 minutes of sales under load with chaos faults: flat lines? (docs/chaos.md)
-#   make up|down|status|run [TOPOLOGY=single|cluster] [CONF=FILE]
+#   make up|down|status|run [TOPOLOGY=single|cluster|hosts] [CONF=FILE]
+#   make test-hosts the hosts topology up, a sale through both gateways, I1-I6, down
+#   make chaos-hosts network partitions under load on the hosts topology (docs/chaos.md)
 #   make install|uninstall [PREFIX=/usr/local] [DESTDIR=...]
 
 CC       ?= cc
@@ -16,12 +19,16 @@ BUILD    ?= build
 #   cluster  a Redis Cluster (3 masters, 3 replicas), 3 Kafka nodes (replication factor 3),
 #            2 gateways on one port, 2 consumers
 #            (conf/cluster.conf; docs/scale-out.md)
+#   hosts    the cluster topology with every process in a network namespace of its own,
+#            each its own address on a bridge (root; scripts/hosts.sh writes
+#            build/conf/hosts.conf from conf/cluster.conf; docs/scale-out.md)
 # CONF=FILE replaces the topology's file.
 TOPOLOGY ?= single
-ifeq ($(filter single cluster,$(TOPOLOGY)),)
-$(error TOPOLOGY=$(TOPOLOGY): expected single or cluster)
+ifeq ($(filter single cluster hosts,$(TOPOLOGY)),)
+$(error TOPOLOGY=$(TOPOLOGY): expected single, cluster or hosts)
 endif
-CONF     ?= $(if $(filter cluster,$(TOPOLOGY)),conf/cluster.conf,conf/seckill.conf)
+HOSTS_CONF := build/conf/hosts.conf
+CONF     ?= $(if $(filter cluster,$(TOPOLOGY)),conf/cluster.conf,$(if $(filter hosts,$(TOPOLOGY)),$(HOSTS_CONF),conf/seckill.conf))
 # make test and make chaos run on a stack of their own (test/conf/namespace.conf: other
 # ports, data directory, database, topics, group), never on the one make run/up started;
 # CONF=FILE on the command line picks another one for them too.
@@ -132,6 +139,16 @@ $(BUILD)/obj/gen/gateway/openapidoc.o: $(BUILD)/gen/gateway/openapidoc.c include
 	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_gateway)) -c $< -o $@
 $(call lib,gateway): $(BUILD)/obj/gen/gateway/openapidoc.o
 
+# /console/ serves src/admin/console/ compiled into the admin library, for the same reason.
+CONSOLE_FILES := $(sort $(wildcard src/admin/console/*))
+$(BUILD)/gen/admin/consoleassets.c: $(CONSOLE_FILES) scripts/embedconsole.sh scripts/embed.sh
+	@mkdir -p $(dir $@)
+	bash scripts/embedconsole.sh $(CONSOLE_FILES) > $@.tmp && mv $@.tmp $@
+$(BUILD)/obj/gen/admin/consoleassets.o: $(BUILD)/gen/admin/consoleassets.c include/admin/adminconsole.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(call pkg_flags,--cflags $(PKGS_admin)) -c $< -o $@
+$(call lib,admin): $(BUILD)/obj/gen/admin/consoleassets.o
+
 $(BUILD)/seckill-server: $(BUILD)/obj/gateway/seckillserver.o $(LIBS_SERVER)
 	$(CC) $(LDFLAGS) $^ $(LDLIBS_SERVER) -o $@
 $(BUILD)/order-consumer: $(BUILD)/obj/consumer/orderconsumer.o $(LIBS_CONSUMER)
@@ -238,7 +255,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 FUZZ_JOBS          ?= 1
 FUZZ_TARGETS := $(patsubst test/fuzz/%.c,%,$(wildcard test/fuzz/fuzz_*.c))
 FUZZ_MODULES := common/config common/configline common/slotmap common/redisslot common/json common/parse common/couponterms common/usercoupon common/redeemevent \
-                common/orderno common/orderevent common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams \
+                common/orderno common/orderevent common/holder common/bucket common/timeparse gateway/jwt gateway/purchasetoken gateway/httpparams \
                 gateway/multipart
 FUZZ_CFLAGS  = $(CFLAGS_BASE) $(CFLAGS_PKGS) -g -O1 -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 FUZZ_LDLIBS  = $(call pkg_flags,--libs libevent libcjson libcrypto) -lm
@@ -291,9 +308,23 @@ $(BENCH_OPENLOOP): bench/openloop.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LDFLAGS) $(call pkg_flags,--libs libevent) -o $@
 
+# The delay proxy of make bench-latency (no library: epoll and the C library only).
+BENCH_DELAYPROXY := $(BUILD)/bench/delayproxy
+$(BENCH_DELAYPROXY): bench/delayproxy.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $< $(LDFLAGS) -o $@
+
 .PHONY: bench
 bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 	BUILD=$(BUILD) bash bench/run.sh
+
+#   make bench-latency  the contended sale on the hosts topology (root) with 0, 0.5 and 2 ms
+#                 added to each round trip between the gateways and Redis and Kafka
+#                 (bench/delayproxy.c in each gateway's namespace), beside the loopback
+#                 cluster's figures: bench/results/latency-<UTC time>.md (bench/README.md)
+.PHONY: bench-latency
+bench-latency: deps all $(BENCH_DELAYPROXY)
+	BUILD=$(BUILD) python3 bench/latency.py
 
 # ---- soak (docs/chaos.md: The soak) ---------------------------------------------------
 #   make soak     sales one after another at half the measured maximum for SOAK_MINUTES
@@ -331,12 +362,15 @@ $(TEST_CLUSTER_CONF): conf/cluster.conf test/conf/cluster-namespace.conf
 define HELP
 make [all]          build seckill-server, order-consumer, seckillctl, seckill-admin into build/
 make run            install what is missing, start the stack, create a demo sale, print curl lines
-make up|down|status the stack alone [TOPOLOGY=single|cluster] [CONF=FILE]
+make up|down|status the stack alone [TOPOLOGY=single|cluster|hosts] [CONF=FILE]
 make check          line length, unit tests (cmocka, ASan+UBSan) and the tests that need no service: seconds
 make test           the suite on its own stacks: unit, C integration, fuzz smoke, pytest in two lanes, chaos
 make test-cluster   the integration tests on the tests' Redis and Kafka cluster (.ci/run runs both)
+make test-hosts     the hosts topology (a namespace per process) up, a sale over both gateways, I1-I6, down
+make chaos-hosts    network partitions under load on the hosts topology, I1-I6 after each (docs/chaos.md)
 make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster]
 make bench          the benchmark and its report in bench/results/
+make bench-latency  the contended sale on the hosts topology with 0.5 and 2 ms added per round trip (root)
 make soak           30 min of sales at half the maximum with chaos faults: RSS, fds, memory, lag over time
 make fuzz           libFuzzer harnesses for FUZZ_SECONDS each (clang)
 make fuzz-smoke     the same harnesses for FUZZ_SMOKE_SECONDS each (part of make test)
@@ -362,17 +396,32 @@ clean:
 # INSTALL_DEPS: what `make deps` runs; the Makefile's own test replaces it
 # (test/integration/test_makefile.py).
 INSTALL_DEPS ?= bash scripts/install-deps.sh
+# make test adds the browser its console tests drive (test/integration/test_console.py).
+DEPS_FLAGS ?=
 deps:
-	$(INSTALL_DEPS)
+	$(INSTALL_DEPS) $(DEPS_FLAGS)
+test: DEPS_FLAGS = --browser
 
+# TOPOLOGY=hosts goes through scripts/hosts.sh, which makes (and removes) the namespaces
+# around stack.sh; its configuration is the one hosts.sh writes (CONF=FILE: written there).
+# The demo starts the single and cluster stacks itself; the hosts one needs its
+# namespaces first.
+ifeq ($(TOPOLOGY),hosts)
+STACK_SH := HOSTS_CONF=$(CONF) bash scripts/hosts.sh
+RUN_FIRST := $(STACK_SH) up
+else
+STACK_SH := CONF=$(CONF) bash scripts/stack.sh
+RUN_FIRST :=
+endif
 up: deps all
-	CONF=$(CONF) bash scripts/stack.sh up
+	$(STACK_SH) up
 down:
-	CONF=$(CONF) bash scripts/stack.sh down
+	$(STACK_SH) down
 status:
-	CONF=$(CONF) bash scripts/stack.sh status
+	$(STACK_SH) status
 
 run: deps all
+	$(RUN_FIRST)
 	CONF=$(CONF) bash scripts/demo.sh
 
 check: deps $(TEST_CONF) $(TEST_CONF_2) $(TEST_CLUSTER_CONF)
@@ -383,3 +432,17 @@ test: deps $(TEST_CONF) $(TEST_CONF_2) $(TEST_CLUSTER_CONF)
 
 test-cluster: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
 	CONF=$(TEST_STACK_CONF) bash scripts/test-cluster.sh
+
+# make test-hosts: test/hosts/ (root): the hosts topology of its own configuration
+# (build/hosts-test/), a sale over both gateways from the client namespace, I1-I6 and
+# verify, down, and no sk-* namespace, veth or bridge left.
+# make chaos-hosts: the partition scenarios of test/hosts/test_partitions.py on the same
+# topology (docs/chaos.md, "Partitions on the hosts topology"): some ten minutes, so not
+# part of test-hosts. The session's end brings the topology down, as for test-hosts.
+.PHONY: test-hosts chaos-hosts
+test-hosts: deps all $(BENCH_OPENLOOP) $(BENCH_DELAYPROXY)
+	PY=$$(bash scripts/venv.sh) && SECKILL_BIN=$(abspath $(BUILD)) "$$PY" -m pytest -q -p no:cacheprovider \
+	  --ignore=test/hosts/test_partitions.py test/hosts
+chaos-hosts: deps all $(BENCH_OPENLOOP)
+	PY=$$(bash scripts/venv.sh) && SECKILL_BIN=$(abspath $(BUILD)) "$$PY" -m pytest -q -rA -p no:cacheprovider \
+	  test/hosts/test_partitions.py

@@ -99,6 +99,23 @@ def read_pidfile(path):
         return None
 
 
+def cluster_service_pids(conf):
+    """{"redis": [pid of each node], "kafka": [pid of each broker], "mariadb": pid} of the
+    services scripts/stack.sh started with conf (a pid None where one is not running): one
+    Redis, or every node of redis.nodes (scripts/redis-cluster.sh keeps node PORT under
+    redis-cluster/PORT), and a broker per entry of kafka.brokers (kafka, kafka-2, ...)."""
+    var = conf.data_dir(ROOT)
+    brokers = conf.get("kafka.brokers").split(",")
+    nodes = [n.rpartition(":")[2] for n in conf.get("redis.nodes").split(",") if n]
+    return {
+        "redis": ([read_pidfile(var / "redis-cluster" / port / "redis.pid") for port in nodes]
+                  or [read_pidfile(var / "redis" / "redis.pid")]),
+        "kafka": [read_pidfile(var / ("kafka" if i == 1 else f"kafka-{i}") / "kafka.pid")
+                  for i in range(1, len(brokers) + 1)],
+        "mariadb": read_pidfile(var / "mariadb" / "mariadbd.pid"),
+    }
+
+
 class Proc:
     """One process this script starts: its own session, stdout and stderr to a log file,
     its pid in RUN_DIR so that bench/run.sh can clean up after a crash of this script."""
@@ -222,17 +239,27 @@ def delta(after, before):
 # ---- wrk ----------------------------------------------------------------------------------------
 
 
-def run_wrk(addr, threads, conns, seconds, activity, user_base, xff=False):
+def wrk_argv(addr, threads, conns, seconds, activity, user_base, xff=False):
+    """wrk with bench/wrkexecute.lua against addr: every request a new user from user_base."""
     url = f"http://{addr[0]}:{addr[1]}"
-    argv = ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", str(LUA),
+    return ["wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds}s", "--latency", "-s", str(LUA),
             url, "--", str(activity), str(user_base)] + (["xff"] if xff else [])
+
+
+def wrk_result(returncode, stdout, stderr):
+    """The BENCH_JSON line of wrkexecute.lua's done(), as a dict."""
+    line = next((l for l in stdout.splitlines() if l.startswith("BENCH_JSON ")), None)
+    if returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed (rc {returncode}): {stderr.strip()} {stdout.strip()}")
+    return json.loads(line[len("BENCH_JSON "):])
+
+
+def run_wrk(addr, threads, conns, seconds, activity, user_base, xff=False):
+    argv = wrk_argv(addr, threads, conns, seconds, activity, user_base, xff)
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 60)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    line = next((l for l in p.stdout.splitlines() if l.startswith("BENCH_JSON ")), None)
-    if p.returncode != 0 or line is None:
-        raise RuntimeError(f"wrk failed (rc {p.returncode}): {p.stderr.strip()} {p.stdout.strip()}")
-    out = json.loads(line[len("BENCH_JSON "):])
+    out = wrk_result(p.returncode, p.stdout, p.stderr)
     out["cpu_s"] = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     out["argv"] = " ".join(argv)
     return out

@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from bench import SECONDS, THREADS, WARMUP_SECONDS, Bench, log
-from benchlib import (BUILD, CLK_TCK, ROOT, Proc, ctl_id, environment, http_ok, proc_ticks, read_pidfile, scrape,
-                      system_ticks)
+from benchlib import (BUILD, CLK_TCK, ROOT, Proc, cluster_service_pids, ctl_id, environment, http_ok, proc_ticks,
+                      scrape, system_ticks)
 
 # One hot activity split into 1 and then 3 buckets (seckillctl activity create --buckets):
 # BENCH_HOT_BUCKETS lists the counts ("" or "0" leaves the part out); BENCH_HOT_ONLY=1 runs
@@ -44,15 +44,9 @@ class ClusterBench(Bench):
     def __init__(self, args):
         super().__init__(args)
         var = self.conf.data_dir(ROOT)
-        brokers = self.conf.get("kafka.brokers").split(",")
-        self.kafka_pids = [read_pidfile(var / ("kafka" if i == 1 else f"kafka-{i}") / "kafka.pid")
-                           for i in range(1, len(brokers) + 1)]
-        # One Redis, or every node of a Redis Cluster (redis.nodes): scripts/redis-cluster.sh
-        # keeps node PORT under redis-cluster/PORT.
-        nodes = [n.rpartition(":")[2] for n in self.conf.get("redis.nodes").split(",") if n]
-        self.redis_pids = ([read_pidfile(var / "redis-cluster" / port / "redis.pid") for port in nodes]
-                           or [read_pidfile(var / "redis" / "redis.pid")])
-        self.service_pids = {"mariadb": read_pidfile(var / "mariadb" / "mariadbd.pid")}
+        pids = cluster_service_pids(self.conf)
+        self.kafka_pids, self.redis_pids = pids["kafka"], pids["redis"]
+        self.service_pids = {"mariadb": pids["mariadb"]}
         self.n_gateways = int(self.conf.get("stack.gateways"))
         self.n_consumers = int(self.conf.get("stack.consumers"))
         self.gateways, self.consumers = [], []

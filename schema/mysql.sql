@@ -160,3 +160,47 @@ CREATE TABLE IF NOT EXISTS admin_audit (
     PRIMARY KEY (id),
     KEY idx_audit_at (at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+-- Refunds and revocations (docs/coupons.md#refunds-and-revocations). A refund takes a user
+-- coupon USED -> UNUSED and keeps its order reference and time as the last refund; a shop's
+-- revocation takes an UNUSED or EXPIRED one to REVOKED (seckillctl coupon revoke), with
+-- when and why. event_seq is the number of the last coupon.used / coupon.refunded event
+-- applied (src/common/redeemevent.h): a replayed event with no higher number changes nothing.
+ALTER TABLE user_coupon MODIFY COLUMN status ENUM('UNUSED', 'USED', 'EXPIRED', 'REVOKED') NOT NULL DEFAULT 'UNUSED';
+ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS refunded_ref VARCHAR(64) NULL AFTER used_at;
+ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS refunded_at DATETIME(3) NULL AFTER refunded_ref;
+ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS event_seq BIGINT UNSIGNED NOT NULL DEFAULT 0 AFTER refunded_at;
+ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS revoked_at DATETIME(3) NULL AFTER event_seq;
+ALTER TABLE user_coupon ADD COLUMN IF NOT EXISTS revoke_reason VARCHAR(128) NULL AFTER revoked_at;
+
+-- A SUCCESS order cancelled by the shop (seckillctl order cancel, docs/administration.md):
+-- its row stays, CANCELLED, with when and why; it no longer counts in sold_count, and its
+-- user coupon is REVOKED. The row keeps its place under UNIQUE(user_id, activity_id,
+-- user_slot): a cancelled order still counts against its user's limit.
+ALTER TABLE seckill_order MODIFY COLUMN status ENUM('SUCCESS', 'CANCELLED') NOT NULL DEFAULT 'SUCCESS';
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS cancelled_at DATETIME(3) NULL AFTER updated_at;
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS cancel_reason VARCHAR(128) NULL AFTER cancelled_at;
+
+-- Outcome events waiting to be published (src/consumer/outbox.c, docs/events.md): the
+-- transaction that writes outcomes (orders' rows, failed orders', coupons' uses) writes
+-- their events as one row here, a line "<userId>\t<event JSON>" each, and the outcome
+-- relay (src/consumer/relay.c) publishes the rows' events to kafka.outcome-topic in id
+-- order and deletes a row once Kafka has all of its events. Empty but for the last
+-- moments' events while Kafka takes them.
+CREATE TABLE IF NOT EXISTS outcome_outbox (
+    id              BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+    event_count     INT UNSIGNED    NOT NULL,
+    events          MEDIUMTEXT      NOT NULL,
+    created_at      DATETIME(3)     NOT NULL DEFAULT CURRENT_TIMESTAMP(3),
+    PRIMARY KEY (id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
+
+-- A limit per user above one (seckillctl activity create --per-user N): a user may hold up
+-- to per_user orders of the sale, each in a slot 1..per_user that the execute script
+-- chose (include/common/holder.h). MySQL holds each slot once, so a sale can never
+-- persist more than per_user orders of a user, whatever Redis lost.
+ALTER TABLE seckill_activity ADD COLUMN IF NOT EXISTS per_user SMALLINT UNSIGNED NOT NULL DEFAULT 1 AFTER stock;
+ALTER TABLE seckill_activity ADD CONSTRAINT IF NOT EXISTS activity_per_user CHECK (per_user BETWEEN 1 AND 100);
+ALTER TABLE seckill_order ADD COLUMN IF NOT EXISTS user_slot SMALLINT UNSIGNED NOT NULL DEFAULT 1 AFTER activity_id;
+ALTER TABLE seckill_order ADD UNIQUE KEY IF NOT EXISTS uk_user_activity_slot (user_id, activity_id, user_slot);
+ALTER TABLE seckill_order DROP INDEX IF EXISTS uk_user_activity;

@@ -18,8 +18,9 @@ step_run "line length" bash scripts/linelength.sh
 echo "== include graph (each part's modules in layers: no circle)"
 step_run "include graph" python3 scripts/includes.py
 
-# The binaries too: some of these tests run seckillctl, seckill-admin or the gateway alone.
-make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests || die "sanitizer build failed"
+# The binaries too: some of these tests run seckillctl, seckill-admin or the gateway alone,
+# and test_delayproxy.py the latency benchmark's proxy.
+make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests build/asan/bench/delayproxy || die "sanitizer build failed"
 # The release seckillctl as well: it finds the checkout's config from build/, one level
 # above where the sanitizer build sits (test_admin.py runs both).
 make -s -j"$jobs" build/seckillctl || die "release build of seckillctl failed"

@@ -17,6 +17,9 @@ host=$(conf_get http.host)
 port=$(conf_get http.port)
 case $host in '' | 0.0.0.0) host=127.0.0.1 ;; esac
 base="http://$host:$port"
+mysql_host=$(conf_get mysql.host)
+# The hosts topology's namespaces go with its processes: its down is hosts.sh's.
+if [ -e "$NETNS_MAP" ]; then stop="make down TOPOLOGY=hosts"; else stop="make down CONF=${CONF#"$ROOT"/}"; fi
 mysql_port=$(conf_get mysql.port)
 
 cat <<TXT
@@ -33,9 +36,9 @@ Stock and activity:
   curl -s '$base/seckill/activities/$activity'
   curl -s '$base/healthz'
 The row in MariaDB:
-  mariadb -h127.0.0.1 -P$mysql_port -useckill -pseckill seckill -e 'SELECT * FROM seckill_order WHERE activity_id = $activity'
+  mariadb -h$mysql_host -P$mysql_port -useckill -pseckill seckill -e 'SELECT * FROM seckill_order WHERE activity_id = $activity'
 Check every invariant of the sale:
   build/seckillctl -c ${CONF#"$ROOT"/} verify $activity
 
-Stop everything with: make down CONF=${CONF#"$ROOT"/}
+Stop everything with: $stop
 TXT

@@ -3,6 +3,9 @@
 # Python packages come from PyPI into var/venv instead (scripts/venv.sh); python3-requests
 # is for bench/ (which runs the first python3 on PATH).
 # Idempotent: packages already present are not touched and apt is not updated.
+#   scripts/install-deps.sh [--browser]   --browser: also Chromium and its WebDriver, which
+#                                         only the console's browser tests use (make test),
+#                                         so that make run never downloads a browser
 set -euo pipefail
 
 packages=(
@@ -14,7 +17,14 @@ packages=(
   openjdk-17-jre-headless maven
   prometheus   # promtool: checks and unit-tests deploy/prometheus
   systemd      # systemd-analyze: verifies deploy/systemd (a minimal Debian, a container, has none)
+  iproute2 nftables   # the hosts topology's namespaces and its network faults (scripts/hosts.sh)
 )
+if [ "${1:-}" = "--browser" ]; then
+  packages+=(chromium chromium-driver)   # test/integration/test_console.py
+elif [ $# -gt 0 ]; then
+  echo "usage: $0 [--browser]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

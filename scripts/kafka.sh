@@ -214,8 +214,9 @@ spawn_node() {
   log=$dir/logs/server.log
   touch "$log"
   stat -c %s "$log"
+  at_prefix "$(node_host "$n")"
   spawn "$(node_pidfile "$n")" "$dir/logs/kafkaServer.out" \
-    "$JAVA" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
+    "${AT[@]}" "$JAVA" -Xms256m -Xmx512m -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true \
     -Dlog4j2.configurationFile="$dir/log4j2.properties" -Dkafka.logs.dir="$dir/logs" \
     -cp "$LIBS/*" "$MAIN" "$dir/server.properties"
 }
@@ -251,19 +252,24 @@ start() {
   wait_until "$START_TIMEOUT" "Kafka on $BOOTSTRAP to answer metadata" answers || die "kafka does not answer metadata"
 }
 
-# Creates the order topic and its dead-letter topic. Listing first costs one JVM and,
+# Creates the order topic, its dead-letter topic and the outcome topic (when set). Listing first costs one JVM and,
 # on every start after the first, saves the two JVMs of the creates.
 create_topics() {
-  local topic partitions existing order dlq order_partitions
+  local topic partitions existing order dlq outcomes order_partitions
+  local -a wanted
   order=$(conf_get kafka.topic)
   dlq=$(conf_get kafka.dead-letter-topic)
+  outcomes=$(conf_get kafka.outcome-topic)
   order_partitions=$(conf_get kafka.topic-partitions)
   if $TOPICS_LISTED; then
     existing=$TOPICS
   else
     existing=$(topic_cmd --list) || die "cannot list topics on $BOOTSTRAP"
   fi
-  for topic in "$order:$order_partitions" "$dlq:1"; do
+  wanted=("$order:$order_partitions" "$dlq:1")
+  # Keyed by user like the orders, so as many partitions.
+  [ -n "$outcomes" ] && wanted+=("$outcomes:$order_partitions")
+  for topic in "${wanted[@]}"; do
     partitions=${topic##*:}
     topic=${topic%:*}
     grep -qxF -- "$topic" <<<"$existing" && continue

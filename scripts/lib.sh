@@ -58,6 +58,7 @@ conf_get() {
     kafka.brokers) echo 127.0.0.1:19092 ;;
     kafka.topic) echo seckill.orders ;;
     kafka.dead-letter-topic) echo seckill.orders.dlq ;;
+    kafka.outcome-topic) echo seckill.outcomes ;;
     kafka.topic-partitions) echo 6 ;;
     mysql.port) echo 13306 ;;
     mysql.user | mysql.password | mysql.database) echo seckill ;;
@@ -195,6 +196,49 @@ show_log() {
     printf -- '--- last 40 lines of %s ---\n' "$f" >&2
     tail -n 40 "$f" >&2
   done
+}
+
+# ---- hosts: one network namespace per address (scripts/hosts.sh) -------------------------
+# The hosts topology gives every process an address of its own, each in a Linux network
+# namespace; hosts.sh writes which namespace holds which address into $VAR/netns.map
+# ("ADDRESS NAMESPACE [ROLE INDEX]" lines). Without that file (every other stack) the
+# processes start here, as before.
+NETNS_MAP=$VAR/netns.map
+
+# netns_of ADDRESS: the namespace holding ADDRESS, or nothing.
+netns_of() {
+  [ -r "$NETNS_MAP" ] || return 0
+  awk -v a="$1" '$1 == a { print $2; exit }' "$NETNS_MAP"
+}
+
+# at_addr ADDRESS CMD...: runs CMD on the "machine" of ADDRESS: inside its namespace when
+# the map names one (ip netns exec execs CMD itself, so a pid taken with $! is CMD's), here
+# otherwise.
+at_addr() {
+  local ns
+  ns=$(netns_of "$1")
+  shift
+  if [ -n "$ns" ]; then
+    ip netns exec "$ns" "$@"
+  else
+    "$@"
+  fi
+}
+
+# at_prefix ADDRESS: sets AT to the words that put a command on ADDRESS's machine (empty
+# here), for commands that go through another wrapper first (spawn's setsid).
+at_prefix() {
+  local ns
+  AT=()
+  ns=$(netns_of "$1")
+  [ -z "$ns" ] || AT=(ip netns exec "$ns")
+}
+
+# instance_addr ROLE INDEX: the address of instance INDEX of ROLE (gateway, consumer) in
+# the map, or nothing.
+instance_addr() {
+  [ -r "$NETNS_MAP" ] || return 0
+  awk -v r="$1" -v i="$2" '$3 == r && $4 == i { print $1; exit }' "$NETNS_MAP"
 }
 
 # port_open HOST PORT: something accepts TCP connections there.

@@ -16,6 +16,7 @@ MATCH=mariadbd
 SCHEMA=$ROOT/schema/mysql.sql
 
 PORT=$(conf_get mysql.port)
+HOST=$(conf_get mysql.host)
 
 # Administration goes through the socket as root, which has no password
 # (--auth-root-authentication-method=normal) and is not reachable over TCP from outside.
@@ -54,7 +55,7 @@ datadir = $DATA
 tmpdir = $DIR/tmp
 socket = $SOCKET
 port = $PORT
-bind-address = 127.0.0.1
+bind-address = $HOST
 pid-file = $PIDFILE
 log-error = $ERRLOG
 skip-name-resolve
@@ -65,16 +66,39 @@ innodb_flush_log_at_trx_commit = 1
 EOF
 }
 
+# peer_net: the network of mysql.host as MariaDB writes a host of an account,
+# "10.77.0.0/255.255.255.0", from the interface that holds the address (in its namespace
+# on the hosts topology); nothing for a loopback address or a name.
+peer_net() {
+  local cidr len ip mask net i oct
+  [[ $HOST =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] || return 0
+  case $HOST in 127.*) return 0 ;; esac
+  cidr=$(at_addr "$HOST" ip -o -4 addr show | awk -v a="$HOST" '{ split($4, p, "/"); if (p[1] == a) { print $4; exit } }')
+  [ -n "$cidr" ] || return 0
+  len=${cidr#*/}
+  IFS=. read -r -a ip <<<"$HOST"
+  mask="" net=""
+  for ((i = 0; i < 4; i++)); do
+    if ((len >= 8)); then oct=255; len=$((len - 8)); else oct=$(((0xff << (8 - len)) & 0xff)); len=0; fi
+    mask+="${mask:+.}$oct"
+    net+="${net:+.}$((ip[i] & oct))"
+  done
+  echo "$net/$mask"
+}
+
 # The application's database and user; re-run on every start so that a changed password
-# in the config takes effect.
+# in the config takes effect. The account exists for loopback and, when mysql.host is an
+# address on a network, for that network: the consumers and seckillctl of other machines
+# connect from their own addresses, which an account of 127.0.0.1 does not match.
 provision() {
-  local db user pass host
+  local db user pass host net
   db=$(sql_ident "$(conf_get mysql.database)")
   user=$(sql_str "$(conf_get mysql.user)")
   pass=$(sql_str "$(conf_get mysql.password)")
+  net=$(peer_net)
   {
     echo "CREATE DATABASE IF NOT EXISTS $db CHARACTER SET utf8mb4;"
-    for host in "'127.0.0.1'" "'localhost'"; do
+    for host in "'127.0.0.1'" "'localhost'" ${net:+"'$net'"}; do
       echo "CREATE USER IF NOT EXISTS $user@$host IDENTIFIED BY $pass;"
       echo "ALTER USER $user@$host IDENTIFIED BY $pass;"
       echo "GRANT ALL PRIVILEGES ON $db.* TO $user@$host;"
@@ -86,16 +110,17 @@ start() {
   local pid
   if running && answers >/dev/null 2>&1; then
     provision
-    echo "mariadb: already running (pid $(pid_read "$PIDFILE"), 127.0.0.1:$PORT)"
+    echo "mariadb: already running (pid $(pid_read "$PIDFILE"), $HOST:$PORT)"
     return 0
   fi
   if ! running; then
     command -v mariadbd >/dev/null || die "mariadbd not found (run scripts/install-deps.sh)"
-    port_open 127.0.0.1 "$PORT" && die "port $PORT is taken by another process (not ours: no live pid in $PIDFILE)"
+    port_open "$HOST" "$PORT" && die "port $PORT is taken by another process (not ours: no live pid in $PIDFILE)"
     mkdir -p "$DIR/tmp"  # the server's tmpdir, its bootstrap's too
     install_db
     write_cnf
-    spawn "$PIDFILE" "$OUTLOG" mariadbd --defaults-file="$CNF"
+    at_prefix "$HOST"
+    spawn "$PIDFILE" "$OUTLOG" "${AT[@]}" mariadbd --defaults-file="$CNF"
   fi
   pid=$(pid_read "$PIDFILE")
   if ! WAIT_PID=$pid wait_until 30 "mariadb on $SOCKET to answer ping" answers; then
@@ -103,7 +128,7 @@ start() {
     die "mariadb did not come up"
   fi
   provision
-  echo "mariadb: started (pid $pid, 127.0.0.1:$PORT)"
+  echo "mariadb: started (pid $pid, $HOST:$PORT)"
 }
 
 stop() {
@@ -136,7 +161,7 @@ case ${1:-} in start | stop | schema) take_lock mariadb ;; esac
 case ${1:-} in
   start) start ;;
   stop) stop ;;
-  status) status_line mariadb "$PIDFILE" "$MATCH" "$(conf_get mysql.host):$PORT" ;;
+  status) status_line mariadb "$PIDFILE" "$MATCH" "$HOST:$PORT" ;;
   schema) schema ;;
   *) echo "usage: $0 start|stop|status|schema" >&2; exit 2 ;;
 esac

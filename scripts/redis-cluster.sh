@@ -53,6 +53,17 @@ all_ok() {
   for ((i = 1; i <= COUNT; i++)); do node_ok "$i" && replica_synced "$i" || return 1; done
 }
 
+# A node's address in CLUSTER SLOTS and NODES is the one the others saw it connect from
+# unless it announces one. On loopback both are 127.0.0.1; on several machines (or the
+# hosts topology's namespaces) a node behind NAT or with several addresses would hand the
+# clients one they cannot reach, so it announces the address of redis.nodes, which is
+# what the gateways' node table is keyed by. Only a numeric IPv4 address can be announced.
+announce() {
+  local host
+  host=$(node_host "$1")
+  if [[ $host =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]]; then echo "cluster-announce-ip $host"; fi
+}
+
 write_conf() {
   local i=$1 dir
   dir=$(node_dir "$i")
@@ -63,6 +74,7 @@ write_conf() {
 bind $(node_host "$i")
 port $(node_port "$i")
 cluster-port $(($(node_port "$i") + BUS_OFFSET))
+$(announce "$i")
 protected-mode no
 dir $dir
 daemonize yes
@@ -84,7 +96,7 @@ start_node() {
   running "$i" && return 0
   port_open "$host" "$port" && die "port $port is taken by another process (not ours: no live pid in $(node_pidfile "$i"))"
   write_conf "$i"
-  redis-server "$(node_dir "$i")/redis.conf" </dev/null >>"$(node_dir "$i")/redis.log" 2>&1 9>&- \
+  at_addr "$host" redis-server "$(node_dir "$i")/redis.conf" </dev/null >>"$(node_dir "$i")/redis.log" 2>&1 9>&- \
     || { show_log "$(node_dir "$i")/redis.log"; die "$(node_name "$i") failed to start"; }
 }
 

@@ -42,7 +42,7 @@ appendonly yes
 appendfsync $(conf_get redis.appendfsync)
 save ""
 EOF
-    redis-server "$DIR/redis.conf" </dev/null >>"$LOG" 2>&1 9>&- \
+    at_addr "$HOST" redis-server "$DIR/redis.conf" </dev/null >>"$LOG" 2>&1 9>&- \
       || { show_log "$LOG"; die "redis-server failed to start"; }
   fi
   # A restart replays the AOF first and answers LOADING until done, hence the poll: for as

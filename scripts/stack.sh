@@ -75,12 +75,39 @@ CONSUMERS=$(conf_get stack.consumers)
 
 # What sets one instance apart from the others: each consumer its own metrics port
 # (consumer.metrics-port, +1 per instance); the gateways share http.port (http.reuse-port).
+# On the hosts topology (scripts/hosts.sh) each instance also has an address of its own,
+# which it binds (http.host, consumer.metrics-host) inside its namespace.
 consumer_args() {
-  local base
+  local base addr
   base=$(conf_get consumer.metrics-port)
   if [ "$CONSUMERS" -gt 1 ] && [ "$base" != 0 ]; then
     echo "--set consumer.metrics-port=$((base + $1 - 1))"
   fi
+  addr=$(instance_addr consumer "$1")
+  [ -z "$addr" ] || echo "--set consumer.metrics-host=$addr"
+}
+gateway_args() {
+  local addr
+  addr=$(instance_addr gateway "$1")
+  [ -z "$addr" ] || echo "--set http.host=$addr"
+}
+# instance_host ROLE INDEX KEY: where instance INDEX listens: its own address, else KEY's.
+instance_host() {
+  local addr
+  addr=$(instance_addr "$1" "$2")
+  if [ -n "$addr" ]; then echo "$addr"; else local_host "$(conf_get "$3")"; fi
+}
+# The address of instance NAME (seckill-server-2, order-consumer, ...), or nothing.
+addr_of_instance() {
+  local name=$1 role i=1
+  case $name in
+    seckill-server*) role=gateway ;;
+    order-consumer*) role=consumer ;;
+    seckill-admin) role=admin ;;
+    *) return 0 ;;
+  esac
+  [[ $name == *-[0-9]* ]] && i=${name##*-}
+  instance_addr "$role" "$i"
 }
 consumer_metrics_port() {
   local base
@@ -116,8 +143,9 @@ app_spawn() {
   touch "$log"
   stat -c %s "$log"
   conf_id "$bin" "$@" >"$RUN/$name.conf-id"
+  at_prefix "$(addr_of_instance "$name")"
   # From the repo top, so relative paths in the config mean the same as for the CLI.
-  (cd "$ROOT" && spawn "$RUN/$name.pid" "$log" "$bin" -c "$CONF" "$@")
+  (cd "$ROOT" && spawn "$RUN/$name.pid" "$log" "${AT[@]}" "$bin" -c "$CONF" "$@")
 }
 
 log_since() { tail -c +"$(( $2 + 1 ))" "$1"; }
@@ -135,7 +163,7 @@ consumer_readiness() {
   local name=$1 port host
   port=$(consumer_metrics_port "$2")
   if [ "$port" != 0 ]; then
-    host=$(local_host "$(conf_get consumer.metrics-host)")
+    host=$(instance_host consumer "$2" consumer.metrics-host)
     echo "seckill_consumer_ready 1 on http://$host:$port/metrics|consumer_gauge_ready http://$host:$port/metrics"
     return
   fi
@@ -156,10 +184,12 @@ consumer_log_ready() { log_since "$1" "$2" | grep -qE 'order-consumer: ready|"co
 consumer_runs() { :; }
 # A gateway is up once the shared port answers and this process holds a listening socket
 # on it: with several gateways on one port (SO_REUSEPORT) the answer may come from another.
+# A gateway on an address of its own (hosts topology) is the only one answering there.
 gateway_ready() {
-  local url=$1 pid=$2 port=$3
+  local url=$1 pid=$2 port=$3 own=${4:-}
   curl -fsS -m 2 -o /dev/null "$url" || return 1
   [ "$GATEWAYS" = 1 ] && return 0
+  [ -z "$own" ] || return 0
   ss -Hltnp "sport = :$port" 2>/dev/null | grep -q "pid=$pid,"
 }
 
@@ -217,20 +247,24 @@ admin_up() {
     echo "seckill-admin: build/seckill-admin not built (run make), skipped"
     return 0
   fi
-  host=$(local_host "$(conf_get admin.host)")
+  host=$(admin_host)
   url="http://$host:$port/healthz"
   app_reconfigure seckill-admin seckill-admin
   offset=$(app_spawn seckill-admin seckill-admin)
   app_wait seckill-admin "$offset" "$url to answer" app_alive seckill-admin admin_ready "$url"
 }
 admin_ready() { curl -fsS -m 2 -o /dev/null "$1"; }
+# Where seckill-admin is reached from here: where it is advertised, else where it binds.
+admin_host() {
+  local advertised
+  advertised=$(conf_get admin.advertised-host)
+  if [ -n "$advertised" ]; then echo "$advertised"; else local_host "$(conf_get admin.host)"; fi
+}
 
 apps_up() {
-  local name i failed=0 url host port readiness
+  local name i failed=0 url port readiness
   local -A offsets=()
-  host=$(local_host "$(conf_get http.host)")
   port=$(conf_get http.port)
-  url="http://$host:$port/healthz"
   apps_prune
   # Every instance starts at once; none needs another to come up.
   if [ ! -x "$BINDIR/order-consumer" ]; then
@@ -247,8 +281,10 @@ apps_up() {
     echo "seckill-server: build/seckill-server not built (run make), skipped"
   else
     while read -r name i; do
-      app_reconfigure "$name" seckill-server
-      offsets[$name]=$(app_spawn "$name" seckill-server)
+      # shellcheck disable=SC2046
+      app_reconfigure "$name" seckill-server $(gateway_args "$i")
+      # shellcheck disable=SC2046
+      offsets[$name]=$(app_spawn "$name" seckill-server $(gateway_args "$i"))
     done < <(instances seckill-server "$GATEWAYS")
   fi
   if [ -x "$BINDIR/order-consumer" ]; then
@@ -260,7 +296,9 @@ apps_up() {
   fi
   if [ -x "$BINDIR/seckill-server" ]; then
     while read -r name i; do
-      app_wait "$name" "${offsets[$name]}" "$url to answer" app_alive "$name" gateway_ready_of "$name" "$url" "$port" || failed=1
+      url="http://$(instance_host gateway "$i" http.host):$port/healthz"
+      app_wait "$name" "${offsets[$name]}" "$url to answer" app_alive "$name" gateway_ready_of "$name" "$url" "$port" \
+        "$(instance_addr gateway "$i")" || failed=1
     done < <(instances seckill-server "$GATEWAYS")
   fi
   admin_up || failed=1
@@ -274,8 +312,8 @@ app_alive() {
   pid_alive "$RUN/$name.pid" && "$@"
 }
 gateway_ready_of() {
-  local name=$1 url=$2 port=$3
-  gateway_ready "$url" "$(pid_read "$RUN/$name.pid")" "$port"
+  local name=$1 url=$2 port=$3 own=$4
+  gateway_ready "$url" "$(pid_read "$RUN/$name.pid")" "$port" "$own"
 }
 
 up() {
@@ -323,16 +361,16 @@ parts_status() {
   done
   if ! $services_only; then
     local name i port host
-    host=$(local_host "$(conf_get consumer.metrics-host)")
     while read -r name i; do
       TOTAL=$((TOTAL + 1))
+      host=$(instance_host consumer "$i" consumer.metrics-host)
       port=$(consumer_metrics_port "$i")
       status_line "$name" "$RUN/$name.pid" /order-consumer \
         "$([ "$port" = 0 ] && echo "no metrics" || echo "metrics http://$host:$port")" || STOPPED=$((STOPPED + 1))
     done < <(instances order-consumer "$CONSUMERS")
-    host=$(local_host "$(conf_get http.host)")
     while read -r name i; do
       TOTAL=$((TOTAL + 1))
+      host=$(instance_host gateway "$i" http.host)
       status_line "$name" "$RUN/$name.pid" /seckill-server \
         "http://$host:$(conf_get http.port)" || STOPPED=$((STOPPED + 1))
     done < <(instances seckill-server "$GATEWAYS")
@@ -340,7 +378,7 @@ parts_status() {
     if [ "$port" != 0 ]; then
       TOTAL=$((TOTAL + 1))
       status_line seckill-admin "$RUN/seckill-admin.pid" /seckill-admin \
-        "http://$(local_host "$(conf_get admin.host)"):$port/admin" || STOPPED=$((STOPPED + 1))
+        "http://$(admin_host):$port/admin" || STOPPED=$((STOPPED + 1))
     fi
   fi
 }

@@ -40,7 +40,8 @@ CONF=$CONF_2 bash scripts/stack.sh up --services-only > "$lane_2_log" 2>&1 &
 lane_2_up=$!
 
 make -s -j"$jobs" all || die "build failed"
-make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests || die "sanitizer build failed"
+make -s -j"$jobs" SANITIZE=1 BUILD=build/asan all unit-tests integration-c-tests build/asan/bench/delayproxy \
+  || die "sanitizer build failed"
 phase "builds"
 wait "$lane_up" || { cat "$lane_log" >&2; die "starting the services failed"; }
 cat "$lane_log"

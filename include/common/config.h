@@ -39,6 +39,7 @@ struct config {
     char *http_metrics_port;   /* "main", "off" or a port: see config_metrics_port */
     char *http_metrics_host;
     char *admin_host;          /* the admin API's listener (seckill-admin) */
+    char *admin_advertised_host;  /* where the others reach it; empty: admin.host */
     char *admin_port;          /* "0" or empty: off; see config_admin_port */
     char *admin_token;         /* its bearer token, CONFIG_ADMIN_TOKEN_MIN characters at least */
     int64_t admin_workers;     /* threads running its commands, each with its own connections */
@@ -70,6 +71,7 @@ struct config {
     char *kafka_brokers;
     char *kafka_topic;
     char *kafka_dead_letter_topic;
+    char *kafka_outcome_topic;       /* "": no outcome events */
     int64_t kafka_topic_partitions;
     struct config_pair kafka_producer[CONFIG_MAX_PASSTHROUGH];
     size_t kafka_producer_count;
@@ -107,6 +109,7 @@ struct config {
     int64_t activity_refresh_ms;
     int64_t reaper_interval_ms;
     int64_t sale_stats_interval_ms;  /* per-sale /metrics gauges read from Redis; 0: off */
+    int64_t refusal_stats_interval_ms;  /* per-sale refusal counts added to Redis; 0: off */
     int64_t queued_mark_interval_ms;
     int64_t rebalance_interval_ms;   /* stock moves between a bucketed sale's buckets; 0: off */
     char *lua_dir;
@@ -119,6 +122,7 @@ struct config {
     int64_t consumer_retry_max_ms;
     int64_t consumer_parked_max;
     int64_t consumer_lifecycle_interval_ms;
+    int64_t consumer_outcome_interval_ms;
     int64_t consumer_archive_after_ms;   /* 0: sales are archived by hand only */
     int64_t consumer_coupon_archive_after_ms;   /* 0: coupons are archived by hand only */
     char *consumer_metrics_host;

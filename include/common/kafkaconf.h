@@ -20,6 +20,12 @@ int kafkaconf_set(rd_kafka_conf_t *conf, const char *label, const char *key, con
 int kafkaconf_set_pairs(rd_kafka_conf_t *conf, const char *prefix, const struct config_pair *pairs,
                         size_t count, char *err, size_t errlen);
 
+/* The configuration of one of the consumer's idempotent producers (dead letters, outcome
+ * events): kafka.brokers, client.id, enable.idempotence, the kafka.producer.* pass-through,
+ * our log callback. NULL with err set when a value is refused. */
+rd_kafka_conf_t *kafkaconf_idempotent(const struct config *cfg, const char *client_id, char *err,
+                                      size_t errlen);
+
 /* librdkafka's syslog levels as ours: 0-3 error, 4 warn, 5-6 info, 7 debug. librdkafka
  * calls an unreachable broker an error though it retries by itself; the level is its own. */
 enum log_level kafkaconf_log_level(int syslog_level);

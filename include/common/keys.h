@@ -11,7 +11,8 @@
  * script touches one slot and the layout moves to Redis Cluster unchanged.
  *
  *   <stock.prefix>:{A}        string  stock left to reserve
- *   <user.prefix>:{A}         hash    userId -> orderNo (one order per user)
+ *   <user.prefix>:{A}         hash    holder -> orderNo (holder.h: a user,
+ *                                     or a user's slot where perUser > 1)
  *   seckill:activity:{A}      hash    name couponId stock start end (ms) status, and
  *                                     paused = 1 while the sale's coupon is INACTIVE;
  *                                     archived = ms of the archive and stockLeft, the stock

@@ -1,6 +1,7 @@
 #ifndef SK_BATCH_H
 #define SK_BATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,10 +62,11 @@ struct batch_coupon {
     int64_t coupon_id;
 };
 
-/* What became of one coupon.used event in MySQL. */
+/* What became of one coupon.used or coupon.refunded event in MySQL. */
 enum batch_use_verdict {
-    BATCH_USE_APPLIED,       /* the user coupon went UNUSED -> USED, used_count + 1 */
-    BATCH_USE_REPEATED,      /* already USED by this same order reference: nothing to do */
+    BATCH_USE_APPLIED,       /* the user coupon went UNUSED -> USED, used_count + 1 (a
+                              * refund: USED -> UNUSED, used_count - 1) */
+    BATCH_USE_REPEATED,      /* applied before (a replay): nothing to do */
     BATCH_USE_INCONSISTENT,  /* no such user coupon, another user's, USED by another
                               * order, not UNUSED, or amounts MySQL cannot hold: nothing
                               * written; reason says which, for the dead-letter topic */
@@ -75,6 +77,8 @@ enum batch_use_verdict {
 struct batch_use_result {
     enum batch_use_verdict verdict;
     int64_t coupon_id;      /* of the user coupon, when MySQL has it */
+    bool last;              /* APPLIED, and the last event of the batch applied to its user
+                             * coupon: the state MySQL holds after the commit */
     char reason[BATCH_ERROR_LEN];
 };
 
@@ -129,7 +133,7 @@ struct batch {
     size_t origin_count;
     size_t origin_cap;
 
-    struct redeemevent *uses;           /* coupon.used events, in arrival order */
+    struct redeemevent *uses;        /* coupon.used and coupon.refunded events, in arrival order */
     struct batch_use_msg *use_msgs;  /* parallel to uses */
     struct batch_use_result *use_results;  /* parallel to uses, written by persist_batch */
     size_t use_count;

@@ -17,6 +17,7 @@
 #include "store/couponarchive.h"
 
 struct publish_cache;
+struct relay;
 struct writer;
 struct autoarchive_skip;
 
@@ -26,7 +27,8 @@ struct autoarchive_skip;
  * producer), retry (a step until it succeeds), claim (confirm/finalize/abandon in
  * Redis), publish (user coupon records in Redis), parking (orders set aside while their
  * slot cannot be written), pipeline (the steps of the batches in order, two at a time),
- * writer (the MySQL write of a batch on a thread of its own). persist writes a batch to
+ * writer (the MySQL write of a batch on a thread of its own), relay (the outcome events,
+ * on a thread of its own). persist writes a batch to
  * MySQL, splitting it (split) when MySQL refuses part of it for good (sqlerror). */
 
 #define CONSUMER_SLICE_MS 100   /* longest wait without looking at the stop flag */
@@ -63,6 +65,7 @@ struct consumer {
     struct redisroute *redis;    /* one Redis, or the masters of a Redis Cluster */
     MYSQL *db;                   /* every statement but the batches' writes (writer) */
     struct writer *writer;       /* the batches' writes, on a thread of their own */
+    struct relay *relay;         /* the outcome events' publisher (relay.h); NULL: none */
     /* The batch being filled, claimed or finished; the one the writer holds (or held last)
      * and its times. pipeline.h says how they change places. */
     struct batch batch;

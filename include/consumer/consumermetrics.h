@@ -43,6 +43,13 @@
     X(PARKED, GAUGE, "seckill_consumer_parked_orders", "",                                       \
       "Orders set aside because a Redis step could not be done on their slot; their "          \
       "partitions' offsets are not committed past them")                                        \
+    X(OUTCOMES_PUBLISHED, COUNTER, "seckill_consumer_outcomes_published_total", "",             \
+      "Outcome events this consumer's relay published to kafka.outcome-topic (acknowledged)")  \
+    X(OUTCOME_RELAY, GAUGE, "seckill_consumer_outcome_relay", "",                                \
+      "1 while this consumer is the one relaying outcome events (one at a time per database)") \
+    X(OUTCOME_AGE, GAUGE, "seckill_consumer_outcome_oldest_age_seconds", "",                     \
+      "Age in whole seconds of the oldest outcome event not yet published, as this consumer's " \
+      "relay last saw it (0: none waiting)")                                                    \
     X(READY, GAUGE, "seckill_consumer_ready", "",                                                \
       "1 while consuming, 0 while starting, retrying a failed step or stopping")
 

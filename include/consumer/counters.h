@@ -9,8 +9,8 @@
  * and cannot deadlock on them. Appended unsorted; sorted and summed by counters_coalesce. */
 struct counters_delta {
     int64_t id;
-    uint64_t first;    /* seckill_activity: sold_count; coupon: issued_count */
-    uint64_t second;   /* coupon: used_count */
+    int64_t first;    /* seckill_activity: sold_count; coupon: issued_count */
+    int64_t second;   /* coupon: used_count (a refund takes one back) */
 };
 
 /* Ownership: v is the list's, freed by counters_free. */
@@ -21,7 +21,7 @@ struct counters {
 };
 
 /* Adds one increment (nothing when both are 0). Returns 0, or -1 when out of memory. */
-int counters_add(struct counters *c, int64_t id, uint64_t first, uint64_t second);
+int counters_add(struct counters *c, int64_t id, int64_t first, int64_t second);
 /* Sorts by id and sums the increments of each id into one entry. */
 void counters_coalesce(struct counters *c);
 void counters_free(struct counters *c);

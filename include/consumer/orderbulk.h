@@ -22,6 +22,7 @@ struct orderbulk_order {
     unsigned long order_no_len;
     int64_t user_id;
     int64_t activity_id;
+    int64_t user_slot;
     int64_t coupon_id;
     MYSQL_TIME accepted_at;
 };

@@ -9,7 +9,7 @@
 #include "consumer/batch.h"
 #include "consumer/orderrun.h"
 #include "consumer/sqltx.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 /* The rows one run of orders writes inside persist_batch's transaction: seckill_order,
  * then one user_coupon per order that has its row. */

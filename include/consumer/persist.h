@@ -2,11 +2,12 @@
 #define SK_PERSIST_H
 
 #include <mysql.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "consumer/batch.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 #include "consumer/sqltx.h"
 
 /* The MySQL side of the order consumer: one batch of claimed orders and coupon.used
@@ -30,7 +31,9 @@ enum persist_result {
  * b->uses (user_coupon UNUSED -> USED with its order reference, discount, payable amount
  * and time); then sold_count / issued_count / used_count raised by what was really
  * changed, counter rows locked in id order. Any order or use may be a replay; created_ms
- * must not pass PERSIST_MAX_ACCEPTED_MS.
+ * must not pass PERSIST_MAX_ACCEPTED_MS. With outcomes, each transaction also writes the
+ * outcome events of what it changed (outbox.h): its orders' order.succeeded, its applied
+ * uses' coupon.used.
  * When MySQL refuses the transaction with a deterministic error (sqlerror: a CHECK such
  * as activity_sold_within_stock, a value out of range, ...), the batch is split (split.c):
  * orders then uses, in halves, each in its own transaction, down to the single orders
@@ -42,8 +45,8 @@ enum persist_result {
  * Otherwise (a transient error, at once or in the middle of a split) err is set and those
  * results are all cleared; halves of a split committed before stay committed, which a
  * retry of the whole batch replays idempotently, finding the same refusals again. */
-enum persist_result persist_batch(MYSQL *db, struct batch *b, struct sqltx_stats *stats,
-                                  char *err, size_t errlen);
+enum persist_result persist_batch(MYSQL *db, struct batch *b, bool outcomes,
+                                  struct sqltx_stats *stats, char *err, size_t errlen);
 
 /* True for client and server error codes meaning the session is lost. */
 int persist_connection_lost(unsigned int mysql_error_code);

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #include "consumer/counters.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 /* Rows per statement (INSERT ... VALUES, SELECT ... IN): a batch of the usual sizes is
  * one statement per table, and each stays far below max_allowed_packet (16 MB by
@@ -17,8 +17,8 @@
 struct sqltx_stats {
     uint64_t orders_added;   /* seckill_order rows this transaction created */
     uint64_t coupons_added;  /* user_coupon rows it created */
-    size_t conflicts;        /* orders refused: their user already holds another order of
-                              * the activity (UNIQUE(user_id, activity_id)) */
+    size_t conflicts;        /* orders refused: their user's slot already holds another order
+                              * of the activity (UNIQUE(user_id, activity_id, user_slot)) */
     size_t uses_applied;
     size_t uses_repeated;
     size_t uses_inconsistent;
@@ -40,6 +40,7 @@ struct sqltx_stats {
  * (orderrows, couponuse, counters). Ownership: sql and the counters are the transaction's,
  * released by sqltx_free; db, bulk and err are the caller's. */
 struct orderbulk;
+struct outbox;
 
 struct sqltx {
     MYSQL *db;
@@ -51,6 +52,7 @@ struct sqltx {
                               * statement's is not always the connection's */
     struct counters activities;
     struct counters coupons;
+    struct outbox *outbox;   /* the outcome events of the transaction; NULL: none kept */
 };
 
 /* Runs the statement built in tx->sql; what names it in the error. Returns 0 (with the

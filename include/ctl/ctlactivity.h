@@ -31,6 +31,7 @@ struct ctlactivity_row {
     char bucket_tags[BUCKET_LIST_LEN];  /* the column: "" for one bucket (bucket.h) */
     bool archived;          /* archived_at is set: Redis keeps only the activity hash (archive.h) */
     int64_t archived_ms;
+    int per_user;           /* orders a user may hold, 1..HOLDER_MAX_SLOT (holder.h) */
 };
 
 /* The Redis side of one activity, read in one MULTI (one instant: cancel.lua moves units

@@ -41,6 +41,12 @@ int ctlargs_window(struct ctlrun *ctl, const char *start, const char *end, int64
 /* A name for a coupon or activity: 1-128 characters of valid UTF-8, not all blanks, no
  * control characters (the VARCHAR(128) columns count characters, not bytes). */
 int ctlargs_name(struct ctlrun *ctl, const char *what, const char *s);
+/* An order number, "<digits>-<activityId>", copied into no (ORDERNO_LEN bytes) with what
+ * it holds: the number's id and its activity. */
+int ctlargs_order_no(struct ctlrun *ctl, const char *s, char *no, uint64_t *id, int64_t *activity_id);
+/* The command line of a command taking one argument and --reason TEXT (checked as
+ * ctlargs_name): *arg, and *reason ("" when not given). */
+int ctlargs_reasoned(struct ctlrun *ctl, int argc, char **argv, const char **arg, const char **reason);
 /* An amount in yuan ("10.00") into cents, within a DECIMAL(15,2) column. */
 int ctlargs_amount(struct ctlrun *ctl, const char *what, const char *s, int64_t *cents);
 /* --rate: a share of the price paid in (0, 1] with at most 4 decimals, "0.85" -> 8500

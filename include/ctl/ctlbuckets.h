@@ -27,5 +27,10 @@ int ctlbuckets_in_transit(struct ctlrun *ctl, int64_t id, const struct bucket_li
 /* Delivers every transfer still recorded ('in' on its destination, 'done' on its source),
  * as a gateway's rebalance pass would; *units are those that arrived by this call. */
 int ctlbuckets_finish(struct ctlrun *ctl, int64_t id, const struct bucket_list *list, int64_t *units);
+/* Moves up to want unsold units of buckets 1.. into bucket 0 by whole transfers (out, in,
+ * done), so that units can be taken back from bucket 0's stock key; *moved are those that
+ * arrived. A transfer cut short is finished by any rebalance pass, as a gateway's is. */
+int ctlbuckets_gather(struct ctlrun *ctl, int64_t id, const struct bucket_list *list, int64_t want,
+                      int64_t *moved);
 
 #endif

@@ -12,6 +12,10 @@
 
 /* The connection of this run, opened on first use; NULL after printing the error. */
 MYSQL *ctldb_conn(struct ctlrun *ctl);
+struct outbox_event;
+/* The outcome events of the caller's transaction (outbox.h), written in it; nothing when
+ * kafka.outcome-topic is empty. */
+int ctldb_outcomes(struct ctlrun *ctl, const struct outbox_event *events, size_t count);
 /* A statement without rows. */
 int ctldb_exec(struct ctlrun *ctl, const char *sql);
 /* A query with rows, all stored client-side (small results); NULL after printing. */

@@ -42,6 +42,7 @@ struct activity {
     int64_t end_ms;
     bool cancelled;
     bool paused;            /* its coupon is deactivated: execute.lua answers INACTIVE */
+    int per_user;           /* orders one user may hold (execute.lua's perUser), 1 by default */
     bool has_coupon;        /* coupon holds the coupon's terms and name (a warm-up wrote them) */
     struct usercoupon coupon;
     bool loaded;            /* false until the first refresh answered */
@@ -52,7 +53,8 @@ struct activity {
     bool sold_out;          /* set by an OUT_OF_STOCK answer, cleared when stock returns */
     /* Users holding an order (user id -> order id). Complete once loaded from Redis after
      * the sale sold out; only then may a sold-out sale be answered locally, since a
-     * winner's repeat must get DUPLICATE, whichever gateway sold to them. */
+     * winner's repeat must get DUPLICATE, whichever gateway sold to them. Not kept for a
+     * sale of per_user > 1: the script answers those (a user's slots are not one order). */
     struct intmap winners;  /* owned */
     int64_t holders;        /* users holding an order in Redis, as of the last refresh */
     bool winners_complete;

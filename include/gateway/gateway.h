@@ -44,6 +44,7 @@ struct gateway {
     struct orderno_gen orderno;
     struct nodelease *lease;  /* the order-number node id, leased in Redis */
     struct salestats *sales;  /* per-sale gauges of /metrics */
+    struct refusals *refusals;  /* per-sale refusal counts (refusals.h) */
     struct rebalance *rebalance;  /* stock moves between the buckets of bucketed sales */
     struct longpoll *longpoll;    /* GET ...?wait=N requests held until their order is final */
     struct archive *archive;      /* archived sales read lately (archive.h) */

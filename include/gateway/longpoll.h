@@ -48,6 +48,9 @@ struct longpoll_order {
     const char *orders_key;   /* the hash holding its status */
     const char *tag;          /* its bucket's hash tag: the channel */
     const char *reason;       /* FAILED: why, when known (NULL when not) */
+    /* LONGPOLL_RESULT of a sale of perUser > 1: every order of the user as read, an array
+     * of {orderNo, status[, reason]}; NULL otherwise. */
+    const struct cJSON *orders;
 };
 
 struct longpoll;

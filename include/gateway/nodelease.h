@@ -29,7 +29,8 @@ struct nodelease;
 struct nodelease *nodelease_new(struct gateway *gw);
 void nodelease_free(struct nodelease *lease);
 
-/* After every Redis (re)connect: seek a lease when none is held. */
+/* After every Redis (re)connect: seek a lease when none is held, renew one that lapsed
+ * meanwhile (a partition longer than the lease) without waiting for the next tick. */
 void nodelease_on_connect(struct nodelease *lease);
 
 /* Whether order numbers may be made now; sets gw->orderno's node when a lease is held. */

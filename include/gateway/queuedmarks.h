@@ -25,5 +25,9 @@ void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int bucket, con
 void queuedmarks_flush(struct queuedmarks *m);
 /* Marks buffered or on their way to Redis. */
 size_t queuedmarks_pending(const struct queuedmarks *m);
+/* The wall-clock millisecond of the oldest order (its number's time) whose mark has not
+ * reached Redis yet; INT64_MAX when none. The reaper leaves reservations from then on
+ * alone: such an order is in Kafka, and its mark only waits for Redis. */
+int64_t queuedmarks_oldest_ms(const struct queuedmarks *m);
 
 #endif

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/orderno.h"
 #include "gateway/nodelease.h"
+#include "gateway/queuedmarks.h"
 #include "gateway/redeliver.h"
 #include "gateway/redisconn.h"
 
@@ -32,16 +33,28 @@
 struct reaper;
 
 /* redeliver: NULL to expire stale reservations (reply-after-ack), else what hands them
- * back to Kafka; it must outlive the reaper's pending Redis calls like the reaper. */
+ * back to Kafka; it must outlive the reaper's pending Redis calls like the reaper.
+ * marks: this gateway's queued marks (NULL: none), whose orders it never expires. */
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
                           struct activity_cache *activities, struct nodelease *lease,
-                          struct redeliver *redeliver);
+                          struct redeliver *redeliver, const struct queuedmarks *marks);
 void reaper_free(struct reaper *reaper);
 
 /* node-lease-ms (a lease seen missing may just have been let lapse) + redis.reconnect-max-ms
  * (the other gateway's reconnect backoff) + http.request-timeout-ms (a delivery it has in
  * flight, which it still marks). */
 int64_t reaper_grace_ms(const struct config *cfg);
+
+/* The reservations expired are those older than this (wall-clock ms): pre-reduce-timeout
+ * before now, and never from the oldest order whose queued mark has not reached Redis
+ * (oldest_mark_ms, INT64_MAX for none) on: that order is in Kafka and answered 200. Marks
+ * are late only while Redis refuses them (a master that lost its replicas, a failover),
+ * and the same reservation may then be found, replicated, on the master that follows:
+ * expired there before its mark arrived, an order told 200 ended FAILED (a minority
+ * master under load, docs/chaos.md P3). REAPER_MARK_SLACK_MS covers an order number
+ * drawn a little after its reservation's time (orderno's clock never goes back). */
+#define REAPER_MARK_SLACK_MS 1000
+int64_t reaper_cutoff_ms(int64_t now_ms, int64_t pre_reduce_ms, int64_t oldest_mark_ms);
 
 #define REAPER_NODES (ORDERNO_MAX_NODE + 1)
 /* ",id" for every node but one, and the NUL. */

@@ -16,7 +16,9 @@
  *   the connection is dropped: every pending callback runs at once with reply == NULL,
  *   so no request waits on a frozen Redis. hiredis 0.14 has no timeout of its own.
  * - While disconnected, sends fail at once (the caller answers 503) and a reconnect is
- *   tried on a timer with exponential backoff.
+ *   tried on a timer with exponential backoff. A connect unanswered for redis.timeout-ms
+ *   (a partition drops the SYN, nothing refuses it) is given up and tried again, rather
+ *   than left to the kernel's SYN retransmissions (1, 3, 7, 15 ... s).
  * - A script's NOSCRIPT answer sends SCRIPT LOAD and the same bytes again, which queue
  *   behind the load and succeed: scripts are cached per server.
  *

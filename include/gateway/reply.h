@@ -26,6 +26,8 @@ struct cJSON;
     X(INACTIVE, 409, "the coupon of this sale is deactivated", "该活动的优惠券已停用")                   \
     X(USED, 409, "coupon already used by another order", "优惠券已被其他订单使用")                       \
     X(EXPIRED, 409, "coupon expired", "优惠券已过期")                                                    \
+    X(REVOKED, 409, "coupon revoked by the shop", "优惠券已被商家撤销")                                  \
+    X(NOT_USED, 409, "coupon not used by any order", "优惠券未被使用")                                   \
     X(BELOW_MIN_ORDER, 409, "order amount below the coupon's minimum", "订单金额未达到优惠券的最低消费") \
     X(RATE_LIMITED, 429, "too many requests", "请求过于频繁，请稍后再试")                                \
     X(BLOCKED, 429, "too many attempts, temporarily blocked", "尝试次数过多，已被暂时限制")              \

@@ -27,8 +27,9 @@ int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_ou
                      size_t errlen);
 
 /* Writes the Redis record of uc: HSETNX of the terms JSON (field <id>) and, when
- * uc->status is "USED", HSETNX of <id>:used = "orderRef|discount|payable|usedAtMs", in one
- * MULTI/EXEC. HSETNX, because the record is written once: a live record (perhaps used
+ * uc->status is "USED", HSETNX of <id>:used = "orderRef|discount|payable|usedAtMs" (when
+ * "REVOKED", of <id>:revoked = used_ms, the time it was revoked), in one MULTI/EXEC.
+ * HSETNX, because the record is written once: a live record (perhaps used
  * meanwhile through use.lua) is never overwritten, so publishing again is always safe.
  * Returns how many fields were newly written (0 when the record was complete already), or
  * -1 with the reason in err. */

@@ -7,7 +7,9 @@
 -- Returns one verdict per order, in order:
 --   'CLAIMED'   reservation taken over, write the row
 --   'CONFIRMED' already claimed or SUCCESS (redelivery), write the row again idempotently
---   'REJECTED'  the order was released (FAILED) or cannot be honoured, skip it
+--   'REJECTED'  the order was released (FAILED), cancelled by the shop since it was
+--               SUCCESS (ordercancel.lua: its row is in MySQL, CANCELLED), or cannot be
+--               honoured, skip it
 --   'ARCHIVED'  the sale is archived (archive.lua): every order of it was final and in
 --               MySQL when it was, and nothing here is written; the consumer looks the
 --               order up in MySQL (archived.c)
@@ -25,7 +27,7 @@ for i = 1, #ARGV, 2 do
   local member = order_no .. '|' .. user
   local status = redis.call('HGET', KEYS[3], order_no)
   local verdict
-  if status == 'FAILED' then
+  if status == 'FAILED' or status == 'CANCELLED' then
     verdict = 'REJECTED'
   elseif status == 'SUCCESS' or redis.call('SISMEMBER', KEYS[6], member) == 1 then
     verdict = 'CONFIRMED'

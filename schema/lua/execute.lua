@@ -9,7 +9,7 @@
 --       5 anti-brush threshold/10s  6 ban seconds  7 token lifetime in seconds, 0 when
 --       purchase tokens are off; then three per request: 7+3i+1 userId  +2 orderNo  +3 now_ms
 -- Returns one verdict per request, in order, each {status, ...}:
---   {'OK', orderNo, couponId} | {'DUPLICATE', orderNo}
+--   {'OK', orderNo, couponId, slot} | {'DUPLICATE', orderNo} | {'LIMIT_REACHED', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}
 --   | {'OUT_OF_STOCK', buckets} | {'NOT_STARTED'} | {'ENDED'} | {'CANCELLED'} | {'INACTIVE'} | {'NOT_FOUND'}
 --   | {'TOKEN_USED'} | {'WRONG_BUCKET'} | {'GONE'} (the order number is already known)
@@ -19,14 +19,20 @@
 -- names the bucket ('bucket', 'buckets'), and a user whose bucket is another one is refused
 -- WRONG_BUCKET (a gateway that does not know the buckets yet): the one-per-user record of
 -- a user lives in one bucket only.
+-- A sale whose activity hash says perUser = N > 1 lets a user hold N orders, one per slot
+-- (include/common/holder.h): the users hash field of slot 1 is the user id, of slot s the
+-- id and '#s'; a request takes the first free slot, and is refused LIMIT_REACHED (with the
+-- order of the user's first slot) when all N are held. The reservation member names the
+-- slot's field. Without perUser (or 1) a user holds one order and a repeat is a DUPLICATE.
 local n = (#ARGV - 7) / 3
 if n < 1 or n ~= math.floor(n) or #KEYS ~= 5 + 5 * n then
   return redis.error_reply('execute.lua: ' .. #KEYS .. ' keys and ' .. #ARGV .. ' arguments do not describe whole requests')
 end
 
 local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'couponId', 'bucket', 'buckets', 'paused',
-                        'archived')
+                        'archived', 'perUser')
 local buckets = tonumber(meta[6] or '1') or 1
+local slots = tonumber(meta[9] or '1') or 1
 local bucket = tonumber(meta[5] or '0') or 0
 
 -- bucket.c's bucket_of_user: the digits' polynomial hash mod 65521, mod the bucket count.
@@ -119,9 +125,26 @@ local function one(i)
     end
   end
 
-  local existing = redis.call('HGET', KEYS[3], user)
-  if existing then
-    return {'DUPLICATE', existing}
+  local holder, slot = user, 1
+  if slots <= 1 then
+    local existing = redis.call('HGET', KEYS[3], user)
+    if existing then
+      return {'DUPLICATE', existing}
+    end
+  else
+    local fields = holder_fields(user, slots)
+    local held = redis.call('HMGET', KEYS[3], unpack(fields))
+    slot = nil
+    for s = 1, slots do
+      if not held[s] then
+        slot = s
+        break
+      end
+    end
+    if not slot then
+      return {'LIMIT_REACHED', held[1]}
+    end
+    holder = fields[slot]
   end
 
   local stock = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -139,9 +162,9 @@ local function one(i)
     return {'GONE'}
   end
   redis.call('DECR', KEYS[2])
-  redis.call('HSET', KEYS[3], user, order_no)
-  redis.call('ZADD', KEYS[5], now, order_no .. '|' .. user)
-  return {'OK', order_no, meta[4] or '0'}
+  redis.call('HSET', KEYS[3], holder, order_no)
+  redis.call('ZADD', KEYS[5], now, order_no .. '|' .. holder)
+  return {'OK', order_no, meta[4] or '0', slot}
 end
 
 local verdicts = {}

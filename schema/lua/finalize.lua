@@ -13,7 +13,10 @@ end
 local done = {}
 local newly = 0
 for i = 1, #ARGV, 2 do
-  if redis.call('HGET', KEYS[1], ARGV[i]) ~= 'SUCCESS' then
+  local status = redis.call('HGET', KEYS[1], ARGV[i])
+  -- A replayed batch confirmed while the order was SUCCESS, cancelled since
+  -- (ordercancel.lua): it stays cancelled.
+  if status ~= 'SUCCESS' and status ~= 'CANCELLED' then
     redis.call('HSET', KEYS[1], ARGV[i], 'SUCCESS')
     newly = newly + 1
   end

@@ -70,3 +70,23 @@ local function reaper_takes(order_no, mode, nodes)
   end
   return not string.find(nodes, ',' .. node .. ',', 1, true)
 end
+
+-- A user coupon's next event number (<id>:seq, redeemevent.h): above the last one, and at
+-- least the time now, so that numbers keep rising even where Redis lost the field (a
+-- record published again from MySQL, whose last applied number is a past time).
+local function next_coupon_seq(hash, id, now_ms)
+  local last = tonumber(redis.call('HGET', hash, id .. ':seq') or '0')
+  local seq = math.max(last + 1, tonumber(now_ms))
+  redis.call('HSET', hash, id .. ':seq', seq)
+  return seq
+end
+
+-- The users hash fields of a user's slots 1..slots in a sale of perUser = slots
+-- (include/common/holder.h): the id for slot 1, the id and '#s' for slot s.
+local function holder_fields(user, slots)
+  local fields = {user}
+  for s = 2, slots do
+    fields[s] = user .. '#' .. s
+  end
+  return fields
+end

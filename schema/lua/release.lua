@@ -17,10 +17,13 @@
 --                                        'own' only those of that node, with 'except' all
 --                                        but those of the listed nodes, the node being the
 --                                        one in the order number)
+-- In 'order' and 'forget' the reservation is found under whichever slot of the user holds
+-- the order (a sale with perUser > 1, execute.lua); the gateway may not know the slot (a
+-- lost verdict).
 -- Returns, for 'older', the number of reservations released; for 'order', 1 when this call
 -- released it, 0 when it was already FAILED (or is unknown), 2 when it lives on (queued in
 -- Kafka, claimed by a consumer or SUCCESS: a delivery report that said "failed" was wrong).
--- fail_order, publish_final, reaper_takes: prelude.lua.
+-- fail_order, publish_final, reaper_takes, holder_fields: prelude.lua.
 
 local function ours(order_no)
   return ARGV[1] ~= 'older' or reaper_takes(order_no, ARGV[4], ARGV[5])
@@ -34,7 +37,19 @@ local members
 local limit
 local one_order = ARGV[1] == 'order' or ARGV[1] == 'forget'
 if one_order then
-  members = {ARGV[2] .. '|' .. ARGV[3]}
+  local holder = ARGV[3]
+  local slots = tonumber(redis.call('HGET', KEYS[6], 'perUser') or '1') or 1
+  if slots > 1 then
+    local fields = holder_fields(ARGV[3], slots)
+    local held = redis.call('HMGET', KEYS[2], unpack(fields))
+    for s = 1, slots do
+      if held[s] == ARGV[2] then
+        holder = fields[s]
+        break
+      end
+    end
+  end
+  members = {ARGV[2] .. '|' .. holder}
   limit = 1
 else
   limit = tonumber(ARGV[3])

@@ -2,18 +2,22 @@
 -- guards read Redis's own clock: every gateway's execute.lua sees the old sale or the new
 -- one, never half of each. Every value is a target, not a change, so a call repeated
 -- after a lost answer, or made again to finish an interrupted edit, lands the same.
--- KEYS: 1 activity  2 stock
+-- KEYS: 1 activity  2 stock  3 users  4 orders
 -- ARGV: 1 name ('' keeps it)  2 start ms ('' keeps it)  3 end ms ('' keeps it)
 --       4 the sale's stock ('' keeps it)  5 'carry' on the bucket whose stock key takes
 --       the change of stock (bucket 0), 'describe' on the others (their hash alone)
+--       6 the per-user limit ('' keeps it)
+-- A lower per-user limit is taken only while the bucket holds no order: a user holding
+-- more slots than the new limit allows would be over it.
 -- The stock key moves by (new stock - the hash's 'stock'): units added are on sale at
 -- once; units taken back must be unsold and unreserved, i.e. in the stock key.
 -- Returns {'OK', units added (< 0: taken back), stock key after} or one refusal, nothing
 -- changed: {'MISSING'} not warmed, {'ARCHIVED'}, {'CANCELLED'}, {'STARTED', start} a new
 -- start for a sale under way, {'ENDED', end}, {'PAST', now} a start or end not after now,
 -- {'WINDOW'} an end not after the start, {'SHORT', left} fewer units left than asked
--- back, {'NOKEY'} a stock change while the stock key is missing (warmup rebuilds it).
-local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'archived', 'stock')
+-- back, {'NOKEY'} a stock change while the stock key is missing (warmup rebuilds it),
+-- {'ORDERED'} a lower per-user limit on a bucket that holds orders.
+local meta = redis.call('HMGET', KEYS[1], 'start', 'end', 'status', 'archived', 'stock', 'perUser')
 if not meta[1] then
   return {'MISSING'}
 end
@@ -48,6 +52,12 @@ end
 if new_end <= new_start then
   return {'WINDOW'}
 end
+-- A caller of before the limit (five arguments) keeps it.
+local per_user = ARGV[6] or ''
+if per_user ~= '' and tonumber(per_user) < tonumber(meta[6] or '1') and
+    (redis.call('HLEN', KEYS[3]) > 0 or redis.call('HLEN', KEYS[4]) > 0) then
+  return {'ORDERED'}
+end
 local delta = 0
 local left = tonumber(redis.call('GET', KEYS[2]) or '-1')
 if ARGV[4] ~= '' and ARGV[5] == 'carry' then
@@ -78,6 +88,10 @@ end
 if ARGV[4] ~= '' then
   fields[#fields + 1] = 'stock'
   fields[#fields + 1] = ARGV[4]
+end
+if per_user ~= '' then
+  fields[#fields + 1] = 'perUser'
+  fields[#fields + 1] = per_user
 end
 -- The hash's status follows the window (warmup writes it from MySQL the same way).
 fields[#fields + 1] = 'status'

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admin/adminauth.h"
+#include "admin/adminconsole.h"
 #include "admin/adminpool.h"
 #include "admin/adminroutes.h"
 #include "common/httpconns.h"
@@ -350,6 +351,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         cJSON_AddBoolToObject(j, "success", true);
         code = 200;
         send_json(req, code, j);
+    } else if (adminconsole_serve(req, path, &code)) {
+        /* the console's static files: no data in them, no token needed */
     } else if (strncmp(path, "/admin/", 7) != 0) {
         code = 404;
         send_error(req, code, "NOT_FOUND", "no such endpoint");

@@ -20,10 +20,12 @@
 #include "ctl/ctlbansync.h"
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
+#include "ctl/ctlcouponrevoke.h"
 #include "ctl/ctlcouponshow.h"
 #include "ctl/ctlcouponstatus.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlorder.h"
+#include "ctl/ctlordercancel.h"
 #include "ctl/ctlstats.h"
 #include "ctl/ctlverify.h"
 
@@ -47,6 +49,8 @@ const struct adminroutes_route adminroutes_table[] = {
     { "GET", "/admin/coupons/{id}", "coupon show", ctlcouponshow_run, NULL, 200, { { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/grant", "coupon grant", ctlcoupongrant_run, "--coupon", 200,
       { { "userId", "--user" }, { "ref", "--ref" }, { NULL, NULL } } },
+    { "POST", "/admin/user-coupons/{id}/revoke", "coupon revoke", ctlcouponrevoke_run, NULL, 200,
+      { { "reason", "--reason" }, { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/warmup", "coupon warmup", ctlcouponwarmup_run, NULL, 200,
       { { NULL, NULL } } },
     { "POST", "/admin/coupons/{id}/deactivate", "coupon deactivate", ctlcouponstatus_deactivate, NULL, 200,
@@ -57,11 +61,11 @@ const struct adminroutes_route adminroutes_table[] = {
       { { NULL, NULL } } },
     { "POST", "/admin/activities", "activity create", ctlactivitycreate_run, NULL, 201,
       { { "couponId", "--coupon" }, { "stock", "--stock" }, { "start", "--start" }, { "end", "--end" },
-        { "name", "--name" }, { NULL, NULL } } },
+        { "name", "--name" }, { "perUser", "--per-user" }, { "buckets", "--buckets" }, { NULL, NULL } } },
     { "GET", "/admin/activities/{id}", "activity show", ctlactivityshow_run, NULL, 200, { { NULL, NULL } } },
     { "PATCH", "/admin/activities/{id}", "activity update", ctlactivityupdate_run, NULL, 200,
       { { "name", "--name" }, { "start", "--start" }, { "end", "--end" }, { "stock", "--stock" },
-        { NULL, NULL } } },
+        { "perUser", "--per-user" }, { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/cancel", "activity cancel", ctlactivitycancel_run, NULL, 200,
       { { NULL, NULL } } },
     { "POST", "/admin/activities/{id}/warmup", "activity warmup", ctlactivitywarmup_run, NULL, 200,
@@ -72,6 +76,8 @@ const struct adminroutes_route adminroutes_table[] = {
     { "GET", "/admin/activities/{id}/orders", "order find", ctlorder_find_run, "--activity", 200,
       { { "userId", "--user" }, { NULL, NULL } } },
     { "GET", "/admin/orders/{id}", "order show", ctlorder_show_run, NULL, 200, { { NULL, NULL } } },
+    { "POST", "/admin/orders/{id}/cancel", "order cancel", ctlordercancel_run, NULL, 200,
+      { { "reason", "--reason" }, { NULL, NULL } } },
     { "GET", "/admin/bans", "ban list", ctlbanlist_run, NULL, 200,
       { { "activityId", "--activity" }, { "all", "--all" }, { NULL, NULL } } },
     { "POST", "/admin/bans", "ban add", ctlbanadd_run, NULL, 201,

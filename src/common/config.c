@@ -86,6 +86,7 @@ static const struct config_entry config_table[] = {
     STR("kafka.brokers", kafka_brokers, "127.0.0.1:19092"),
     STR("kafka.topic", kafka_topic, "seckill.orders"),
     STR("kafka.dead-letter-topic", kafka_dead_letter_topic, "seckill.orders.dlq"),
+    STR("kafka.outcome-topic", kafka_outcome_topic, "seckill.outcomes"),
     INT("kafka.topic-partitions", kafka_topic_partitions, "6", 1, 10000),
 
     STR("mysql.host", mysql_host, "127.0.0.1"),
@@ -120,6 +121,7 @@ static const struct config_entry config_table[] = {
     INT("seckill.activity-refresh-ms", activity_refresh_ms, "1000", 10, 600000),
     INT("seckill.reaper-interval-ms", reaper_interval_ms, "1000", 10, 600000),
     INT("seckill.sale-stats-interval-ms", sale_stats_interval_ms, "5000", 0, 600000),
+    INT("seckill.refusal-stats-interval-ms", refusal_stats_interval_ms, "1000", 0, 600000),
     INT("seckill.queued-mark-interval-ms", queued_mark_interval_ms, "5", 1, 10000),
     INT("seckill.rebalance-interval-ms", rebalance_interval_ms, "100", 0, 60000),
     INT("seckill.node-lease-ms", node_lease_ms, "10000", 1000, 600000),
@@ -134,10 +136,12 @@ static const struct config_entry config_table[] = {
     INT("consumer.lifecycle-interval-ms", consumer_lifecycle_interval_ms, "1000", 0, 3600000),
     INT("consumer.archive-after-ms", consumer_archive_after_ms, "86400000", 0, 31536000000LL),
     INT("consumer.coupon-archive-after-ms", consumer_coupon_archive_after_ms, "604800000", 0, 31536000000LL),
+    INT("consumer.outcome-interval-ms", consumer_outcome_interval_ms, "100", 1, 60000),
     STR("consumer.metrics-host", consumer_metrics_host, "127.0.0.1"),
     INT("consumer.metrics-port", consumer_metrics_port, "9101", 0, 65535),
 
     STR("admin.host", admin_host, "127.0.0.1"),
+    STR("admin.advertised-host", admin_advertised_host, ""),
     STR("admin.port", admin_port, "0"),
     STR("admin.token", admin_token, ""),
     INT("admin.workers", admin_workers, "4", 1, 64),
@@ -623,6 +627,12 @@ int config_validate(const struct config *cfg, char *err, size_t errlen)
         return -1;
     if (strcmp(cfg->kafka_topic, cfg->kafka_dead_letter_topic) == 0) {
         set_err(err, errlen, "kafka.dead-letter-topic: must differ from kafka.topic");
+        return -1;
+    }
+    if (strcmp(cfg->kafka_outcome_topic, cfg->kafka_topic) == 0 ||
+        strcmp(cfg->kafka_outcome_topic, cfg->kafka_dead_letter_topic) == 0) {
+        set_err(err, errlen, "kafka.outcome-topic: must differ from kafka.topic and "
+                "kafka.dead-letter-topic");
         return -1;
     }
     return 0;

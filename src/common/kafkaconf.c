@@ -25,6 +25,22 @@ int kafkaconf_set_pairs(rd_kafka_conf_t *conf, const char *prefix, const struct 
     return 0;
 }
 
+rd_kafka_conf_t *kafkaconf_idempotent(const struct config *cfg, const char *client_id, char *err,
+                                      size_t errlen)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    if (kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", cfg->kafka_brokers, err, errlen) != 0 ||
+        kafkaconf_set(conf, "order-consumer", "client.id", client_id, err, errlen) != 0 ||
+        kafkaconf_set(conf, "order-consumer", "enable.idempotence", "true", err, errlen) != 0 ||
+        kafkaconf_set_pairs(conf, "kafka.producer.", cfg->kafka_producer, cfg->kafka_producer_count, err,
+                            errlen) != 0) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_conf_set_log_cb(conf, kafkaconf_log);
+    return conf;
+}
+
 enum log_level kafkaconf_log_level(int syslog_level)
 {
     if (syslog_level <= 3)

@@ -20,6 +20,9 @@ static const char *const script_names[LUASCRIPT_COUNT] = {
     [LUASCRIPT_PAUSE] = "pause",
     [LUASCRIPT_REBALANCE] = "rebalance", [LUASCRIPT_REDELIVER] = "redeliver",
     [LUASCRIPT_ARCHIVE] = "archive",    [LUASCRIPT_UPDATE] = "update",
+    [LUASCRIPT_REFUND] = "refund",      [LUASCRIPT_UNREFUND] = "unrefund",
+    [LUASCRIPT_REVOKE] = "revoke",      [LUASCRIPT_REMARK] = "remark",
+    [LUASCRIPT_ORDERCANCEL] = "ordercancel", [LUASCRIPT_REFUSED] = "refused",
 };
 
 static char *read_file(const char *path, size_t *len)

@@ -1,5 +1,6 @@
 #include "common/orderevent.h"
 
+#include "common/holder.h"
 #include "common/json.h"
 
 #include <cjson/cJSON.h>
@@ -11,17 +12,25 @@
 int orderevent_encode(const struct orderevent *ev, char *buf, size_t len)
 {
     /* The order number is generated digits and a dash: nothing to escape. */
-    char user[JSON_ID_LEN], activity[JSON_ID_LEN];
+    char user[JSON_ID_LEN], activity[JSON_ID_LEN], slot[24] = "";
+    if (ev->slot < 0 || ev->slot > HOLDER_MAX_SLOT)
+        return -1;
+    if (ev->slot > 1)
+        snprintf(slot, sizeof(slot), ",\"userSlot\":%d", ev->slot);
     int n = snprintf(buf, len,
                      "{\"orderNo\":\"%s\",\"userId\":%s,\"activityId\":%s"
-                     ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "%s%s%s}",
+                     ",\"couponId\":%" PRId64 ",\"createdAt\":%" PRId64 "%s%s%s%s}",
                      ev->order_no, json_id_text(user, ev->user_id), json_id_text(activity, ev->activity_id),
                      ev->coupon_id, ev->created_ms,
                      ev->bucket_tag[0] ? ",\"bucketTag\":\"" : "", ev->bucket_tag, ev->bucket_tag[0] ? "\""
-                     : "");
+                     : "", slot);
     return (n < 0 || (size_t)n >= len) ? -1 : n;
 }
 
+int orderevent_holder(const struct orderevent *ev, char *buf, size_t len)
+{
+    return holder_format(buf, len, ev->user_id, ev->slot > 1 ? ev->slot : 1);
+}
 
 int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char *err, size_t errlen)
 {
@@ -52,6 +61,17 @@ int orderevent_decode(const char *data, size_t len, struct orderevent *ev, char 
     if (tag && (!cJSON_IsString(tag) || !bucket_tag_valid(tag->valuestring, ev->activity_id))) {
         snprintf(err, errlen, "bucketTag: not a bucket tag of activity %" PRId64, ev->activity_id);
         goto out;
+    }
+    ev->slot = 1;
+    if (cJSON_GetObjectItemCaseSensitive(root, "userSlot")) {
+        int64_t slot;
+        if (json_get_int(root, "userSlot", 2, &slot, err, errlen) != 0)
+            goto out;
+        if (slot > HOLDER_MAX_SLOT) {
+            snprintf(err, errlen, "userSlot: above %d", HOLDER_MAX_SLOT);
+            goto out;
+        }
+        ev->slot = (int)slot;
     }
     /* Bucket 0's tag is the activity id: stored as "", like an event without the field. */
     if (tag && strchr(tag->valuestring, '.'))

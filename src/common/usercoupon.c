@@ -117,8 +117,8 @@ int usercoupon_decode_used(const char *data, struct usercoupon *uc)
 
 const char *usercoupon_state_at(const struct usercoupon *uc, int64_t now_ms)
 {
-    if (strcmp(uc->status, "USED") == 0)
-        return "USED";
+    if (strcmp(uc->status, "USED") == 0 || strcmp(uc->status, "REVOKED") == 0)
+        return uc->status;
     return now_ms >= uc->end_ms ? "EXPIRED" : "UNUSED";
 }
 

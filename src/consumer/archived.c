@@ -10,7 +10,7 @@
 #include "common/orderno.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 static int archived_query_failed(struct consumer *c, char *err, size_t errlen)
 {

@@ -3,7 +3,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-int counters_add(struct counters *c, int64_t id, uint64_t first, uint64_t second)
+int counters_add(struct counters *c, int64_t id, int64_t first, int64_t second)
 {
     if (first == 0 && second == 0)
         return 0;

@@ -28,21 +28,12 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *msg, void *opa
 
 static rd_kafka_t *producer_new(struct consumer *c, char *err, size_t errlen)
 {
-    const struct config *cfg = &c->cfg;
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    if (kafkaconf_set(conf, "kafka.brokers", "bootstrap.servers", cfg->kafka_brokers, err,
-                  errlen) != 0 ||
-        kafkaconf_set(conf, "order-consumer", "client.id", "order-consumer-dlq", err, errlen) != 0 ||
-        kafkaconf_set(conf, "order-consumer", "enable.idempotence", "true", err, errlen) != 0 ||
-        kafkaconf_set_pairs(conf, "kafka.producer.", cfg->kafka_producer,
-                          cfg->kafka_producer_count, err, errlen) != 0) {
-        rd_kafka_conf_destroy(conf);
+    rd_kafka_conf_t *conf = kafkaconf_idempotent(&c->cfg, "order-consumer-dlq", err, errlen);
+    if (!conf)
         return NULL;
-    }
     rd_kafka_conf_set_opaque(conf, c);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, kafkacons_on_error);
-    rd_kafka_conf_set_log_cb(conf, kafkaconf_log);
     char kerr[256];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, kerr, sizeof(kerr));
     if (!rk) {

@@ -11,7 +11,7 @@
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
 #include "consumer/outcomes.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 /* Rows changed by one UPDATE of user coupons: a coupon held by a million users expires in
  * short transactions instead of one that locks every row at once. */

@@ -8,8 +8,8 @@
 #include "consumer/sqltx.h"
 
 static const char ORDERS_SQL[] =
-    "INSERT INTO seckill_order (order_no,user_id,activity_id,coupon_id,accepted_at) "
-    "VALUES (?,?,?,?,?) ON DUPLICATE KEY UPDATE id=id";
+    "INSERT INTO seckill_order (order_no,user_id,activity_id,user_slot,coupon_id,accepted_at) "
+    "VALUES (?,?,?,?,?,?) ON DUPLICATE KEY UPDATE id=id";
 static const char COUPONS_SQL[] =
     "INSERT INTO user_coupon (user_id,coupon_id,source_ref) VALUES (?,?,?) "
     "ON DUPLICATE KEY UPDATE id=id";
@@ -51,6 +51,7 @@ int orderbulk_order_rows(const struct orderrun *r, size_t start, size_t end,
         row->order_no_len = copy_no(row->order_no, ev->order_no);
         row->user_id = ev->user_id;
         row->activity_id = r->activity_id;
+        row->user_slot = ev->slot > 1 ? ev->slot : 1;
         row->coupon_id = r->coupon_id;
         if (orderbulk_datetime(ev->created_ms, &row->accepted_at) != 0)
             return -1;
@@ -188,14 +189,15 @@ int orderbulk_insert_orders(struct sqltx *tx, const struct orderrun *r, uint64_t
     if (prepared(tx, &b->orders, ORDERS_SQL, sizeof(ORDERS_SQL) - 1, what) != 0)
         return -1;
     struct orderbulk_order *row = b->order_rows;
-    MYSQL_BIND binds[5];
+    MYSQL_BIND binds[6];
     memset(binds, 0, sizeof(binds));
     bind_text(&binds[0], row->order_no, &row->order_no_len);
     bind_int(&binds[1], &row->user_id);
     bind_int(&binds[2], &row->activity_id);
-    bind_int(&binds[3], &row->coupon_id);
-    binds[4].buffer_type = MYSQL_TYPE_DATETIME;
-    binds[4].buffer = &row->accepted_at;
+    bind_int(&binds[3], &row->user_slot);
+    bind_int(&binds[4], &row->coupon_id);
+    binds[5].buffer_type = MYSQL_TYPE_DATETIME;
+    binds[5].buffer = &row->accepted_at;
     for (size_t start = 0; start < r->count; start += SQLTX_ROWS_PER_STATEMENT) {
         size_t end = start + rows_wanted(r->count - start);
         if (orderbulk_order_rows(r, start, end, b->order_rows) != 0) {

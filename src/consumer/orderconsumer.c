@@ -26,6 +26,7 @@
 #include "consumer/lifecycle.h"
 #include "consumer/pipeline.h"
 #include "consumer/publish.h"
+#include "consumer/relay.h"
 #include "consumer/writer.h"
 
 extern char **environ;
@@ -61,6 +62,8 @@ static void summary(struct consumer *c)
 
 static void release(struct consumer *c)
 {
+    relay_stop(c->relay);
+    c->relay = NULL;
     kafkacons_close(c);
     free(c->stash);
     publish_free(c->publish);
@@ -96,6 +99,9 @@ static int start(struct consumer *c, char *err, size_t errlen)
         return -1;
     }
     if (deadletter_start(c, err, errlen) != 0)
+        return -1;
+    c->relay = relay_start(&c->cfg, err, errlen);
+    if (!c->relay && err[0])
         return -1;
     /* Redis and MySQL may be down now: each step connects (and reconnects) by itself. */
     char berr[512];

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "consumer/orderbulk.h"
+#include "store/outbox.h"
 #include "consumer/sqltx.h"
 
 int orderrows_resolve_coupon(struct sqltx *tx, int64_t activity_id, int64_t *coupon_id)
@@ -225,6 +227,29 @@ static int issue_coupons(struct sqltx *tx, const struct orderrun *r, uint64_t *a
     return rc;
 }
 
+/* An order.succeeded for each order with its row. When the insert added every row they are
+ * all new; otherwise some may be replays whose events were published already, and are
+ * published again under the same id (outbox.h). */
+static int add_events(struct sqltx *tx, const struct orderrun *r)
+{
+    struct outbox_event ev = { .type = OUTBOX_ORDER_SUCCEEDED, .at_ms = clock_wall_ms(),
+                               .activity_id = r->activity_id, .coupon_id = r->coupon_id };
+    for (size_t i = 0; i < r->count; i++) {
+        if (!r->in_db[i])
+            continue;
+        const struct orderevent *o = &r->orders[i];
+        ev.user_id = o->user_id;
+        ev.accepted_ms = o->created_ms;
+        ev.user_coupon_id = r->coupons[i].id;
+        memcpy(ev.order_no, o->order_no, sizeof(ev.order_no));
+        if (outbox_add(tx->outbox, &ev) != 0) {
+            snprintf(tx->err, tx->errlen, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int orderrows_write(struct sqltx *tx, const struct orderrun *r, struct sqltx_stats *stats)
 {
     uint64_t orders_added, coupons_added;
@@ -248,6 +273,8 @@ int orderrows_write(struct sqltx *tx, const struct orderrun *r, struct sqltx_sta
     if (r->coupon_id == 0)
         LOG_WARN("activity %" PRId64 " has no coupon: no user coupon issued", r->activity_id);
     else if (issue_coupons(tx, r, &coupons_added) != 0)
+        return -1;
+    if (tx->outbox && add_events(tx, r) != 0)
         return -1;
     if (counters_add(&tx->activities, r->activity_id, orders_added, 0) != 0 ||
         counters_add(&tx->coupons, r->coupon_id, coupons_added, 0) != 0) {

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/holder.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "common/orderno.h"
 #include "consumer/backend.h"
 #include "consumer/consumer.h"
-#include "consumer/sqltext.h"
+#include "store/outbox.h"
+#include "store/sqltext.h"
 
 /* Entries per read; a pass goes on reading while they come full, within its budget. */
 #define OUTCOMES_BATCH 500
@@ -61,8 +63,9 @@ int outcomes_parse(const char *const *fields, const char *const *values, size_t 
         snprintf(why, whylen, "order number '%s' is not one of activity %" PRId64, o ? o : "", activity_id);
         return -1;
     }
-    if (outcomes_int(u, &out->user_id) != 0) {
-        snprintf(why, whylen, "order %s: user '%s' is not an id", o, u ? u : "");
+    int slot;
+    if (!u || holder_parse(u, &out->user_id, &slot) != 0) {
+        snprintf(why, whylen, "order %s: user '%s' is not a holder (an id, or id#slot)", o, u ? u : "");
         return -1;
     }
     if (!r || !outcomes_known_reason(r)) {
@@ -84,6 +87,7 @@ struct outcomes_pass {
     struct consumer *c;
     char me[96];            /* this process's name in the group */
     int64_t recorded;
+    struct outbox events;   /* of the entries being recorded, when outcome events are on */
 };
 
 /* argv[key] is the command's key, which routes it. */
@@ -110,6 +114,24 @@ static const redisReply *outcomes_entries(const redisReply *r)
     return stream->element[1]->type == REDIS_REPLY_ARRAY ? stream->element[1] : NULL;
 }
 
+/* The failed orders' rows and, with outcome events on, their order.failed events: in one
+ * transaction, so that every outcome recorded is an event and no event is of an outcome
+ * rolled back. */
+static int outcomes_write(struct outcomes_pass *p, const struct sqltext *rows)
+{
+    MYSQL *db = p->c->db;
+    if (p->events.count == 0)
+        return mysql_query(db, rows->data);
+    char err[256];
+    if (mysql_query(db, "START TRANSACTION") != 0 || mysql_query(db, rows->data) != 0)
+        return -1;
+    if (outbox_write(db, &p->events, err, sizeof(err)) != 0) {
+        LOG_WARN("outcomes: %s", err);
+        return -1;
+    }
+    return mysql_query(db, "COMMIT");
+}
+
 /* Writes the parseable entries, then acknowledges and deletes every one (a malformed
  * entry can never be recorded: it is dropped with a warning rather than retried for
  * ever). Returns the entries handled, or -1 with all of them left pending. */
@@ -128,6 +150,8 @@ static int outcomes_record(struct outcomes_pass *p, const char *key, int64_t act
         return -1;
     }
     size_t rows = 0, ids = 0;
+    bool events = p->c->cfg.kafka_outcome_topic[0] != '\0';
+    outbox_reset(&p->events);
     for (size_t i = 0; i < n; i++) {
         const redisReply *e = entries->element[i];
         if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 || e->element[0]->type != REDIS_REPLY_STRING)
@@ -157,13 +181,20 @@ static int outcomes_record(struct outcomes_pass *p, const char *key, int64_t act
         sqltext_datetime(&s, en.failed_ms);
         sqltext_printf(&s, ")");
         rows++;
+        struct outbox_event ev = { .type = OUTBOX_ORDER_FAILED, .at_ms = en.failed_ms,
+                                   .user_id = en.user_id, .activity_id = en.activity_id,
+                                   .accepted_ms = en.accepted_ms };
+        snprintf(ev.order_no, sizeof(ev.order_no), "%s", en.order_no);
+        snprintf(ev.reason, sizeof(ev.reason), "%s", en.reason);
+        if (events && outbox_add(&p->events, &ev) != 0)
+            s.failed = 1;
     }
     sqltext_printf(&s, " ON DUPLICATE KEY UPDATE id = id");
     int rc = 0;
     if (s.failed) {
         LOG_WARN("outcomes: out of memory");
         rc = -1;
-    } else if (rows > 0 && mysql_query(p->c->db, s.data) != 0) {
+    } else if (rows > 0 && outcomes_write(p, &s) != 0) {
         LOG_WARN("outcomes: mysql: %s (left pending, retried)", mysql_error(p->c->db));
         backend_db_drop(p->c);
         rc = -1;
@@ -293,5 +324,6 @@ int64_t outcomes_run(struct consumer *c)
             rc = outcomes_activity(&p, id, deadline);
     }
     freeReplyObject(set);
+    outbox_free(&p.events);
     return rc == 0 ? p.recorded : -1;
 }

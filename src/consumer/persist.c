@@ -8,6 +8,7 @@
 #include "consumer/couponuse.h"
 #include "consumer/orderbulk.h"
 #include "consumer/orderrows.h"
+#include "store/outbox.h"
 #include "consumer/split.h"
 #include "consumer/sqlerror.h"
 #include "consumer/sqltx.h"
@@ -52,6 +53,7 @@ static int write_slice(struct sqltx *tx, struct batch *b, struct slice s,
     size_t uses = s.use_hi - s.use_lo;
     if ((uses > 0 && couponuse_apply(tx, b->uses + s.use_lo, uses, b->use_results + s.use_lo,
                                      stats) != 0) ||
+        (tx->outbox && outbox_write(tx->db, tx->outbox, tx->err, tx->errlen) != 0) ||
         sqltx_apply_counters(tx) != 0)
         return -1;
     return sqltx_simple(tx, "COMMIT");
@@ -108,11 +110,14 @@ static void add_stats(struct sqltx_stats *to, const struct sqltx_stats *s)
 /* The consumer has one MySQL session at a time: its prepared INSERTs are kept from batch to
  * batch (orderbulk prepares them again when the session is another one). */
 static struct orderbulk bulk;
+/* The outcome events of the transaction being written, kept for its allocation. */
+static struct outbox events;
 
 /* One persist_batch call, as the context of split's callbacks. */
 struct attempt {
     MYSQL *db;
     struct batch *b;
+    bool outcomes;
     struct sqltx_stats *stats;    /* of the transactions committed */
     enum persist_result failure;    /* what the write that FAILED says */
     char why[512];                  /* the last failed write's error */
@@ -125,7 +130,9 @@ static enum split_outcome write_items(void *ctx, size_t lo, size_t hi)
     struct slice s = slice_of(a->b, lo, hi);
     struct sqltx_stats st;
     memset(&st, 0, sizeof(st));
-    struct sqltx tx = { .db = a->db, .bulk = &bulk, .err = a->why, .errlen = sizeof(a->why) };
+    struct sqltx tx = { .db = a->db, .bulk = &bulk, .err = a->why, .errlen = sizeof(a->why),
+                        .outbox = a->outcomes ? &events : NULL };
+    outbox_reset(&events);
     enum split_outcome out = SPLIT_WRITTEN;
     if (write_slice(&tx, a->b, s, &st) == 0) {
         add_stats(a->stats, &st);
@@ -174,13 +181,14 @@ static int set_aside(void *ctx, size_t i)
     return 0;
 }
 
-enum persist_result persist_batch(MYSQL *db, struct batch *b, struct sqltx_stats *stats,
-                                  char *err, size_t errlen)
+enum persist_result persist_batch(MYSQL *db, struct batch *b, bool outcomes,
+                                  struct sqltx_stats *stats, char *err, size_t errlen)
 {
     clear_results(b, stats);
     if (b->accepted_count == 0 && b->use_count == 0)
         return PERSIST_OK;
-    struct attempt a = { .db = db, .b = b, .stats = stats, .failure = PERSIST_OK };
+    struct attempt a = { .db = db, .b = b, .outcomes = outcomes, .stats = stats,
+                         .failure = PERSIST_OK };
     a.why[0] = '\0';
     struct split_stats sp;
     if (split_run(b->accepted_count + b->use_count, write_items, set_aside, &a, &sp) != 0) {

@@ -58,7 +58,7 @@ static int out_of_memory(struct consumer *c, int32_t partition, int64_t offset)
     return -1;
 }
 
-/* The coupon.used events MySQL found inconsistent, or refused for good, become dead
+/* The coupon.used and coupon.refunded events MySQL found inconsistent, or refused for good, become dead
  * letters: logged, kept out of MySQL, and never blocking the partition. Returns -1 when
  * one could not be kept (out of memory): the batch must then not commit its offsets. */
 static int dead_uses(struct consumer *c)
@@ -72,16 +72,16 @@ static int dead_uses(struct consumer *c)
         const struct batch_use_msg *m = &b->use_msgs[i];
         char error[BATCH_ERROR_LEN];
         if (r->verdict == BATCH_USE_REFUSED) {
-            LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
+            LOG_ERROR("%s of user coupon %" PRId64 " user %" PRId64 " order '%s' "
                       "(partition %" PRId32 " offset %" PRId64 ") dead-lettered: %s",
-                      ev->user_coupon_id, ev->user_id, ev->order_ref, m->partition, m->offset,
-                      r->reason);
+                      redeemevent_type(ev->kind), ev->user_coupon_id, ev->user_id, ev->order_ref,
+                      m->partition, m->offset, r->reason);
             snprintf(error, sizeof(error), "%s", r->reason);
         } else {
-            LOG_ERROR("coupon.used of user coupon %" PRId64 " user %" PRId64 " order '%s' "
+            LOG_ERROR("%s of user coupon %" PRId64 " user %" PRId64 " order '%s' "
                       "(partition %" PRId32 " offset %" PRId64 ") is inconsistent with MySQL: %s",
-                      ev->user_coupon_id, ev->user_id, ev->order_ref, m->partition, m->offset,
-                      r->reason);
+                      redeemevent_type(ev->kind), ev->user_coupon_id, ev->user_id, ev->order_ref,
+                      m->partition, m->offset, r->reason);
             snprintf(error, sizeof(error), "inconsistent: %.*s", (int)sizeof(error) - 16,
                      r->reason);
         }

@@ -139,16 +139,18 @@ static int publish_routed(struct consumer *c, struct usercoupon *recs, size_t *o
 /* The used mark of every redemption MySQL holds (applied now or before), written again
  * where it is missing: Redis can lose it (a failover without redis.wait-replicas, a Redis
  * restarted from an AOF a second behind), and without it use.lua would let another
- * checkout redeem the same coupon. HSETNX in use.lua's format: a mark there stays. None
- * for a coupon whose records have left Redis (couponarchive.h) or are about to. */
+ * checkout redeem the same coupon. remark.lua writes it only where Redis has not moved on
+ * since (a refund, a later use); a use this batch refunded again is not its coupon's
+ * state. None for a coupon whose records have left Redis (couponarchive.h) or are about to. */
 static int publish_uses(struct consumer *c, int64_t now_ms, char *err, size_t errlen)
 {
     const struct batch *b = &c->batch;
     for (size_t i = 0; i < b->use_count; i++) {
         enum batch_use_verdict v = b->use_results[i].verdict;
-        if (v != BATCH_USE_APPLIED && v != BATCH_USE_REPEATED)
-            continue;
         const struct redeemevent *ev = &b->uses[i];
+        if (ev->kind != REDEEMEVENT_USED || !(v == BATCH_USE_REPEATED ||
+                                              (v == BATCH_USE_APPLIED && b->use_results[i].last)))
+            continue;
         int failed = 0;
         int64_t coupon_id = b->use_results[i].coupon_id;
         /* the terms only tell the coupon's end, which matters only with an archive schedule */
@@ -161,13 +163,15 @@ static int publish_uses(struct consumer *c, int64_t now_ms, char *err, size_t er
                      "the used mark stays out of Redis", ev->user_coupon_id, ev->order_ref, coupon_id);
             continue;
         }
-        char key[64], field[40], mark[USERCOUPON_REF_LEN + 80];
+        char key[64], id[24], mark[USERCOUPON_REF_LEN + 80], seq[24];
         usercoupon_key(key, sizeof(key), ev->user_id);
-        snprintf(field, sizeof(field), "%" PRId64 ":used", ev->user_coupon_id);
+        snprintf(id, sizeof(id), "%" PRId64, ev->user_coupon_id);
         snprintf(mark, sizeof(mark), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, ev->order_ref, ev->discount,
                  ev->payable, ev->used_ms);
-        const char *argv[] = { "HSETNX", key, field, mark };
-        redisReply *r = redisroute_argv(c->redis, 4, argv, NULL, 1, err, errlen);
+        snprintf(seq, sizeof(seq), "%" PRId64, ev->seq);
+        const char *keys[] = { key }, *args[] = { id, mark, seq };
+        redisReply *r = redisroute_script(c->redis, &c->scripts.scripts[LUASCRIPT_REMARK], 1, keys, 3, args,
+                                          err, errlen);
         if (!r)
             return -1;
         bool ok = r->type == REDIS_REPLY_INTEGER;
@@ -175,7 +179,7 @@ static int publish_uses(struct consumer *c, int64_t now_ms, char *err, size_t er
             LOG_WARN("user coupon %" PRId64 " order '%s': its used mark was missing in Redis; written again",
                      ev->user_coupon_id, ev->order_ref);
         if (!ok)
-            snprintf(err, errlen, "HSETNX %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str
+            snprintf(err, errlen, "remark.lua %s: %s", key, r->type == REDIS_REPLY_ERROR ? r->str
                      : "unexpected reply");
         freeReplyObject(r);
         if (!ok)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/holder.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "consumer/archived.h"
@@ -51,16 +52,17 @@ static int script_keys_make(struct script_keys *k, const struct config *cfg,
     return 0;
 }
 
-/* ARGV of confirm.lua and finalize.lua: orderNo, userId pairs. */
+/* ARGV of confirm.lua and finalize.lua: orderNo, holder pairs (holder.h). */
 struct pair_args {
     const char *argv[RESERVATION_CHUNK * 2];
-    char users[RESERVATION_CHUNK][24];
+    char users[RESERVATION_CHUNK][HOLDER_LEN];
     int count;   /* pairs */
 };
 
 static void pair_args_add(struct pair_args *a, const struct orderevent *ev)
 {
-    snprintf(a->users[a->count], sizeof(a->users[a->count]), "%" PRId64, ev->user_id);
+    /* A decoded event's slot is within 1..HOLDER_MAX_SLOT (orderevent_decode). */
+    orderevent_holder(ev, a->users[a->count], sizeof(a->users[a->count]));
     a->argv[a->count * 2] = ev->order_no;
     a->argv[a->count * 2 + 1] = a->users[a->count];
     a->count++;

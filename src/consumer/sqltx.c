@@ -58,7 +58,7 @@ int sqltx_apply_counters(struct sqltx *tx)
         const struct counters_delta *d = &tx->activities.v[i];
         sqltext_reset(&tx->sql);
         sqltext_printf(&tx->sql,
-                       "UPDATE seckill_activity SET sold_count = sold_count + %" PRIu64
+                       "UPDATE seckill_activity SET sold_count = sold_count + %" PRId64
                        " WHERE id = %" PRId64,
                        d->first, d->id);
         if (sqltx_run(tx, "update seckill_activity", &n) != 0)
@@ -69,11 +69,14 @@ int sqltx_apply_counters(struct sqltx *tx)
     }
     for (size_t i = 0; i < tx->coupons.count; i++) {
         const struct counters_delta *d = &tx->coupons.v[i];
+        if (d->first == 0 && d->second == 0)
+            continue;   /* a use and its refund in one batch */
         sqltext_reset(&tx->sql);
         sqltext_printf(&tx->sql,
-                       "UPDATE coupon SET issued_count = issued_count + %" PRIu64
-                       ", used_count = used_count + %" PRIu64 " WHERE id = %" PRId64,
-                       d->first, d->second, d->id);
+                       "UPDATE coupon SET issued_count = issued_count + %" PRId64
+                       ", used_count = used_count %c %" PRId64 " WHERE id = %" PRId64,
+                       d->first, d->second < 0 ? '-' : '+', d->second < 0 ? -d->second : d->second,
+                       d->id);
         if (sqltx_run(tx, "update coupon", &n) != 0)
             return -1;
         if (n == 0)

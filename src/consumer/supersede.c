@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/holder.h"
 #include "common/keys.h"
 #include "common/log.h"
 #include "consumer/backend.h"
 #include "consumer/reservation.h"
 #include "consumer/consumer.h"
 #include "consumer/persist.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 #define SUPERSEDE_KEYS 8
 static const enum keys_kind supersede_kinds[SUPERSEDE_KEYS] = {
@@ -19,10 +20,11 @@ static const enum keys_kind supersede_kinds[SUPERSEDE_KEYS] = {
     KEYS_FAILED_USERS,
 };
 
-/* Orders as supersede.lua's argument pairs. Owned: freed by pairs_free. */
+/* Orders as supersede.lua's argument pairs (orderNo, holder: holder.h). Owned: freed by
+ * pairs_free. */
 struct pairs {
     char (*order_no)[ORDERNO_LEN];
-    char (*user)[24];
+    char (*user)[HOLDER_LEN];
     size_t count, cap;
 };
 
@@ -53,14 +55,23 @@ static void pairs_free(struct pairs *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* Leaves in winners only the pairs whose user is one of losers'. */
+/* The user of a holder (holder.h); 0 for none. */
+static int64_t user_of(const char *holder)
+{
+    int64_t user;
+    int slot;
+    return holder_parse(holder, &user, &slot) == 0 ? user : 0;
+}
+
+/* Leaves in winners only the pairs whose user is one of losers' (in any slot). */
 static void keep_users_of(struct pairs *winners, const struct pairs *losers)
 {
     size_t kept = 0;
     for (size_t i = 0; i < winners->count; i++) {
         bool ours = false;
+        int64_t user = user_of(winners->user[i]);
         for (size_t j = 0; j < losers->count && !ours; j++)
-            ours = strcmp(winners->user[i], losers->user[j]) == 0;
+            ours = user == user_of(losers->user[j]);
         if (ours) {
             memmove(winners->order_no[kept], winners->order_no[i], sizeof(winners->order_no[0]));
             memmove(winners->user[kept], winners->user[i], sizeof(winners->user[0]));
@@ -83,7 +94,8 @@ static int find_winners(struct consumer *c, const struct batch *b, size_t start,
 {
     bool sold_out = false;
     struct sqltext sql = { 0 };
-    sqltext_printf(&sql, "SELECT order_no, user_id FROM seckill_order WHERE activity_id = %" PRId64,
+    sqltext_printf(&sql, "SELECT order_no, user_id, user_slot FROM seckill_order "
+                   "WHERE activity_id = %" PRId64,
                    b->accepted[start].activity_id);
     for (size_t i = start; i < end; i++)
         sold_out = sold_out || (is_loser(b, i) && b->refused[i] == BATCH_REFUSED_SOLD_OUT);
@@ -111,11 +123,16 @@ static int find_winners(struct consumer *c, const struct batch *b, size_t start,
         } else {
             MYSQL_ROW row;
             rc = 0;
-            while (rc == 0 && (row = mysql_fetch_row(res)) != NULL)
-                if (row[0] && row[1] && pairs_add(winners, row[0], row[1]) != 0) {
+            while (rc == 0 && (row = mysql_fetch_row(res)) != NULL) {
+                char holder[HOLDER_LEN];
+                if (!row[0] || !row[1] || !row[2] ||
+                    holder_format(holder, sizeof(holder), strtoll(row[1], NULL, 10), atoi(row[2])) < 0)
+                    continue;  /* not a row the consumer wrote: no record of it to restore */
+                if (pairs_add(winners, row[0], holder) != 0) {
                     snprintf(err, errlen, "out of memory");
                     rc = -1;
                 }
+            }
             mysql_free_result(res);
         }
     }
@@ -189,8 +206,8 @@ static int supersede_run(struct consumer *c, const struct batch *b, size_t start
     for (size_t i = start; i < end && rc == 0; i++) {
         if (!is_loser(b, i))
             continue;
-        char user[24];
-        snprintf(user, sizeof(user), "%" PRId64, b->accepted[i].user_id);
+        char user[HOLDER_LEN];
+        orderevent_holder(&b->accepted[i], user, sizeof(user));
         LOG_ORDER_WARN(b->accepted[i].order_no, "user %" PRId64 ": MySQL holds %s already; FAILED, its unit "
                        "kept for it", b->accepted[i].user_id,
                        b->refused[i] == BATCH_REFUSED_SOLD_OUT ? "the sale's whole stock"

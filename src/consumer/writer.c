@@ -43,7 +43,8 @@ static enum persist_result attempt(struct writer *w, struct batch *b, struct sql
             return PERSIST_FAILED;
         LOG_INFO("connected to mysql %s:%" PRId64 " for the writes", w->cfg->mysql_host, w->cfg->mysql_port);
     }
-    enum persist_result r = persist_batch(w->db, b, stats, err, errlen);
+    bool outcomes = w->cfg->kafka_outcome_topic[0] != '\0';
+    enum persist_result r = persist_batch(w->db, b, outcomes, stats, err, errlen);
     if (r == PERSIST_DISCONNECTED) {
         mysql_close(w->db);
         w->db = NULL;

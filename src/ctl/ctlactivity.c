@@ -16,7 +16,7 @@
 #define CTLACTIVITY_COLUMNS                                                                  \
     "id, coupon_id, stock, sold_count, " SQLTIME_MS("start_time") ", " SQLTIME_MS("end_time") \
     ", name, status, bucket_tags, (SELECT c.status FROM coupon c WHERE c.id = coupon_id), "          \
-    SQLTIME_MS("archived_at")
+    SQLTIME_MS("archived_at") ", per_user"
 
 static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
 {
@@ -33,6 +33,7 @@ static void ctlactivity_parse_row(MYSQL_ROW r, struct ctlactivity_row *row)
     row->coupon_inactive = r[9] && strcmp(r[9], "INACTIVE") == 0;
     row->archived = r[10] != NULL;
     row->archived_ms = r[10] ? ctldb_int(r[10]) : 0;
+    row->per_user = r[11] ? (int)ctldb_int(r[11]) : 1;
 }
 
 int ctlactivity_load(struct ctlrun *ctl, int64_t id, struct ctlactivity_row *row)

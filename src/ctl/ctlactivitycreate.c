@@ -17,6 +17,7 @@
 #include "ctl/ctlutf8.h"
 #include "store/db.h"
 #include "common/clock.h"
+#include "common/holder.h"
 #include "common/timeparse.h"
 
 /* INT UNSIGNED column. */
@@ -25,7 +26,7 @@
 /* Everything between START TRANSACTION and COMMIT; the caller rolls back on failure. */
 static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64_t stock,
                                     int64_t start_ms, int64_t end_ms, const char *given_name,
-                                    int64_t now_ms, int buckets, int64_t *id)
+                                    int64_t now_ms, int buckets, int per_user, int64_t *id)
 {
     struct ctlallotment al;
     int rc = ctlallotment_read(ctl, coupon_id, now_ms, true, &al);
@@ -64,9 +65,9 @@ static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64
         return ctlout_fail(ctl, "out of memory");
     }
     snprintf(sql, sqllen,
-             "INSERT INTO seckill_activity (name, coupon_id, stock, start_time, end_time, status) "
-             "VALUES (%s, %" PRId64 ", %" PRId64 ", '%s', '%s', '%s')",
-             qname, coupon_id, stock, s_start, s_end, start_ms > now_ms ? "PENDING" : "ACTIVE");
+             "INSERT INTO seckill_activity (name, coupon_id, stock, per_user, start_time, end_time, status) "
+             "VALUES (%s, %" PRId64 ", %" PRId64 ", %d, '%s', '%s', '%s')",
+             qname, coupon_id, stock, per_user, s_start, s_end, start_ms > now_ms ? "PENDING" : "ACTIVE");
     free(qname);
     rc = ctldb_exec(ctl, sql);
     free(sql);
@@ -92,7 +93,7 @@ static int ctlactivitycreate_insert(struct ctlrun *ctl, int64_t coupon_id, int64
 
 int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    enum { COUPON, STOCK, START, END, NAME, BUCKETS, NOPTS };
+    enum { COUPON, STOCK, START, END, NAME, BUCKETS, PER_USER, NOPTS };
     struct ctlargs_opt opts[NOPTS] = {
         [COUPON] = { "--coupon", true, NULL },
         [STOCK] = { "--stock", true, NULL },
@@ -100,6 +101,7 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         [END] = { "--end", true, NULL },
         [NAME] = { "--name", false, NULL },
         [BUCKETS] = { "--buckets", false, NULL },
+        [PER_USER] = { "--per-user", false, NULL },
     };
     int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, NULL, 0, 0, NULL);
     if (rc != CTLRUN_OK)
@@ -116,6 +118,10 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
     int64_t buckets = 1;
     if (opts[BUCKETS].value &&
         (rc = ctlargs_count(ctl, "--buckets", opts[BUCKETS].value, 1, BUCKET_MAX, &buckets)) != CTLRUN_OK)
+        return rc;
+    int64_t per_user = 1;
+    if (opts[PER_USER].value && (rc = ctlargs_count(ctl, "--per-user", opts[PER_USER].value, 1,
+                                                    HOLDER_MAX_SLOT, &per_user)) != CTLRUN_OK)
         return rc;
     if (buckets > stock)
         return ctlout_usage_error(ctl, "--buckets %" PRId64 " exceeds --stock %" PRId64
@@ -135,7 +141,7 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         return rc;
     int64_t id = 0;
     rc = ctlactivitycreate_insert(ctl, coupon_id, stock, start_ms, end_ms, opts[NAME].value, now,
-                                  (int)buckets, &id);
+                                  (int)buckets, (int)per_user, &id);
     if (rc != CTLRUN_OK) {
         char err[256];
         db_exec(ctl->db, "ROLLBACK", err, sizeof(err));
@@ -164,6 +170,7 @@ int ctlactivitycreate_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON_AddNumberToObject(obj, "couponId", (double)coupon_id);
         cJSON_AddNumberToObject(obj, "stock", (double)stock);
         cJSON_AddNumberToObject(obj, "buckets", (double)buckets);
+        cJSON_AddNumberToObject(obj, "perUser", (double)per_user);
         cJSON_AddStringToObject(obj, "start", iso_start);
         cJSON_AddStringToObject(obj, "end", iso_end);
         cJSON_AddBoolToObject(obj, "warmed", rc == CTLRUN_OK);

@@ -12,6 +12,7 @@
 #include "ctl/ctldb.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
+#include "ctl/ctlrefused.h"
 #include "common/clock.h"
 #include "common/timeparse.h"
 
@@ -125,6 +126,9 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
     int64_t a_success = 0, a_failed = 0;
     int live_rc = row.archived ? ctlactivityshow_archived(ctl, &row, &a_success, &a_failed)
                                : ctlactivityshow_live(ctl, &row, &lv);
+    struct ctlrefused refused = { 0 };
+    if (live_rc == CTLRUN_OK)
+        live_rc = ctlrefused_read(ctl, row.id, &refused);
     const struct ctlactivity_redis *rd = &lv.rd;
     int64_t now = clock_wall_ms();
     const char *status = ctlactivity_status_at(&row, now);
@@ -143,6 +147,7 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
         cJSON_AddStringToObject(obj, "couponType", coupon_type);
         cJSON_AddNumberToObject(obj, "stock", (double)row.stock);
         cJSON_AddNumberToObject(obj, "soldCount", (double)row.sold_count);
+        cJSON_AddNumberToObject(obj, "perUser", row.per_user);
         cJSON_AddStringToObject(obj, "start", start);
         cJSON_AddStringToObject(obj, "end", end);
         cJSON_AddNumberToObject(obj, "startMs", (double)row.start_ms);
@@ -199,6 +204,8 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
         } else {
             cJSON_AddNullToObject(obj, "redis");
         }
+        if (live_rc == CTLRUN_OK)
+            ctlrefused_json(&refused, obj);
         int prc = ctlout_json(ctl, obj);
         return live_rc != CTLRUN_OK ? live_rc : prc;
     }
@@ -208,9 +215,11 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
     printf("window     %s .. %s (%" PRId64 " s)\n", start, end, (row.end_ms - row.start_ms) / 1000);
     printf("status     %s\n", status);
     printf("stock      %" PRId64 ", sold %" PRId64 " (MySQL)\n", row.stock, row.sold_count);
+    printf("per user   %d order%s\n", row.per_user, row.per_user == 1 ? "" : "s");
     if (row.archived && live_rc == CTLRUN_OK) {
         printf("archived   %s: Redis keeps only the activity hash\n", archived_at);
         printf("orders     SUCCESS %" PRId64 ", FAILED %" PRId64 " (MySQL)\n", a_success, a_failed);
+        ctlrefused_print(&refused);
         return CTLRUN_OK;
     }
     if (live_rc != CTLRUN_OK) {
@@ -237,6 +246,7 @@ int ctlactivityshow_run(struct ctlrun *ctl, int argc, char **argv)
     else
         printf("orders     SUCCESS and FAILED unknown (warmed before the sold counter existed: "
                "'seckillctl verify' counts them), PROCESSING %" PRId64 "\n", lv.processing);
+    ctlrefused_print(&refused);
     if (lv.nbuckets > 1) {
         printf("buckets    %d, %" PRId64 " unit(s) in transit between them\n", lv.nbuckets, rd->in_transit);
         for (int b = 0; b < lv.nbuckets; b++) {

@@ -15,6 +15,7 @@
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
 #include "common/clock.h"
+#include "common/holder.h"
 #include "common/timeparse.h"
 #include "store/db.h"
 
@@ -24,7 +25,8 @@
 /* What the command line asks: each part absent (has_*) or a target. */
 struct ctlactivityupdate_edit {
     const char *name;
-    bool has_start, has_end, has_stock;
+    bool has_start, has_end, has_stock, has_per_user;
+    int per_user;
     int64_t start_ms, end_ms;
     char stock_sign;        /* '+', '-' or 0 for an absolute --stock */
     int64_t stock_n;
@@ -33,6 +35,7 @@ struct ctlactivityupdate_edit {
 /* The row as it will be, from row and the edit. */
 struct ctlactivityupdate_target {
     int64_t start_ms, end_ms, stock;
+    int per_user;
 };
 
 static int ctlactivityupdate_stock_arg(struct ctlrun *ctl, const char *s, struct ctlactivityupdate_edit *e)
@@ -87,6 +90,53 @@ static int ctlactivityupdate_check(struct ctlrun *ctl, const struct ctlactivity_
                            row->sold_count);
     if (t->stock > CTLACTIVITYUPDATE_MAX_STOCK)
         return ctlout_usage_error(ctl, "stock %" PRId64 " is too large", t->stock);
+    t->per_user = e->has_per_user ? e->per_user : row->per_user;
+    return CTLRUN_OK;
+}
+
+static int ctlactivityupdate_refuse_lower(struct ctlrun *ctl, const struct ctlactivity_row *row, int per_user,
+                                          const char *where)
+{
+    return ctlout_fail(ctl, "--per-user %d is below activity %" PRId64 "'s %d and it has orders (%s): a "
+                       "user may hold more than %d already, so the limit can only be raised now", per_user,
+                       row->id, row->per_user, where, per_user);
+}
+
+/* A lower limit would leave users holding more orders than it allows: it is taken only
+ * while the sale has no order anywhere. MySQL's rows and Redis's hashes are looked at
+ * here; update.lua looks again at each bucket's, atomically with its write, so an order
+ * accepted meanwhile refuses the edit instead of slipping under the old limit. */
+static int ctlactivityupdate_lowering(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                                      const struct bucket_list *list, int per_user)
+{
+    char sql[256];
+    int64_t rows;
+    snprintf(sql, sizeof(sql), "SELECT (SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64
+             ") + (SELECT COUNT(*) FROM seckill_order_failed WHERE activity_id = %" PRId64 ")", row->id,
+             row->id);
+    if (ctldb_ints(ctl, sql, &rows, 1) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    if (rows > 0)
+        return ctlactivityupdate_refuse_lower(ctl, row, per_user, "in MySQL");
+    for (int b = 0; b < list->count; b++) {
+        struct keys_set k;
+        if (ctlbuckets_keys(ctl, row->id, list, b, &k) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        struct ctlredis_cmd cmds[] = {
+            { 2, { "HLEN", k.name[KEYS_USERS] } },
+            { 2, { "HLEN", k.name[KEYS_ORDERS] } },
+        };
+        redisReply *r = ctlredis_multi(ctl, cmds, 2);
+        if (!r)
+            return CTLRUN_FAIL;
+        int rc = ctlredis_exec_errors(ctl, r);
+        bool ordered = rc == CTLRUN_OK && (r->element[0]->integer > 0 || r->element[1]->integer > 0);
+        freeReplyObject(r);
+        if (rc != CTLRUN_OK)
+            return rc;
+        if (ordered)
+            return ctlactivityupdate_refuse_lower(ctl, row, per_user, "in Redis");
+    }
     return CTLRUN_OK;
 }
 
@@ -126,8 +176,8 @@ static int ctlactivityupdate_mysql(struct ctlrun *ctl, const struct ctlactivity_
         return ctlout_fail(ctl, "out of memory");
     }
     snprintf(sql, len, "UPDATE seckill_activity SET %s%s%sstart_time = '%s', end_time = '%s', "
-             "stock = %" PRId64 ", status = '%s' WHERE id = %" PRId64, qname ? "name = " : "",
-             qname ? qname : "", qname ? ", " : "", s_start, s_end, t->stock,
+             "stock = %" PRId64 ", per_user = %d, status = '%s' WHERE id = %" PRId64, qname ? "name = " : "",
+             qname ? qname : "", qname ? ", " : "", s_start, s_end, t->stock, t->per_user,
              t->start_ms > now ? "PENDING" : "ACTIVE", row->id);
     free(qname);
     int rc = ctldb_exec(ctl, sql);
@@ -135,26 +185,49 @@ static int ctlactivityupdate_mysql(struct ctlrun *ctl, const struct ctlactivity_
     return rc;
 }
 
-/* update.lua on bucket b. CTLRUN_OK with *added; else printed (a refusal changes nothing). */
+/* Units taken back from a bucketed sale come out of bucket 0's stock key (update.lua
+ * 'carry'): what it lacks of them is moved there from the other buckets first. */
+static int ctlactivityupdate_gather(struct ctlrun *ctl, const struct ctlactivity_row *row,
+                                    const struct bucket_list *list, int64_t take)
+{
+    struct keys_set k;
+    if (ctlbuckets_keys(ctl, row->id, list, 0, &k) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    const char *get[] = { "GET", k.name[KEYS_STOCK] };
+    redisReply *r = ctlredis_argv(ctl, 2, get);
+    if (!r)
+        return CTLRUN_FAIL;
+    int64_t left = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    freeReplyObject(r);
+    int64_t moved;
+    return left >= take ? CTLRUN_OK : ctlbuckets_gather(ctl, row->id, list, take - left, &moved);
+}
+
+/* update.lua on bucket b. CTLRUN_OK with *added; else printed (a refusal changes nothing;
+ * *ordered when it was a lower --per-user on a bucket holding orders). */
 static int ctlactivityupdate_redis(struct ctlrun *ctl, const struct ctlactivity_row *row,
                                    const struct bucket_list *list, int b,
                                    const struct ctlactivityupdate_edit *e,
-                                   const struct ctlactivityupdate_target *t, int64_t *added, bool *unknown)
+                                   const struct ctlactivityupdate_target *t, int64_t *added, bool *unknown,
+                                   bool *ordered)
 {
     struct keys_set k;
     if (ctlbuckets_keys(ctl, row->id, list, b, &k) != CTLRUN_OK)
         return CTLRUN_FAIL;
-    char s_start[24] = "", s_end[24] = "", s_stock[24] = "";
+    char s_start[24] = "", s_end[24] = "", s_stock[24] = "", s_per_user[8] = "";
     if (e->has_start)
         snprintf(s_start, sizeof(s_start), "%" PRId64, t->start_ms);
     if (e->has_end)
         snprintf(s_end, sizeof(s_end), "%" PRId64, t->end_ms);
     if (e->has_stock)
         snprintf(s_stock, sizeof(s_stock), "%" PRId64, t->stock);
-    const char *keys[2] = { k.name[KEYS_ACTIVITY], k.name[KEYS_STOCK] };
-    const char *args[5] = { e->name ? e->name : "", s_start, s_end, s_stock,
-                            b == 0 ? "carry" : "describe" };
-    redisReply *r = ctlredis_script(ctl, LUASCRIPT_UPDATE, 2, keys, 5, args);
+    if (e->has_per_user)
+        snprintf(s_per_user, sizeof(s_per_user), "%d", t->per_user);
+    const char *keys[4] = { k.name[KEYS_ACTIVITY], k.name[KEYS_STOCK], k.name[KEYS_USERS],
+                            k.name[KEYS_ORDERS] };
+    const char *args[6] = { e->name ? e->name : "", s_start, s_end, s_stock,
+                            b == 0 ? "carry" : "describe", s_per_user };
+    redisReply *r = ctlredis_script(ctl, LUASCRIPT_UPDATE, 4, keys, 6, args);
     if (!r) {
         *unknown = true;  /* sent, maybe applied: only a repeat can tell */
         return CTLRUN_FAIL;
@@ -179,13 +252,17 @@ static int ctlactivityupdate_redis(struct ctlrun *ctl, const struct ctlactivity_
                     PRId64 "' first", row->id, row->id);
     } else if (strcmp(verdict, "SHORT") == 0) {
         ctlout_fail(ctl, "only %s unit(s) of activity %" PRId64 " are unsold and unreserved%s: that many "
-                    "can be taken back now", detail, row->id, list->count > 1 ? " in its bucket 0" : "");
+                    "can be taken back now", detail, row->id,
+                    list->count > 1 ? " (its other buckets' moved to bucket 0)" : "");
     } else if (strcmp(verdict, "STARTED") == 0) {
         ctlout_fail(ctl, "activity %" PRId64 " started at %s: its start can no longer move", row->id, at);
     } else if (strcmp(verdict, "ENDED") == 0) {
         ctlout_fail(ctl, "activity %" PRId64 " ended at %s: an ended sale is not edited", row->id, at);
     } else if (strcmp(verdict, "PAST") == 0) {
         ctlout_fail(ctl, "the new time is not after Redis's clock (%s)", at);
+    } else if (strcmp(verdict, "ORDERED") == 0) {
+        *ordered = true;
+        ctlactivityupdate_refuse_lower(ctl, row, t->per_user, "in Redis");
     } else if (strcmp(verdict, "WINDOW") == 0) {
         ctlout_fail(ctl, "the end must be after the start");
     } else if (strcmp(verdict, "CANCELLED") == 0 || strcmp(verdict, "ARCHIVED") == 0) {
@@ -211,12 +288,13 @@ static int ctlactivityupdate_print(struct ctlrun *ctl, const struct ctlactivity_
         cJSON_AddStringToObject(obj, "start", start);
         cJSON_AddStringToObject(obj, "end", end);
         cJSON_AddNumberToObject(obj, "stock", (double)after->stock);
+        cJSON_AddNumberToObject(obj, "perUser", after->per_user);
         cJSON_AddNumberToObject(obj, "added", (double)added);
         cJSON_AddStringToObject(obj, "status", ctlactivity_status_at(after, clock_wall_ms()));
         return ctlout_json(ctl, obj);
     }
-    printf("activity %" PRId64 " updated: '%s', %s .. %s, stock %" PRId64, after->id, after->name, start, end,
-           after->stock);
+    printf("activity %" PRId64 " updated: '%s', %s .. %s, stock %" PRId64 ", per user %d", after->id,
+           after->name, start, end, after->stock, after->per_user);
     if (added > 0)
         printf(" (%" PRId64 " more on sale now)", added);
     else if (added < 0)
@@ -227,18 +305,19 @@ static int ctlactivityupdate_print(struct ctlrun *ctl, const struct ctlactivity_
 
 int ctlactivityupdate_run(struct ctlrun *ctl, int argc, char **argv)
 {
-    enum { NAME, START, END, STOCK, NOPTS };
+    enum { NAME, START, END, STOCK, PER_USER, NOPTS };
     struct ctlargs_opt opts[NOPTS] = {
         [NAME] = { "--name", false, NULL },
         [START] = { "--start", false, NULL },
         [END] = { "--end", false, NULL },
         [STOCK] = { "--stock", false, NULL },
+        [PER_USER] = { "--per-user", false, NULL },
     };
     const char *pos[1];
     int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, pos, 1, 1, NULL);
     if (rc != CTLRUN_OK)
         return rc;
-    int64_t id, now = clock_wall_ms();
+    int64_t id, per_user = 0, now = clock_wall_ms();
     struct ctlactivityupdate_edit e = { 0 };
     if ((rc = ctlargs_id(ctl, "activity id", pos[0], &id)) != CTLRUN_OK ||
         (opts[NAME].value && (rc = ctlargs_name(ctl, "--name", opts[NAME].value)) != CTLRUN_OK) ||
@@ -246,13 +325,18 @@ int ctlactivityupdate_run(struct ctlrun *ctl, int argc, char **argv)
                                   CTLRUN_OK) ||
         (opts[END].value &&
          (rc = ctlargs_time(ctl, "--end", opts[END].value, now, &e.end_ms)) != CTLRUN_OK) ||
-        (opts[STOCK].value && (rc = ctlactivityupdate_stock_arg(ctl, opts[STOCK].value, &e)) != CTLRUN_OK))
+        (opts[STOCK].value && (rc = ctlactivityupdate_stock_arg(ctl, opts[STOCK].value, &e)) != CTLRUN_OK) ||
+        (opts[PER_USER].value && (rc = ctlargs_count(ctl, "--per-user", opts[PER_USER].value, 1,
+                                                     HOLDER_MAX_SLOT, &per_user)) != CTLRUN_OK))
         return rc;
+    e.has_per_user = opts[PER_USER].value != NULL;
+    e.per_user = (int)per_user;
     e.name = opts[NAME].value;
     e.has_start = opts[START].value != NULL;
     e.has_end = opts[END].value != NULL;
-    if (!e.name && !e.has_start && !e.has_end && !e.has_stock)
-        return ctlout_usage_error(ctl, "nothing to change: give --name, --start, --end or --stock");
+    if (!e.name && !e.has_start && !e.has_end && !e.has_stock && !e.has_per_user)
+        return ctlout_usage_error(ctl, "nothing to change: give --name, --start, --end, --stock or "
+                                  "--per-user");
     if (!ctlredis_conn(ctl))
         return CTLRUN_FAIL;
 
@@ -269,7 +353,7 @@ int ctlactivityupdate_run(struct ctlrun *ctl, int argc, char **argv)
         mysql_free_result(locked);
     struct bucket_list list;
     int64_t added = 0;
-    bool unknown = false;
+    bool unknown = false, ordered = false;
     rc = locked ? ctlactivity_load(ctl, id, &row) : CTLRUN_FAIL;
     if (rc == CTLRUN_OK)
         rc = ctlactivityupdate_check(ctl, &row, &e, now, &t);
@@ -277,10 +361,14 @@ int ctlactivityupdate_run(struct ctlrun *ctl, int argc, char **argv)
         rc = ctlactivityupdate_coupon(ctl, &row, &t, now);
     if (rc == CTLRUN_OK)
         rc = ctlactivity_buckets(ctl, &row, &list);
+    if (rc == CTLRUN_OK && t.per_user < row.per_user)
+        rc = ctlactivityupdate_lowering(ctl, &row, &list, t.per_user);
     if (rc == CTLRUN_OK)
         rc = ctlactivityupdate_mysql(ctl, &row, &e, &t, now);
+    if (rc == CTLRUN_OK && e.has_stock && t.stock < row.stock && list.count > 1)
+        rc = ctlactivityupdate_gather(ctl, &row, &list, row.stock - t.stock);
     if (rc == CTLRUN_OK)
-        rc = ctlactivityupdate_redis(ctl, &row, &list, 0, &e, &t, &added, &unknown);
+        rc = ctlactivityupdate_redis(ctl, &row, &list, 0, &e, &t, &added, &unknown, &ordered);
     if (rc == CTLRUN_OK && (rc = ctldb_exec(ctl, "COMMIT")) != CTLRUN_OK)
         unknown = true;
     if (rc != CTLRUN_OK) {
@@ -295,9 +383,15 @@ int ctlactivityupdate_run(struct ctlrun *ctl, int argc, char **argv)
      * units: the rebalance moves stock between buckets). */
     for (int b = 1; b < list.count; b++) {
         int64_t none;
-        if ((rc = ctlactivityupdate_redis(ctl, &row, &list, b, &e, &t, &none, &unknown)) != CTLRUN_OK) {
-            ctlout_note(ctl, "activity %" PRId64 " is updated but its bucket %d is not: run the same "
-                        "command again to finish it", id, b);
+        rc = ctlactivityupdate_redis(ctl, &row, &list, b, &e, &t, &none, &unknown, &ordered);
+        if (rc != CTLRUN_OK) {
+            if (ordered)
+                ctlout_note(ctl, "activity %" PRId64 " is updated but its bucket %d took an order meanwhile "
+                            "and keeps per user %d: run it again with --per-user %d to make them agree",
+                            id, b, row.per_user, row.per_user);
+            else
+                ctlout_note(ctl, "activity %" PRId64 " is updated but its bucket %d is not: run the same "
+                            "command again to finish it", id, b);
             return rc;
         }
     }

@@ -14,6 +14,7 @@
 #include "ctl/ctlout.h"
 #include "ctl/ctlredis.h"
 #include "common/clock.h"
+#include "common/holder.h"
 #include "common/keys.h"
 #include "common/orderno.h"
 
@@ -34,9 +35,9 @@ struct ctlactivitywarmup_part {
 /* The activity hash, as the gateway's cache and the execute script read it; a bucket's
  * copy also names the bucket and lists them all. */
 struct ctlactivitywarmup_meta {
-    char id[24], coupon[24], stock[24], start[24], end[24], bucket[8], buckets[8];
+    char id[24], coupon[24], stock[24], start[24], end[24], bucket[8], buckets[8], per_user[8];
     char tags[BUCKET_LIST_LEN];
-    const char *argv[24];
+    const char *argv[28];
     int argc;
 };
 
@@ -66,6 +67,9 @@ static void ctlactivitywarmup_meta(const struct ctlactivity_row *row, const char
     }
     m->argv[m->argc++] = "coupon";
     m->argv[m->argc++] = part->coupon;
+    snprintf(m->per_user, sizeof(m->per_user), "%d", row->per_user);
+    m->argv[m->argc++] = "perUser";
+    m->argv[m->argc++] = m->per_user;
     if (part->list->count > 1) {
         snprintf(m->bucket, sizeof(m->bucket), "%d", part->b);
         snprintf(m->buckets, sizeof(m->buckets), "%d", part->list->count);
@@ -100,7 +104,7 @@ static void ctlactivitywarmup_discard(redisContext *c)
 struct ctlactivitywarmup_chunk {
     size_t n;
     char order_no[CTLACTIVITYWARMUP_CHUNK][ORDERNO_LEN];
-    char user[CTLACTIVITYWARMUP_CHUNK][24];
+    char holder[CTLACTIVITYWARMUP_CHUNK][HOLDER_LEN];
     const char *argv[2 + 2 * CTLACTIVITYWARMUP_CHUNK];
 };
 
@@ -142,7 +146,7 @@ static int ctlactivitywarmup_flush_chunk(struct ctlrun *ctl, redisContext *c,
     ch->argv[0] = "HSET";
     ch->argv[1] = st->users;
     for (size_t i = 0; i < ch->n; i++) {
-        ch->argv[2 + 2 * i] = ch->user[i];
+        ch->argv[2 + 2 * i] = ch->holder[i];
         ch->argv[3 + 2 * i] = ch->order_no[i];
     }
     if (ctlactivitywarmup_plain(ctl, c, argc, ch->argv) != CTLRUN_OK)
@@ -232,15 +236,19 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
         goto out;
     }
     char sql[256];
-    snprintf(sql, sizeof(sql), "SELECT order_no, user_id FROM seckill_order WHERE activity_id = %" PRId64,
-             row->id);
+    snprintf(sql, sizeof(sql), "SELECT order_no, user_id, user_slot FROM seckill_order WHERE activity_id = %"
+             PRId64, row->id);
     res = ctldb_stream(ctl, sql);
     if (!res)
         goto out;
     int64_t orders = 0;
     MYSQL_ROW mr;
     while ((mr = mysql_fetch_row(res))) {
-        if (!mr[0] || !mr[1] || strlen(mr[0]) >= ORDERNO_LEN || strlen(mr[1]) >= sizeof(ch->user[0])) {
+        /* The users hash is keyed by holder: a user's slot s >= 2 is its own field, as the
+         * execute script writes it (holder.h). */
+        if (!mr[0] || !mr[1] || !mr[2] || strlen(mr[0]) >= ORDERNO_LEN ||
+            holder_format(ch->holder[ch->n], sizeof(ch->holder[0]), ctldb_int(mr[1]),
+                          (int)ctldb_int(mr[2])) < 0) {
             ctlout_fail(ctl, "activity %" PRId64 ": malformed seckill_order row", row->id);
             goto out;
         }
@@ -248,7 +256,6 @@ static int ctlactivitywarmup_rebuild(struct ctlrun *ctl, redisContext *c,
         if (part->list->count > 1 && bucket_of_user_str(mr[1], part->list->count) != part->b)
             continue;
         strcpy(ch->order_no[ch->n], mr[0]);
-        strcpy(ch->user[ch->n], mr[1]);
         ch->n++;
         orders++;
         if (ch->n == CTLACTIVITYWARMUP_CHUNK && ctlactivitywarmup_flush_chunk(ctl, c, &st, ch) != CTLRUN_OK)

@@ -6,6 +6,7 @@
 #include "ctl/ctlcoupon.h"
 #include "ctl/ctlout.h"
 #include "ctl/ctlutf8.h"
+#include "common/orderno.h"
 #include "common/parse.h"
 #include "common/timeparse.h"
 
@@ -184,4 +185,25 @@ bad:
                               "--rate '%s': must be a share of the price paid in (0, 1] with at "
                               "most 4 decimals, like 0.85",
                               s);
+}
+
+int ctlargs_reasoned(struct ctlrun *ctl, int argc, char **argv, const char **arg, const char **reason)
+{
+    enum { REASON, NOPTS };
+    struct ctlargs_opt opts[NOPTS] = { [REASON] = { "--reason", false, NULL } };
+    const char *pos[1];
+    int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, pos, 1, 1, NULL);
+    if (rc != CTLRUN_OK)
+        return rc;
+    *arg = pos[0];
+    *reason = opts[REASON].value ? opts[REASON].value : "";
+    return opts[REASON].value ? ctlargs_name(ctl, "--reason", *reason) : CTLRUN_OK;
+}
+
+int ctlargs_order_no(struct ctlrun *ctl, const char *s, char *no, uint64_t *id, int64_t *activity_id)
+{
+    if (strlen(s) >= ORDERNO_LEN || orderno_parse(s, id, activity_id) != 0)
+        return ctlout_usage_error(ctl, "order number '%s': expected <digits>-<activityId>", s);
+    memcpy(no, s, strlen(s) + 1);
+    return CTLRUN_OK;
 }

@@ -148,3 +148,40 @@ int ctlbuckets_finish(struct ctlrun *ctl, int64_t id, const struct bucket_list *
 {
     return ctlbuckets_each_record(ctl, id, list, ctlbuckets_deliver, units);
 }
+
+int ctlbuckets_gather(struct ctlrun *ctl, int64_t id, const struct bucket_list *list, int64_t want,
+                      int64_t *moved)
+{
+    *moved = 0;
+    struct keys_set dst;
+    if (ctlbuckets_keys(ctl, id, list, 0, &dst) != CTLRUN_OK)
+        return CTLRUN_FAIL;
+    for (int b = 1; b < list->count && *moved < want; b++) {
+        struct keys_set src;
+        if (ctlbuckets_keys(ctl, id, list, b, &src) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        char units[24];
+        snprintf(units, sizeof(units), "%" PRId64, want - *moved);
+        const char *keys[] = { src.name[KEYS_ACTIVITY], src.name[KEYS_STOCK], src.name[KEYS_XFER_OUT] };
+        const char *args[] = { "out", "0", units, list->tag[b] };
+        redisReply *r = ctlredis_script(ctl, LUASCRIPT_REBALANCE, 3, keys, 4, args);
+        if (!r)
+            return CTLRUN_FAIL;
+        char xfer[BUCKET_TAG_LEN + 32] = "";
+        int64_t taken = 0;
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_INTEGER && strlen(r->element[0]->str) < sizeof(xfer)) {
+            snprintf(xfer, sizeof(xfer), "%s", r->element[0]->str);
+            taken = r->element[1]->integer;
+        }
+        freeReplyObject(r);
+        if (taken <= 0)
+            continue;
+        snprintf(units, sizeof(units), "%" PRId64, taken);
+        int64_t arrived = 0;
+        if (ctlbuckets_deliver(ctl, &src, &dst, xfer, units, &arrived) != CTLRUN_OK)
+            return CTLRUN_FAIL;
+        *moved += arrived;
+    }
+    return CTLRUN_OK;
+}

@@ -69,6 +69,8 @@ int ctlcouponwarmup_publish(struct ctlrun *ctl, const struct usercoupon *tmpl, c
         bool payable_unknown = false;
         if (r[2] && strcmp(r[2], "USED") == 0)
             ctlcouponwarmup_used_fields(r, has_payable, &uc, out, &payable_unknown);
+        else if (r[2] && strcmp(r[2], "REVOKED") == 0)
+            strcpy(uc.status, "REVOKED");   /* its revoked mark comes back with it */
         char err[256], key[64];
         usercoupon_key(key, sizeof(key), uc.user_id);
         redisContext *redis = ctlredis_for_key(ctl, key);

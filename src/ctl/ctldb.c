@@ -7,6 +7,7 @@
 
 #include "ctl/ctlout.h"
 #include "store/db.h"
+#include "store/outbox.h"
 
 MYSQL *ctldb_conn(struct ctlrun *ctl)
 {
@@ -26,6 +27,25 @@ static int ctldb_failed(struct ctlrun *ctl, MYSQL *db, const char *message)
     if (mysql_errno(db) >= 2000)
         return ctlout_unavailable(ctl, "mysql: %s", message);
     return ctlout_fail(ctl, "mysql: %s", message);
+}
+
+int ctldb_outcomes(struct ctlrun *ctl, const struct outbox_event *events, size_t count)
+{
+    if (ctl->cfg.kafka_outcome_topic[0] == '\0' || count == 0)
+        return CTLRUN_OK;
+    MYSQL *db = ctldb_conn(ctl);
+    if (!db)
+        return CTLRUN_FAIL;
+    struct outbox o = { 0 };
+    int rc = CTLRUN_OK;
+    char err[512];
+    for (size_t i = 0; i < count && rc == CTLRUN_OK; i++)
+        if (outbox_add(&o, &events[i]) != 0)
+            rc = ctlout_fail(ctl, "out of memory");
+    if (rc == CTLRUN_OK && outbox_write(db, &o, err, sizeof(err)) != 0)
+        rc = ctldb_failed(ctl, db, err);
+    outbox_free(&o);
+    return rc;
 }
 
 int ctldb_exec(struct ctlrun *ctl, const char *sql)

@@ -64,25 +64,32 @@ int ctllist_orders_run(struct ctlrun *ctl, int argc, char **argv)
     int rc = ctlargs_parse(ctl, argc, argv, opts, NOPTS, NULL, 0, 0, NULL);
     if (rc != CTLRUN_OK)
         return rc;
-    static const char *const statuses[] = { "SUCCESS", "FAILED" };
+    static const char *const statuses[] = { "SUCCESS", "CANCELLED", "FAILED" };
     struct ctllist_page p;
     int64_t activity_id, user_id = 0;
     const char *status = opts[STATUS].value ? opts[STATUS].value : "SUCCESS";
     if ((rc = ctllist_page(ctl, opts, &p)) != CTLRUN_OK ||
         (rc = ctlargs_id(ctl, "--activity", opts[ACTIVITY].value, &activity_id)) != CTLRUN_OK ||
         (opts[USER].value && (rc = ctlargs_id(ctl, "--user", opts[USER].value, &user_id)) != CTLRUN_OK) ||
-        (rc = ctllist_choice(ctl, "--status", status, statuses, 2)) != CTLRUN_OK)
+        (rc = ctllist_choice(ctl, "--status", status, statuses, 3)) != CTLRUN_OK)
         return rc;
-    bool failed = strcmp(status, "FAILED") == 0;
-    char user[48] = "", sql[768];
+    bool failed = strcmp(status, "FAILED") == 0, cancelled = strcmp(status, "CANCELLED") == 0;
+    char user[48] = "", which[48] = "", sql[768];
     if (user_id)
         snprintf(user, sizeof(user), " AND user_id = %" PRId64, user_id);
-    /* Both tables have an index on activity_id, whose entries are in id order. */
+    if (!failed)
+        snprintf(which, sizeof(which), " AND status = '%s'", status);
+    /* Both tables have an index on activity_id, whose entries are in id order. A cancelled
+     * order's reason is the shop's, its time the cancel's. */
     snprintf(sql, sizeof(sql),
              "SELECT id, order_no, user_id, '%s', %s, " SQLTIME_MS("accepted_at") ", %s FROM %s "
-             "WHERE activity_id = %" PRId64 "%s AND id > %" PRId64 " ORDER BY id LIMIT %" PRId64,
-             status, failed ? "reason" : "NULL", failed ? SQLTIME_MS("failed_at") : SQLTIME_MS("created_at"),
-             failed ? "seckill_order_failed" : "seckill_order", activity_id, user, p.after, p.rows + 1);
+             "WHERE activity_id = %" PRId64 "%s%s AND id > %" PRId64 " ORDER BY id LIMIT %" PRId64,
+             status, failed ? "reason" : cancelled ? "cancel_reason" : "NULL",
+             failed      ? SQLTIME_MS("failed_at")
+             : cancelled ? SQLTIME_MS("cancelled_at")
+                         : SQLTIME_MS("created_at"),
+             failed ? "seckill_order_failed" : "seckill_order", activity_id, which, user, p.after,
+             p.rows + 1);
     return ctllisting_query(ctl, ctllist_success_cols, CTLLIST_NCOLS(ctllist_success_cols), p.form, p.rows,
                             sql, "--after");
 }
@@ -135,6 +142,7 @@ static const struct ctllisting_col ctllist_activity_cols[] = {
     { "status", "status", 'l', CTLLISTING_TEXT },
     { "stock", "stock", 'r', CTLLISTING_INT },
     { "sold", "sold", 'r', CTLLISTING_INT },
+    { "perUser", "per user", 'r', CTLLISTING_INT },
     { "start", "start", 'l', CTLLISTING_TIME },
     { "end", "end", 'l', CTLLISTING_TIME },
     { "archivedAt", "archived", 'l', CTLLISTING_TIME },
@@ -169,7 +177,7 @@ int ctllist_activities_run(struct ctlrun *ctl, int argc, char **argv)
     if (opts[STATUS].value)
         snprintf(filter + used, sizeof(filter) - used, " AND status = '%s'", opts[STATUS].value);
     snprintf(sql, sizeof(sql),
-             "SELECT id, name, coupon_id, status, stock, sold_count, " SQLTIME_MS("start_time") ", "
+             "SELECT id, name, coupon_id, status, stock, sold_count, per_user, " SQLTIME_MS("start_time") ", "
              SQLTIME_MS("end_time") ", " SQLTIME_MS("archived_at") " FROM seckill_activity "
              "WHERE id > %" PRId64
              "%s ORDER BY id LIMIT %" PRId64, p.after, filter, p.rows + 1);

@@ -28,8 +28,9 @@ struct ctlorder_event {
 struct ctlorder {
     char no[ORDERNO_LEN];
     int64_t activity_id, user_id, coupon_id;
+    int slot;                   /* the user's slot in a sale of --per-user above 1; 0, 1: the first */
     int64_t accepted_ms;
-    char status[16];            /* the outcome MySQL holds: SUCCESS, FAILED, or "" */
+    char status[16];            /* the outcome MySQL holds: SUCCESS, CANCELLED, FAILED, or "" */
     char reason[16];            /* FAILED */
     char redis_status[16];      /* "" when Redis does not know the order */
     bool archived;              /* its sale is archived: Redis keeps none of its orders */
@@ -57,7 +58,8 @@ static int ctlorder_mysql(struct ctlrun *ctl, const char *qno, struct ctlorder *
 {
     char sql[512];
     snprintf(sql, sizeof(sql), "SELECT user_id, coupon_id, " SQLTIME_MS("created_at") ", "
-             SQLTIME_MS("updated_at") " FROM seckill_order WHERE order_no = %s", qno);
+             SQLTIME_MS("updated_at") ", status, " SQLTIME_MS("cancelled_at") ", cancel_reason, user_slot "
+             "FROM seckill_order WHERE order_no = %s", qno);
     MYSQL_RES *res = ctldb_query(ctl, sql);
     if (!res)
         return CTLRUN_FAIL;
@@ -65,10 +67,17 @@ static int ctlorder_mysql(struct ctlrun *ctl, const char *qno, struct ctlorder *
     if (r) {
         o->user_id = ctldb_int(r[0]);
         o->coupon_id = ctldb_int(r[1]);
-        strcpy(o->status, "SUCCESS");
+        o->slot = r[7] ? (int)ctldb_int(r[7]) : 1;
+        snprintf(o->status, sizeof(o->status), "%s", r[4] ? r[4] : "SUCCESS");
         ctlorder_add(o, ctldb_int(r[2]), "SUCCESS: persisted in MySQL");
-        if (ctldb_int(r[3]) != ctldb_int(r[2]))
+        if (r[5]) {
+            char what[160];
+            snprintf(what, sizeof(what), "CANCELLED by the shop%s%.128s", r[6] && r[6][0] ? ": " : "",
+                     r[6] ? r[6] : "");
+            ctlorder_add(o, ctldb_int(r[5]), what);
+        } else if (ctldb_int(r[3]) != ctldb_int(r[2])) {
             ctlorder_add(o, ctldb_int(r[3]), "row updated");
+        }
     }
     mysql_free_result(res);
     if (r)
@@ -151,6 +160,8 @@ static int ctlorder_print(struct ctlrun *ctl, const struct ctlorder *o)
         cJSON_AddNumberToObject(obj, "activityId", (double)o->activity_id);
         if (o->user_id)
             json_add_int(obj, "userId", o->user_id);  /* exact above 2^53 too */
+        if (o->slot > 1)
+            cJSON_AddNumberToObject(obj, "userSlot", o->slot);
         if (o->status[0])
             cJSON_AddStringToObject(obj, "status", o->status);
         else
@@ -176,6 +187,8 @@ static int ctlorder_print(struct ctlrun *ctl, const struct ctlorder *o)
     printf("order %s  activity %" PRId64, o->no, o->activity_id);
     if (o->user_id)
         printf("  user %" PRId64, o->user_id);
+    if (o->slot > 1)
+        printf(" (slot %d)", o->slot);
     if (o->coupon_id)
         printf("  coupon %" PRId64, o->coupon_id);
     printf("\n");
@@ -222,9 +235,8 @@ int ctlorder_show_run(struct ctlrun *ctl, int argc, char **argv)
     struct ctlorder o;
     memset(&o, 0, sizeof(o));
     uint64_t id;
-    if (strlen(pos[0]) >= sizeof(o.no) || orderno_parse(pos[0], &id, &o.activity_id) != 0)
-        return ctlout_usage_error(ctl, "order number '%s': expected <digits>-<activityId>", pos[0]);
-    snprintf(o.no, sizeof(o.no), "%s", pos[0]);
+    if ((rc = ctlargs_order_no(ctl, pos[0], o.no, &id, &o.activity_id)) != CTLRUN_OK)
+        return rc;
     return ctlorder_report(ctl, &o, id);
 }
 
@@ -257,12 +269,13 @@ int ctlorder_find_run(struct ctlrun *ctl, int argc, char **argv)
     if ((rc = ctlargs_id(ctl, "--activity", opts[ACTIVITY].value, &activity_id)) != CTLRUN_OK ||
         (rc = ctlargs_id(ctl, "--user", opts[USER].value, &user_id)) != CTLRUN_OK)
         return rc;
-    /* UNIQUE(user_id, activity_id): the one SUCCESS order a user can hold in a sale. A
-     * user without one was freed by every attempt that FAILED: their last, as Redis
-     * answers it while the sale is live (result.lua), else nothing. */
-    char held[192], failed[256];
+    /* UNIQUE(user_id, activity_id, user_slot): the order a user holds in a sale, their
+     * first slot's when the sale lets them hold several (`order list --user` lists them
+     * all). A user without one was freed by every attempt that FAILED: their last, as
+     * Redis answers it while the sale is live (result.lua), else nothing. */
+    char held[256], failed[256];
     snprintf(held, sizeof(held), "SELECT order_no FROM seckill_order WHERE activity_id = %" PRId64
-             " AND user_id = %" PRId64, activity_id, user_id);
+             " AND user_id = %" PRId64 " ORDER BY user_slot LIMIT 1", activity_id, user_id);
     snprintf(failed, sizeof(failed), "SELECT order_no FROM seckill_order_failed WHERE activity_id = %" PRId64
              " AND user_id = %" PRId64 " ORDER BY failed_at DESC, id DESC LIMIT 1", activity_id, user_id);
     struct ctlorder o;

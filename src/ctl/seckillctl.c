@@ -19,9 +19,11 @@
 #include "ctl/ctlconfig.h"
 #include "ctl/ctlcouponcreate.h"
 #include "ctl/ctlcoupongrant.h"
+#include "ctl/ctlcouponrevoke.h"
 #include "ctl/ctlcouponshow.h"
 #include "ctl/ctlcouponstatus.h"
 #include "ctl/ctlorder.h"
+#include "ctl/ctlordercancel.h"
 #include "ctl/ctlcouponarchive.h"
 #include "ctl/ctlcouponwarmup.h"
 #include "ctl/ctlout.h"
@@ -46,15 +48,17 @@ static const struct ctl_command ctl_commands[] = {
       "--name N --type CASH|DISCOUNT|GIFT [--amount 10.00] [--rate 0.85] [--min-order 100.00] "
       "[--max-discount 50.00] --total N --start T --end T" },
     { "coupon grant", ctlcoupongrant_run, "--coupon ID --user UID [--ref REF]" },
+    { "coupon revoke", ctlcouponrevoke_run, "USERCOUPON_ID [--reason TEXT]" },
     { "coupon show", ctlcouponshow_run, "ID" },
     { "coupon warmup", ctlcouponwarmup_run, "ID" },
     { "coupon deactivate", ctlcouponstatus_deactivate, "ID" },
     { "coupon activate", ctlcouponstatus_activate, "ID" },
     { "coupon archive", ctlcouponarchive_run, "ID" },
     { "activity create", ctlactivitycreate_run,
-      "--coupon ID --stock N --start T --end T [--name N] [--buckets B]" },
+      "--coupon ID --stock N --start T --end T [--name N] [--buckets B] [--per-user N]" },
     { "activity warmup", ctlactivitywarmup_run, "ID" },
-    { "activity update", ctlactivityupdate_run, "ID [--name N] [--start T] [--end T] [--stock +N|-N|N]" },
+    { "activity update", ctlactivityupdate_run,
+      "ID [--name N] [--start T] [--end T] [--stock +N|-N|N] [--per-user N]" },
     { "activity cancel", ctlactivitycancel_run, "ID" },
     { "activity show", ctlactivityshow_run, "ID" },
     { "activity archive", ctlactivityarchive_run, "ID" },
@@ -64,8 +68,9 @@ static const struct ctl_command ctl_commands[] = {
     { "ban list", ctlbanlist_run, "[--activity ID] [--all]" },
     { "ban sync", ctlbansync_run, "" },
     { "order show", ctlorder_show_run, "ORDER_NO" },
+    { "order cancel", ctlordercancel_run, "ORDER_NO [--reason TEXT]" },
     { "order list", ctllist_orders_run,
-      "--activity ID [--status SUCCESS|FAILED] [--user UID] [--after ID] [--limit N] "
+      "--activity ID [--status SUCCESS|CANCELLED|FAILED] [--user UID] [--after ID] [--limit N] "
       "[--format table|json|csv]" },
     { "coupon list", ctllist_coupons_run, "[--status S] [--after ID] [--limit N] [--format table|json|csv]" },
     { "activity list", ctllist_activities_run,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/holder.h"
 #include "common/log.h"
 #include "common/orderno.h"
 #include "common/parse.h"
@@ -101,6 +102,10 @@ int activity_from_reply(struct activity *a, const redisReply *reply)
     a->cancelled = e[5]->type == REDIS_REPLY_STRING && strcmp(e[5]->str, "CANCELLED") == 0;
     a->holders = holders;
     a->paused = reply->elements >= 10 && e[9]->type == REDIS_REPLY_STRING && strcmp(e[9]->str, "1") == 0;
+    int64_t per_user = 1;
+    if (reply->elements >= 12 && int_of(e[11], &per_user) != 0)
+        per_user = 1;
+    a->per_user = per_user > 1 && per_user <= HOLDER_MAX_SLOT ? (int)per_user : 1;
     const redisReply *record = reply->elements >= 11 && e[10]->type == REDIS_REPLY_STRING ? e[10] : NULL;
     a->has_coupon = record && record->len > 0 && usercoupon_decode(record->str, record->len, &a->coupon) == 0;
     a->loaded = true;
@@ -221,7 +226,7 @@ struct activity *activity_cache_at(struct activity_cache *cache, size_t i) { ret
 
 bool activity_answers_locally(const struct activity *a)
 {
-    return a->sold_out && a->winners_complete && (a->nbuckets <= 1 || a->view_all_out);
+    return a->per_user <= 1 && a->sold_out && a->winners_complete && (a->nbuckets <= 1 || a->view_all_out);
 }
 
 static void load_page(struct winners_load *load, const char *cursor);
@@ -306,7 +311,7 @@ static void load_page(struct winners_load *load, const char *cursor)
 
 static void load_winners(struct activity_cache *cache, struct activity *a)
 {
-    if (a->winners_loading || a->winners_complete)
+    if (a->winners_loading || a->winners_complete || a->per_user > 1)
         return;
     struct winners_load *load = malloc(sizeof(*load));
     if (!load)

@@ -28,6 +28,7 @@ void activitylist_sale(cJSON *j, int64_t id, const struct activity *a, int64_t s
     apijson_time(j, "endTime", a->end_ms);
     json_add_int(j, "stock", a->stock);
     json_add_int(j, "stockLeft", stock_left);
+    json_add_int(j, "perUser", a->per_user > 1 ? a->per_user : 1);
     if (a->has_coupon)
         apijson_terms(cJSON_AddObjectToObject(j, "coupon"), &a->coupon);
     else

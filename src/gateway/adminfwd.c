@@ -57,8 +57,9 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     free_spent(arg);
 }
 
-/* The address to connect to, numeric: a wildcard listener is reached on loopback. */
-static int resolve(struct adminfwd *f, const char *host, char *err, size_t errlen)
+/* The address to connect to, numeric: a wildcard listener is reached on loopback. key
+ * names the setting host came from, for the error. */
+static int resolve(struct adminfwd *f, const char *key, const char *host, char *err, size_t errlen)
 {
     if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "*") == 0)
         host = "127.0.0.1";
@@ -69,13 +70,13 @@ static int resolve(struct adminfwd *f, const char *host, char *err, size_t errle
     hints.ai_socktype = SOCK_STREAM;
     int rc = getaddrinfo(host, NULL, &hints, &ai);
     if (rc != 0 || !ai) {
-        snprintf(err, errlen, "admin.host: cannot resolve '%s': %s", host, gai_strerror(rc));
+        snprintf(err, errlen, "%s: cannot resolve '%s': %s", key, host, gai_strerror(rc));
         return -1;
     }
     rc = getnameinfo(ai->ai_addr, ai->ai_addrlen, f->host, sizeof(f->host), NULL, 0, NI_NUMERICHOST);
     freeaddrinfo(ai);
     if (rc != 0) {
-        snprintf(err, errlen, "admin.host: '%s': %s", host, gai_strerror(rc));
+        snprintf(err, errlen, "%s: '%s': %s", key, host, gai_strerror(rc));
         return -1;
     }
     return 0;
@@ -93,7 +94,10 @@ struct adminfwd *adminfwd_new(struct event_base *base, const struct config *cfg,
     f->cfg = cfg;
     int64_t port = config_admin_port(cfg);
     if (port > 0) {
-        if (resolve(f, cfg->admin_host, err, errlen) != 0) {
+        /* Another machine reaches seckill-admin where it is advertised, not where it binds. */
+        bool advertised = cfg->admin_advertised_host[0] != '\0';
+        if (resolve(f, advertised ? "admin.advertised-host" : "admin.host",
+                    advertised ? cfg->admin_advertised_host : cfg->admin_host, err, errlen) != 0) {
             adminfwd_free(f);
             return NULL;
         }

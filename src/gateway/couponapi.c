@@ -27,7 +27,7 @@
  * would be used in Redis and then refused by MySQL, leaving the two in disagreement. */
 #define COUPONAPI_MAX_CENTS 999999999999999LL
 
-/* One redemption from request to its last callback. Ownership moves like an order's:
+/* One redemption or refund from request to its last callback. Ownership moves like an order's:
  * the HMGET callback, then the use.lua callback, then the delivery (delivery.h); the
  * last one frees it. `d.http` is NULL once the reply is sent.
  *
@@ -36,7 +36,10 @@
  * only once Kafka holds its coupon.used event, whatever seckill.order.reply-after-ack says
  * (that flag is for the flash-sale's hot path, which a checkout is not), and a repeat of
  * the same orderRef while that event is unacknowledged (use.lua's :pending mark) is told
- * to retry instead of getting the 200 the first one may never earn. */
+ * to retry instead of getting the 200 the first one may never earn. A refund travels the
+ * same way with its coupon.refunded event, and a failed delivery undoes it (unrefund.lua)
+ * with what refund.lua replaced, kept here; but a refund produced again, whose first
+ * produce may have reached Kafka, is left standing (the next repeat produces it again). */
 struct redeem {
     struct delivery d;  /* first: the delivery's callbacks hand it back */
     struct gateway *gw;
@@ -44,6 +47,9 @@ struct redeem {
     char id_text[24];
     struct redeemevent ev;
     int64_t order_amount;
+    char undo_used[USERCOUPON_REF_LEN + 80];      /* refunds: the :used value removed */
+    char undo_refunded[USERCOUPON_REF_LEN + 48];  /* and the :refunded value replaced */
+    bool resend;   /* a refund produced again (refund.lua's RESEND): never undone */
     struct pending p;  /* shutdown answers it; its own timeouts bound it otherwise */
 };
 
@@ -102,16 +108,19 @@ static void on_listed(redisReply *reply, void *privdata)
         }
         n++;
     }
-    /* Second pass: the :used fields of the records found. */
+    /* Second pass: the :used and :revoked fields of the records found. */
     for (size_t i = 0; items && i + 1 < reply->elements; i += 2) {
         const redisReply *field = reply->element[i], *value = reply->element[i + 1];
         const char *colon = field->type == REDIS_REPLY_STRING ? strchr(field->str, ':') : NULL;
-        if (!colon || strcmp(colon, ":used") != 0 || value->type != REDIS_REPLY_STRING)
+        bool used = colon && strcmp(colon, ":used") == 0, revoked = colon && strcmp(colon, ":revoked") == 0;
+        if ((!used && !revoked) || value->type != REDIS_REPLY_STRING)
             continue;
         int64_t id = strtoll(field->str, NULL, 10);
         for (size_t k = 0; k < n; k++)
-            if (items[k].id == id)
+            if (items[k].id == id && used)
                 usercoupon_decode_used(value->str, &items[k]);
+            else if (items[k].id == id)
+                strcpy(items[k].status, "REVOKED");
     }
     if (!items) {
         unavailable(l->http);
@@ -168,6 +177,17 @@ static void redeem_keep_waiting(struct pending *p)
     (void)p;
 }
 
+static void answer_refunded(struct redeem *r)
+{
+    cJSON *json = cJSON_CreateObject();
+    cJSON_AddBoolToObject(json, "success", 1);
+    json_add_int(json, "userCouponId", (int64_t)r->ev.user_coupon_id);
+    cJSON_AddStringToObject(json, "orderRef", r->ev.order_ref);
+    apijson_time(json, "refundedAt", r->ev.used_ms);
+    reply_json(r->d.http, 200, json);
+    r->d.http = NULL;
+}
+
 static void answer_redeemed(struct redeem *r)
 {
     cJSON *json = cJSON_CreateObject();
@@ -192,19 +212,23 @@ static void on_unused(redisReply *reply, void *privdata)
 {
     char *what = privdata;
     if (!reply || reply->type != REDIS_REPLY_INTEGER)
-        LOG_ERROR("%s: could not undo the redemption in Redis; the coupon stays used", what);
+        LOG_ERROR("%s: could not undo it in Redis; the coupon stays as it made it", what);
     free(what);
 }
 
+/* Undoes what use.lua or refund.lua did for this request. */
 static void undo(struct redeem *r)
 {
-    const char *argv[] = { r->key, r->id_text, r->ev.order_ref };
-    char *what = malloc(128);
+    bool refund = r->ev.kind == REDEEMEVENT_REFUNDED;
+    const char *argv[] = { r->key, r->id_text, r->ev.order_ref, r->undo_used, r->undo_refunded };
+    char *what = malloc(160);
     if (what)
-        snprintf(what, 128, "user coupon %s order %s", r->id_text, r->ev.order_ref);
-    if (!what || redisconn_eval(r->gw->redis, LUASCRIPT_UNUSE, 1, 2, argv, NULL, on_unused, what) != 0) {
-        LOG_ERROR("user coupon %s order %s: could not undo the redemption in Redis", r->id_text,
-                  r->ev.order_ref);
+        snprintf(what, 160, "user coupon %s order %s%s", r->id_text, r->ev.order_ref,
+                 refund ? " (refund)" : "");
+    if (!what || redisconn_eval(r->gw->redis, refund ? LUASCRIPT_UNREFUND : LUASCRIPT_UNUSE, 1,
+                                refund ? 4 : 2, argv, NULL, on_unused, what) != 0) {
+        LOG_ERROR("user coupon %s order %s: could not undo the %s in Redis", r->id_text,
+                  r->ev.order_ref, refund ? "refund" : "redemption");
         free(what);
     }
 }
@@ -221,7 +245,7 @@ static void on_settled(redisReply *reply, void *privdata)
 {
     (void)privdata;
     if (!reply || reply->type == REDIS_REPLY_ERROR)
-        LOG_WARN("a redemption's pending mark stays until its deadline: Redis did not clear it");
+        LOG_WARN("a redemption's or refund's pending mark stays until its deadline: Redis did not clear it");
 }
 
 static void clear_pending(struct redeem *r)
@@ -244,18 +268,24 @@ static void finish(struct redeem *r)
 /* delivery_ops.accepted */
 static void on_accepted(struct delivery *d)
 {
-    answer_redeemed((struct redeem *)d);
+    struct redeem *r = (struct redeem *)d;
+    if (r->ev.kind == REDEEMEVENT_REFUNDED)
+        answer_refunded(r);
+    else
+        answer_redeemed(r);
 }
 
-/* delivery_ops.acked: the redemption stands for good; repeats may be answered. */
+/* delivery_ops.acked: the redemption (or refund) stands for good; repeats may be answered. */
 static void on_acked(struct delivery *d)
 {
-    clear_pending((struct redeem *)d);
-    metrics_inc(METRIC_COUPONS_REDEEMED);
+    struct redeem *r = (struct redeem *)d;
+    clear_pending(r);
+    if (r->ev.kind == REDEEMEVENT_USED)
+        metrics_inc(METRIC_COUPONS_REDEEMED);
 }
 
-/* delivery_ops.failed: without coupon.used in Kafka the redemption must not stand. No 200
- * went out for it (see struct redeem), so undoing it takes nothing back from anyone. */
+/* delivery_ops.failed: without its event in Kafka the redemption (or refund) must not
+ * stand. No 200 went out for it (see struct redeem), so undoing it takes nothing back. */
 static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool at_produce)
 {
     struct redeem *r = (struct redeem *)d;
@@ -264,8 +294,11 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
     else
         LOG_WARN("user coupon %s order %s: kafka delivery failed: %s", r->id_text, r->ev.order_ref,
                  rd_kafka_err2str(err));
-    undo(r);
-    redeem_fail(r, REPLY_UNAVAILABLE, "redemption could not be recorded, please retry");
+    if (!r->resend)
+        undo(r);
+    redeem_fail(r, REPLY_UNAVAILABLE, r->ev.kind == REDEEMEVENT_REFUNDED
+                                          ? "refund could not be recorded, please retry"
+                                          : "redemption could not be recorded, please retry");
     finish(r);
 }
 
@@ -281,9 +314,9 @@ static const struct delivery_ops redeem_delivery = {
     .finish = on_finished,
 };
 
-static void produce_used(struct redeem *r)
+static void produce_event(struct redeem *r)
 {
-    char payload[320];
+    char payload[384];
     int len = redeemevent_encode(&r->ev, payload, sizeof(payload));
     char key[24];
     snprintf(key, sizeof(key), "%" PRId64, r->ev.user_id);
@@ -292,8 +325,8 @@ static void produce_used(struct redeem *r)
 
 static void answer_pending(struct redeem *r)
 {
-    reply_error(r->d.http, REPLY_UNAVAILABLE, "this redemption is still being recorded, please retry", 1,
-                NULL, NULL);
+    reply_error(r->d.http, REPLY_UNAVAILABLE, "this coupon's last redemption or refund is still being "
+                "recorded, please retry", 1, NULL, NULL);
     r->d.http = NULL;
 }
 
@@ -316,29 +349,50 @@ static void answer_used(struct redeem *r, const char *used, const redisReply *pe
     }
 }
 
-static void on_use(redisReply *reply, long long replicas, void *privdata)
+/* The verdict of use.lua or refund.lua (NULL: no answer), or of a script that changed
+ * something but reached fewer replicas than redis.wait-replicas, in which case it is
+ * undone and answered 503: that change may not outlive a failover (a used mark lost would
+ * let another checkout redeem the coupon; a refund lost would take back what a 200 gave). */
+static const char *script_verdict(struct redeem *r, const redisReply *reply, long long replicas)
 {
-    struct redeem *r = privdata;
     if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 1 ||
         reply->element[0]->type != REDIS_REPLY_STRING) {
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
         finish(r);
-        return;
+        return NULL;
     }
     const char *verdict = reply->element[0]->str;
     if (strcmp(verdict, "OK") == 0 && replicas < r->gw->cfg->redis_wait_replicas) {
-        /* The used mark may not outlive a failover: redeemed on its strength, the coupon
-         * could be redeemed again by another checkout on the promoted replica. */
         metrics_inc(METRIC_REDIS_WAIT_SHORT);
-        LOG_WARN("user coupon %s order %s: %lld replica(s) acknowledged the redemption; undone", r->id_text,
+        LOG_WARN("user coupon %s order %s: %lld replica(s) acknowledged the change; undone", r->id_text,
                  r->ev.order_ref, replicas);
         undo(r);
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service not replicated in time, please retry");
         finish(r);
-        return;
+        return NULL;
     }
+    return verdict;
+}
+
+static bool reply_text(const redisReply *reply, size_t i, char *out, size_t len)
+{
+    const redisReply *e = reply->elements > i ? reply->element[i] : NULL;
+    if (!e || e->type != REDIS_REPLY_STRING || e->len >= len)
+        return false;
+    memcpy(out, e->str, e->len + 1);
+    return true;
+}
+
+static void on_use(redisReply *reply, long long replicas, void *privdata)
+{
+    struct redeem *r = privdata;
+    const char *verdict = script_verdict(r, reply, replicas);
+    if (!verdict)
+        return;
     if (strcmp(verdict, "OK") == 0) {
-        produce_used(r);
+        r->ev.seq = reply->elements > 1 && reply->element[1]->type == REDIS_REPLY_STRING
+                        ? strtoll(reply->element[1]->str, NULL, 10) : 0;
+        produce_event(r);
         return;
     }
     if (strcmp(verdict, "REPEAT") == 0 && reply->elements == 3) {
@@ -349,6 +403,9 @@ static void on_use(redisReply *reply, long long replicas, void *privdata)
         answer_pending(r);
     } else if (strcmp(verdict, "USED") == 0) {
         reply_error(r->d.http, REPLY_USED, "coupon already used by another order", 0, NULL, NULL);
+        r->d.http = NULL;
+    } else if (strcmp(verdict, "REVOKED") == 0) {
+        reply_error(r->d.http, REPLY_REVOKED, "coupon revoked by the shop", 0, NULL, NULL);
         r->d.http = NULL;
     } else {
         reply_error(r->d.http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
@@ -395,12 +452,13 @@ static void on_record(redisReply *reply, void *privdata)
         finish(r);
         return;
     }
-    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3) {
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 4) {
         redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
         finish(r);
         return;
     }
     const redisReply *terms = reply->element[0], *used = reply->element[1], *pending = reply->element[2];
+    const redisReply *revoked = reply->element[3];
     struct usercoupon uc;
     if (terms->type != REDIS_REPLY_STRING || usercoupon_decode(terms->str, terms->len, &uc) != 0 ||
         uc.user_id != r->ev.user_id) {
@@ -411,6 +469,12 @@ static void on_record(redisReply *reply, void *privdata)
     }
     if (used->type == REDIS_REPLY_STRING) {
         answer_used(r, used->str, pending);
+        finish(r);
+        return;
+    }
+    if (revoked->type == REDIS_REPLY_STRING) {
+        reply_error(r->d.http, REPLY_REVOKED, "coupon revoked by the shop", 0, NULL, NULL);
+        r->d.http = NULL;
         finish(r);
         return;
     }
@@ -444,35 +508,126 @@ static void on_record(redisReply *reply, void *privdata)
     finish(r);
 }
 
-void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *rest)
+static void on_refund(redisReply *reply, long long replicas, void *privdata)
+{
+    struct redeem *r = privdata;
+    /* What an undo needs, before script_verdict may undo a refund too few replicas hold. */
+    bool undoable = reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 4 &&
+                    reply_text(reply, 2, r->undo_used, sizeof(r->undo_used)) &&
+                    reply_text(reply, 3, r->undo_refunded, sizeof(r->undo_refunded));
+    const char *verdict = script_verdict(r, reply, replicas);
+    if (!verdict)
+        return;
+    char seq[24], at[24], other[USERCOUPON_REF_LEN];
+    if (strcmp(verdict, "RESEND") == 0 && reply_text(reply, 1, at, sizeof(at)) &&
+        reply_text(reply, 2, seq, sizeof(seq))) {
+        LOG_WARN("user coupon %s order %s: a refund whose gateway never heard from Kafka; produced again",
+                 r->id_text, r->ev.order_ref);
+        r->resend = true;
+        r->ev.used_ms = strtoll(at, NULL, 10);
+        r->ev.seq = strtoll(seq, NULL, 10);
+        produce_event(r);
+        return;
+    }
+    if (strcmp(verdict, "OK") == 0 && undoable && reply_text(reply, 1, seq, sizeof(seq))) {
+        r->ev.seq = strtoll(seq, NULL, 10);
+        produce_event(r);
+        return;
+    }
+    if (strcmp(verdict, "OK") == 0) {
+        /* Nothing to undo it with: it stays refunded in Redis, yet unrecorded. */
+        LOG_ERROR("user coupon %s order %s: refund.lua answered malformed values", r->id_text,
+                  r->ev.order_ref);
+        redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+    } else if (strcmp(verdict, "REPEAT") == 0 && reply_text(reply, 1, at, sizeof(at))) {
+        r->ev.used_ms = strtoll(at, NULL, 10);   /* the first refund's time: the same answer */
+        answer_refunded(r);
+    } else if (strcmp(verdict, "PENDING") == 0) {
+        answer_pending(r);
+    } else if (strcmp(verdict, "OTHER") == 0) {
+        reply_error(r->d.http, REPLY_USED, "coupon is used by another order", 0, "usedBy",
+                    reply_text(reply, 1, other, sizeof(other)) ? other : NULL);
+    } else if (strcmp(verdict, "NOT_USED") == 0) {
+        reply_error(r->d.http, REPLY_NOT_USED, "coupon is not used by any order", 0, NULL, NULL);
+    } else {
+        reply_error(r->d.http, REPLY_NOT_FOUND, "no such coupon for this user", 0, NULL, NULL);
+    }
+    r->d.http = NULL;
+    finish(r);
+}
+
+/* A refund needs neither the terms nor the coupon's status: refund.lua decides alone. */
+static void refund_start(struct redeem *r)
+{
+    int64_t now = clock_wall_ms();
+    char now_text[24], until[24];
+    r->ev.used_ms = now;
+    snprintf(now_text, sizeof(now_text), "%" PRId64, now);
+    snprintf(until, sizeof(until), "%" PRId64, pending_until(r, now));
+    const char *argv[] = { r->key, r->id_text, r->ev.order_ref, now_text, until };
+    if (redisconn_eval_replicated(r->gw->redis, LUASCRIPT_REFUND, 1, 4, argv, NULL, on_refund, r) == 0)
+        return;
+    redeem_fail(r, REPLY_UNAVAILABLE, "coupon service unavailable, please retry");
+    finish(r);
+}
+
+/* The redemption's record, its used and pending marks and its revoked mark; on_record
+ * goes on. */
+static void use_start(struct redeem *r)
+{
+    char used_field[32], pending_field[32], revoked_field[32];
+    snprintf(used_field, sizeof(used_field), "%s:used", r->id_text);
+    snprintf(pending_field, sizeof(pending_field), "%s:pending", r->id_text);
+    snprintf(revoked_field, sizeof(revoked_field), "%s:revoked", r->id_text);
+    const char *argv[] = { "HMGET", r->key, r->id_text, used_field, pending_field, revoked_field };
+    if (redisconn_command_argv(r->gw->redis, 6, argv, NULL, on_record, r) != 0) {
+        unavailable(r->d.http);
+        r->d.http = NULL;
+        finish(r);
+    }
+}
+
+/* Reads "{id}/use" or "{id}/refund" into *id and *kind; answers and returns -1 otherwise. */
+static int parse_path(struct evhttp_request *req, const char *rest, int64_t *id, enum redeemevent_kind *kind)
 {
     char id_text[24];
     const char *slash = strchr(rest, '/');
-    int64_t id;
-    if (!slash || strcmp(slash, "/use") != 0 || (size_t)(slash - rest) >= sizeof(id_text)) {
+    bool use = slash && strcmp(slash, "/use") == 0, refund = slash && strcmp(slash, "/refund") == 0;
+    if ((!use && !refund) || (size_t)(slash - rest) >= sizeof(id_text)) {
         reply_error(req, REPLY_NOT_FOUND, "no such endpoint", 0, NULL, NULL);
-        return;
+        return -1;
     }
     memcpy(id_text, rest, (size_t)(slash - rest));
     id_text[slash - rest] = '\0';
-    if (parse_json_id(id_text, &id) != 0) {
+    if (parse_json_id(id_text, id) != 0) {
         reply_error(req, REPLY_INVALID, "userCouponId must be a positive integer below 2^53", 0, NULL, NULL);
-        return;
+        return -1;
     }
+    *kind = refund ? REDEEMEVENT_REFUNDED : REDEEMEVENT_USED;
+    return 0;
+}
+
+void couponapi_post(struct gateway *gw, struct evhttp_request *req, const char *rest)
+{
+    int64_t id;
+    enum redeemevent_kind kind;
+    if (parse_path(req, rest, &id, &kind) != 0)
+        return;
+    bool use = kind == REDEEMEVENT_USED;
     struct httpparams params;
-    char err[160], amount[HTTPPARAMS_VALUE_LEN], ref[HTTPPARAMS_VALUE_LEN];
-    int64_t user_id = 0, cents;
+    char err[160], amount[HTTPPARAMS_VALUE_LEN] = "", ref[HTTPPARAMS_VALUE_LEN];
+    int64_t user_id = 0, cents = 0;
     enum reply_status status = REPLY_INVALID;
     int bad = httpparams_parse(req, &params, err, sizeof(err)) != 0 ||
               auth_user(gw->cfg, req, &params, &user_id, &status, err, sizeof(err)) != 0;
     if (!bad) {
         status = REPLY_INVALID;
-        bad = httpparams_get_required(&params, "orderAmount", amount, sizeof(amount), err,
-                                      sizeof(err)) != 0 ||
+        bad = (use && httpparams_get_required(&params, "orderAmount", amount, sizeof(amount), err,
+                                              sizeof(err)) != 0) ||
               httpparams_get_required(&params, "orderRef", ref, sizeof(ref), err, sizeof(err)) != 0;
     }
     httpparams_free(&params);
-    if (!bad && parse_cents(amount, &cents) != 0) {
+    if (!bad && use && parse_cents(amount, &cents) != 0) {
         snprintf(err, sizeof(err), "orderAmount must be yuan with at most two decimals, like 100.00");
         bad = 1;
     }
@@ -498,23 +653,19 @@ void couponapi_use(struct gateway *gw, struct evhttp_request *req, const char *r
         return;
     }
     delivery_init(&r->d, &redeem_delivery, req);
-    /* Not cut at the request timeout: a 503 while the coupon may still be used would lie. */
+    /* Not cut at the request timeout: a 503 while the coupon may still change would lie. */
     pending_start(gw->pending, &r->p, &r->d.http, redeem_keep_waiting);
     r->gw = gw;
     r->order_amount = cents;
+    r->ev.kind = kind;
     r->ev.user_coupon_id = id;
     r->ev.user_id = user_id;
     memcpy(r->ev.order_ref, ref, strlen(ref) + 1);  /* usercoupon_valid_ref bounded its length */
     snprintf(r->id_text, sizeof(r->id_text), "%" PRId64, id);
     usercoupon_key(r->key, sizeof(r->key), user_id);
-    char used_field[32], pending_field[32];
-    snprintf(used_field, sizeof(used_field), "%s:used", r->id_text);
-    snprintf(pending_field, sizeof(pending_field), "%s:pending", r->id_text);
-    const char *argv[] = { "HMGET", r->key, r->id_text, used_field, pending_field };
     gw->in_flight++;
-    if (redisconn_command_argv(gw->redis, 5, argv, NULL, on_record, r) != 0) {
-        unavailable(r->d.http);
-        r->d.http = NULL;
-        finish(r);
-    }
+    if (use)
+        use_start(r);
+    else
+        refund_start(r);
 }

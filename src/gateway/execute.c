@@ -12,6 +12,7 @@
 #include "gateway/clientip.h"
 #include "gateway/ratelimit.h"
 #include "common/clock.h"
+#include "common/holder.h"
 #include "gateway/delivery.h"
 #include "gateway/executeanswer.h"
 #include "gateway/executebatch.h"
@@ -25,6 +26,7 @@
 #include "common/orderevent.h"
 #include "gateway/ordermsg.h"
 #include "gateway/pending.h"
+#include "gateway/refusals.h"
 #include "gateway/purchasetoken.h"
 #include "gateway/rebalance.h"
 #include "gateway/reply.h"
@@ -49,6 +51,7 @@ struct order {
     struct pending cut;     /* gw->delivery_cut: the same less redis.timeout-ms */
     enum executestage stage;
     unsigned holds;
+    bool released_at_deadline;  /* the deadline's release rolled it back (verdict 1) */
     struct gateway *gw;
     int64_t user_id;
     int64_t activity_id;
@@ -57,6 +60,7 @@ struct order {
     int64_t accepted_ms;
     int64_t started_us;   /* monotonic, for the latency histogram */
     uint64_t order_id;
+    int slot;             /* the user's slot the order took (holder.h), from the script */
     char user[24];
     char order_no[ORDERNO_LEN];
     /* A consumer may get it, so only Redis can tell what to answer: handed to Kafka, or
@@ -162,6 +166,7 @@ static void refuse(struct gateway *gw, struct evhttp_request *req, int64_t user_
                    enum reply_status status, const char *message, int64_t retry_after, const char *order_no)
 {
     struct executeanswer_about about = { user_id, activity_id, clock_wall_ms() };
+    refusals_count(gw->refusals, activity_id, status);
     executeanswer_refused(gw->cfg, req, &about, status, message, retry_after, order_no);
 }
 
@@ -172,6 +177,7 @@ static void unavailable(struct gateway *gw, struct evhttp_request *req, int64_t 
                         const char *reason, int64_t retry_after)
 {
     struct executeanswer_about about = { user_id, activity_id, clock_wall_ms() };
+    refusals_count(gw->refusals, activity_id, REPLY_UNAVAILABLE);
     executeanswer_unavailable(gw->cfg, req, &about, reason, retry_after);
 }
 
@@ -391,6 +397,7 @@ static void on_deadline_rolled_back(redisReply *reply, void *privdata)
         if (verdict == 1) {
             metrics_inc(METRIC_ORDERS_ROLLED_BACK);
             forget_winner(r);
+            r->released_at_deadline = true;
             LOG_ORDER_INFO(r->order_no, "not delivered within the request timeout; rolled back");
         } else if (verdict < 0) {
             LOG_ORDER_WARN(r->order_no, "rollback at the request timeout did not reach Redis");
@@ -453,8 +460,9 @@ static void on_acked(struct delivery *d)
     struct order *r = (struct order *)d;
     observe_delivery(r);
     metrics_inc(METRIC_ORDERS_ACCEPTED);
-    char member[ORDERNO_LEN + 24];
-    snprintf(member, sizeof(member), "%s|%s", r->order_no, r->user);
+    char member[ORDERNO_LEN + HOLDER_LEN], holder[HOLDER_LEN];
+    holder_format(holder, sizeof(holder), r->user_id, r->slot);
+    snprintf(member, sizeof(member), "%s|%s", r->order_no, holder);
     queuedmarks_add(r->gw->marks, r->activity_id, r->bucket, member);
 }
 
@@ -473,9 +481,11 @@ static void on_not_delivered(struct delivery *d, rd_kafka_resp_err_t err, bool a
         redeliver_later(r);
         return;
     }
-    if (r->stage == EXECUTESTAGE_ROLLING_BACK && r->d.held) {
+    if (r->stage == EXECUTESTAGE_ROLLING_BACK && (r->d.held || r->released_at_deadline)) {
         /* The release sent at the deadline is out: its verdict answers. A second one
-         * would only race it. */
+         * would only race it. Or it rolled the order back already: a second one would
+         * find nothing and say the reservation had expired, which it had not (a broker
+         * cut off from the others, whose produce requests time out after the deadline). */
         order_finish(r);
         return;
     }
@@ -504,6 +514,7 @@ static void produce(struct order *r)
     ev.activity_id = r->activity_id;
     ev.coupon_id = r->coupon_id;
     ev.created_ms = r->accepted_ms;
+    ev.slot = r->slot;
     char payload[ORDERMSG_MAX];
     int len = ordermsg_encode(r->gw->activities, &ev, r->bucket, payload, sizeof(payload));
     /* No key: keyless orders go sticky into one partition per linger window, so a produce
@@ -536,7 +547,8 @@ static void remember_winner(struct order *r, const char *order_no)
     struct activity *a = activity_cache_find(r->gw->activities, r->activity_id);
     uint64_t id;
     int64_t activity_id;
-    if (a && orderno_parse(order_no, &id, &activity_id) == 0)
+    /* A sale of several orders per user keeps no winners (activity.h). */
+    if (a && a->per_user <= 1 && orderno_parse(order_no, &id, &activity_id) == 0)
         intmap_put(&a->winners, r->user_id, id);
 }
 
@@ -566,6 +578,8 @@ static void on_executed(struct executebatch_item *script, const redisReply *repl
     struct executeverdict v = executeverdict_of(verdict);
     if (v.action == EXECUTEVERDICT_RESERVED) {
         r->coupon_id = element_int(reply, 2, 0);
+        int64_t slot = element_int(reply, 3, 1);
+        r->slot = slot >= 1 && slot <= HOLDER_MAX_SLOT ? (int)slot : 1;
         if (!r->d.http) {
             /* Told 503 already (deadline or shutdown): the order must not reach Kafka. */
             LOG_ORDER_INFO(r->order_no, "reserved after its client was answered; releasing it");
@@ -746,6 +760,7 @@ void execute_request(struct gateway *gw, struct evhttp_request *req)
     r->gw = gw;
     r->user_id = user_id;
     r->activity_id = activity_id;
+    r->slot = 1;
     r->accepted_ms = clock_wall_ms();
     r->started_us = clock_mono_us();
     r->order_id = orderno_next(&gw->orderno, r->accepted_ms);

@@ -9,6 +9,8 @@ static const struct {
 } verdicts[] = {
     { "OK", { EXECUTEVERDICT_RESERVED, REPLY_UNAVAILABLE, NULL, false, false, false } },
     { "DUPLICATE", { EXECUTEVERDICT_REFUSE, REPLY_DUPLICATE, NULL, true, false, false } },
+    { "LIMIT_REACHED", { EXECUTEVERDICT_REFUSE, REPLY_DUPLICATE,
+                         "you hold as many orders of this activity as one user may", true, false, false } },
     { "OUT_OF_STOCK", { EXECUTEVERDICT_SOLD_OUT, REPLY_OUT_OF_STOCK, NULL, false, false, false } },
     { "WRONG_BUCKET", { EXECUTEVERDICT_SETUP, REPLY_UNAVAILABLE, "the sale is being set up, please retry",
                         false, false, false } },

@@ -45,6 +45,7 @@ struct hold {
     bool expired;                   /* the deadline passed: the next read answers */
     bool holds_channel;
     int64_t client;                 /* its key in longpoll.per_client while counted, else 0 */
+    cJSON *orders;                  /* longpoll_order.orders, copied; owned */
 };
 
 struct longpoll {
@@ -78,12 +79,25 @@ void longpoll_answer(struct evhttp_request *req, const struct longpoll_order *o,
     cJSON_AddStringToObject(json, "status", status);
     if (o->reason && strcmp(status, "FAILED") == 0)
         cJSON_AddStringToObject(json, "reason", o->reason);
+    cJSON *orders = o->orders ? cJSON_Duplicate(o->orders, 1) : NULL;
+    if (orders) {
+        /* The order waited for is listed as it ended, the others as they were read. */
+        const cJSON *item;
+        cJSON_ArrayForEach(item, orders) {
+            const cJSON *no = cJSON_GetObjectItemCaseSensitive(item, "orderNo");
+            if (cJSON_IsString(no) && strcmp(no->valuestring, o->order_no) == 0)
+                cJSON_ReplaceItemInObjectCaseSensitive((cJSON *)item, "status", cJSON_CreateString(status));
+        }
+        cJSON_AddItemToObject(json, "orders", orders);
+    }
     reply_json(req, 200, json);
 }
 
 bool longpoll_is_final(const char *status)
 {
-    return strcmp(status, "SUCCESS") == 0 || strcmp(status, "FAILED") == 0;
+    /* CANCELLED: a SUCCESS order the shop cancelled since (ordercancel.lua), for good. */
+    return strcmp(status, "SUCCESS") == 0 || strcmp(status, "FAILED") == 0 ||
+           strcmp(status, "CANCELLED") == 0;
 }
 
 int longpoll_wait_param(struct evhttp_request *req, int *seconds, char *err, size_t errlen)
@@ -122,6 +136,7 @@ static void hold_release(struct hold *h)
         return;
     event_free(h->timer);
     event_free(h->watch);
+    cJSON_Delete(h->orders);
     free(h);
 }
 
@@ -155,7 +170,8 @@ static void hold_answer(struct hold *h, const char *status, bool closing)
     h->http = NULL;
     if (closing)
         evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-    struct longpoll_order o = { h->kind, h->user_id, h->activity_id, h->w.order_no, NULL, NULL, NULL, NULL };
+    struct longpoll_order o = { h->kind, h->user_id, h->activity_id, h->w.order_no, NULL, NULL, NULL, NULL,
+                                h->orders };
     longpoll_answer(req, &o, status);
 }
 
@@ -378,6 +394,7 @@ void longpoll_hold(struct longpoll *lp, struct evhttp_request *req, const struct
     }
     h->http = req;
     h->client = client;
+    h->orders = o->orders ? cJSON_Duplicate(o->orders, 1) : NULL;
     struct timeval tv = { wait_s, 0 };
     evtimer_add(h->timer, &tv);
     event_add(h->watch, NULL);

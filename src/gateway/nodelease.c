@@ -173,10 +173,14 @@ void nodelease_free(struct nodelease *lease)
     free(lease);
 }
 
+/* Back from a partition or an outage longer than the lease, at once: the next tick may be a
+ * renew interval away, and every sale answers 503 until then. */
 void nodelease_on_connect(struct nodelease *lease)
 {
     if (lease->node < 0)
         acquire(lease);
+    else if (!nodelease_valid(lease))
+        renew(lease);
 }
 
 bool nodelease_valid(const struct nodelease *lease)

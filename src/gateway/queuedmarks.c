@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/orderno.h"
 #include "gateway/metrics.h"
 
 #define MARKS_PER_CALL 500
@@ -24,6 +25,7 @@ struct queuedmarks_group {
 /* One queued.lua call in flight; its members come back to the group if it fails. */
 struct queuedmarks_call {
     struct queuedmarks *m;
+    struct queuedmarks_call *prev, *next;   /* the calls in flight */
     int64_t activity_id;
     int bucket;
     char *members[MARKS_PER_CALL];
@@ -39,6 +41,7 @@ struct queuedmarks {
     size_t group_count;
     size_t buffered;
     size_t sending;
+    struct queuedmarks_call *calls;
 };
 
 static struct queuedmarks_group *group_for(struct queuedmarks *m, int64_t activity_id, int bucket)
@@ -112,6 +115,12 @@ void queuedmarks_add(struct queuedmarks *m, int64_t activity_id, int bucket, con
 static void marked(struct queuedmarks_call *call, const redisReply *reply, bool short_of)
 {
     struct queuedmarks *m = call->m;
+    if (call->prev)
+        call->prev->next = call->next;
+    else
+        m->calls = call->next;
+    if (call->next)
+        call->next->prev = call->prev;
     m->sending -= call->count;
     if (reply && reply->type == REDIS_REPLY_INTEGER && !short_of) {
         for (size_t i = 0; i < call->count; i++)
@@ -181,6 +190,11 @@ static void send_group(struct queuedmarks *m, struct queuedmarks_group *b)
         b->count -= call->count;
         m->buffered -= call->count;
         m->sending += call->count;
+        call->prev = NULL;
+        call->next = m->calls;
+        if (m->calls)
+            m->calls->prev = call;
+        m->calls = call;
     }
 }
 
@@ -226,3 +240,27 @@ void queuedmarks_free(struct queuedmarks *m)
 }
 
 size_t queuedmarks_pending(const struct queuedmarks *m) { return m->buffered + m->sending; }
+
+/* A member is "orderNo|userId", its order number "<id>-<activity>". */
+static int64_t member_ms(const char *member)
+{
+    return orderno_time_ms(strtoull(member, NULL, 10));
+}
+
+int64_t queuedmarks_oldest_ms(const struct queuedmarks *m)
+{
+    int64_t oldest = INT64_MAX;
+    for (size_t i = 0; i < m->group_count; i++)
+        for (size_t j = 0; j < m->groups[i].count; j++) {
+            int64_t t = member_ms(m->groups[i].members[j]);
+            if (t < oldest)
+                oldest = t;
+        }
+    for (const struct queuedmarks_call *c = m->calls; c; c = c->next)
+        for (size_t j = 0; j < c->count; j++) {
+            int64_t t = member_ms(c->members[j]);
+            if (t < oldest)
+                oldest = t;
+        }
+    return oldest;
+}

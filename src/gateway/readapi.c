@@ -120,10 +120,12 @@ static bool answer_stock(struct query *q, const redisReply *reply)
 }
 
 /* result.lua's {orderNo, status} of the order the user holds, or {orderNo, FAILED, reason}
- * of the last one that failed and freed them. */
+ * of the last one that failed and freed them; for a sale of perUser > 1, {orderNo, status,
+ * reason} of the newest and the same three for each of the user's orders. */
 static bool result_of(const redisReply *reply)
 {
-    if (reply->type != REDIS_REPLY_ARRAY || (reply->elements != 2 && reply->elements != 3))
+    if (reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||
+        (reply->elements > 3 && reply->elements % 3 != 0))
         return false;
     for (size_t i = 0; i < reply->elements; i++)
         if (reply->element[i]->type != REDIS_REPLY_STRING)
@@ -131,14 +133,34 @@ static bool result_of(const redisReply *reply)
     return true;
 }
 
+/* The user's orders of a result.lua list answer (result_of), from element 3 on. */
+static cJSON *result_orders(const redisReply *reply)
+{
+    cJSON *orders = cJSON_CreateArray();
+    for (size_t i = 3; orders && i + 2 < reply->elements; i += 3) {
+        cJSON *order = cJSON_CreateObject();
+        if (!order)
+            break;
+        cJSON_AddStringToObject(order, "orderNo", reply->element[i]->str);
+        cJSON_AddStringToObject(order, "status", reply->element[i + 1]->str);
+        if (reply->element[i + 2]->len > 0)
+            cJSON_AddStringToObject(order, "reason", reply->element[i + 2]->str);
+        cJSON_AddItemToArray(orders, order);
+    }
+    return orders;
+}
+
 static bool answer_result(struct query *q, const redisReply *reply)
 {
     if (!result_of(reply))
         return check_archive(q);
+    cJSON *orders = reply->elements > 3 ? result_orders(reply) : NULL;
+    const char *reason = reply->elements >= 3 && reply->element[2]->len > 0 ? reply->element[2]->str : NULL;
     struct longpoll_order o = { LONGPOLL_RESULT, q->user_id, q->activity_id, reply->element[0]->str,
                                 reply->element[1]->str, q->keys->name[KEYS_ORDERS], q->keys->tag,
-                                reply->elements == 3 ? reply->element[2]->str : NULL };
+                                reason, orders };
     longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
+    cJSON_Delete(orders);
     q->http = NULL;
     return false;
 }
@@ -148,23 +170,31 @@ static bool answer_order(struct query *q, const redisReply *reply)
     if (reply->type != REDIS_REPLY_STRING)
         return check_archive(q);
     struct longpoll_order o = { LONGPOLL_ORDER, 0, q->activity_id, q->order_no, reply->str,
-                                q->keys->name[KEYS_ORDERS], q->keys->tag, NULL };
+                                q->keys->name[KEYS_ORDERS], q->keys->tag, NULL, NULL };
     longpoll_hold(q->gw->longpoll, q->http, &o, q->wait_s);
     q->http = NULL;
     return false;
 }
 
 /* result.lua's {orderNo, status} of the asking user: the order is theirs when it is the
- * one they hold in its activity. Anyone else is told what a missing order gets. */
+ * one they hold in its activity (one of those they hold, where perUser > 1). Anyone else
+ * is told what a missing order gets. */
 static bool answer_own_order(struct query *q, const redisReply *reply)
 {
     if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 0)
         return check_archive(q);  /* the user holds nothing in Redis: maybe in MySQL */
-    if (!result_of(reply) || strcmp(reply->element[0]->str, q->order_no) != 0) {
+    const redisReply *status = NULL;
+    bool answered = result_of(reply);
+    if (answered && reply->elements <= 3 && strcmp(reply->element[0]->str, q->order_no) == 0)
+        status = reply->element[1];
+    for (size_t i = 3; answered && i + 2 < reply->elements; i += 3)
+        if (strcmp(reply->element[i]->str, q->order_no) == 0)
+            status = reply->element[i + 1];
+    if (!status) {
         not_found(q);
         return false;
     }
-    return answer_order(q, reply->element[1]);
+    return answer_order(q, status);
 }
 
 static bool answer_activity(struct query *q, const redisReply *reply)
@@ -234,7 +264,7 @@ static void on_admin(void *arg, int code, const cJSON *body)
         const cJSON *user = body ? cJSON_GetObjectItemCaseSensitive(body, "userId") : NULL;
         bool theirs = q->kind != QUERY_OWN_ORDER ||
                       (cJSON_IsNumber(user) && (int64_t)user->valuedouble == q->user_id && status &&
-                       strcmp(status, "SUCCESS") == 0);
+                       (strcmp(status, "SUCCESS") == 0 || strcmp(status, "CANCELLED") == 0));
         if (!no || !status || !longpoll_is_final(status) || !theirs) {
             /* No outcome in MySQL, or not the asking user's held order: what Redis
              * answered for it before the archive. */
@@ -245,7 +275,7 @@ static void on_admin(void *arg, int code, const cJSON *body)
              * result.lua answers it while the sale is live. */
             struct longpoll_order o = { q->kind == QUERY_RESULT ? LONGPOLL_RESULT : LONGPOLL_ORDER,
                                         q->user_id, q->activity_id, no, status, NULL, NULL,
-                                        q->kind == QUERY_RESULT ? str_field(body, "reason") : NULL };
+                                        q->kind == QUERY_RESULT ? str_field(body, "reason") : NULL, NULL };
             longpoll_answer(q->http, &o, status);
             q->http = NULL;
         }
@@ -471,8 +501,8 @@ void readapi_result(struct gateway *gw, struct evhttp_request *req)
     char uid[24];
     snprintf(uid, sizeof(uid), "%" PRId64, user_id);
     const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS],
-                           q->keys->name[KEYS_FAILED_USERS], uid };
-    query_send(q, LUASCRIPT_RESULT, 3, 1, argv);
+                           q->keys->name[KEYS_FAILED_USERS], q->keys->name[KEYS_ACTIVITY], uid };
+    query_send(q, LUASCRIPT_RESULT, 4, 1, argv);
 }
 
 /* Order numbers are guessable: with auth.mode=jwt only the token's user sees theirs. */
@@ -521,8 +551,8 @@ void readapi_order(struct gateway *gw, struct evhttp_request *req, const char *o
         char uid[24];
         snprintf(uid, sizeof(uid), "%" PRId64, user_id);
         const char *argv[] = { q->keys->name[KEYS_USERS], q->keys->name[KEYS_ORDERS],
-                               q->keys->name[KEYS_FAILED_USERS], uid };
-        query_send(q, LUASCRIPT_RESULT, 3, 1, argv);
+                               q->keys->name[KEYS_FAILED_USERS], q->keys->name[KEYS_ACTIVITY], uid };
+        query_send(q, LUASCRIPT_RESULT, 4, 1, argv);
         return;
     }
     send_order_lookup(q);

@@ -19,6 +19,8 @@ struct reaper {
     struct activity_cache *activities;
     struct nodelease *lease;
     struct redeliver *redeliver;  /* NULL with reply-after-ack: stale reservations expire */
+    const struct queuedmarks *marks;
+    bool held;                    /* the last pass was held back by late queued marks */
     struct event *timer;
     int64_t grace_ms;
     unsigned long reconnects_seen;
@@ -33,6 +35,14 @@ struct reaper_call {
     struct activity_cache *activities;
     int64_t activity_id;
 };
+
+int64_t reaper_cutoff_ms(int64_t now_ms, int64_t pre_reduce_ms, int64_t oldest_mark_ms)
+{
+    int64_t cutoff = now_ms - pre_reduce_ms;
+    if (oldest_mark_ms != INT64_MAX && oldest_mark_ms - REAPER_MARK_SLACK_MS < cutoff)
+        cutoff = oldest_mark_ms - REAPER_MARK_SLACK_MS;
+    return cutoff;
+}
 
 int64_t reaper_grace_ms(const struct config *cfg)
 {
@@ -59,8 +69,15 @@ static void on_reaped(redisReply *reply, void *privdata)
 static void release_all(struct reaper *reaper, const char *mode, const char *nodes)
 {
     int64_t now_ms = clock_wall_ms();
+    int64_t oldest = reaper->marks ? queuedmarks_oldest_ms(reaper->marks) : INT64_MAX;
+    int64_t cutoff_ms = reaper_cutoff_ms(now_ms, reaper->cfg->pre_reduce_timeout * 1000, oldest);
+    bool held = cutoff_ms < now_ms - reaper->cfg->pre_reduce_timeout * 1000;
+    if (held && !reaper->held)
+        LOG_WARN("reaper: queued marks unwritten since %" PRId64 " ms ago; reservations from then on wait "
+                 "for them", now_ms - oldest);
+    reaper->held = held;
     char cutoff[24];
-    snprintf(cutoff, sizeof(cutoff), "%" PRId64, now_ms - reaper->cfg->pre_reduce_timeout * 1000);
+    snprintf(cutoff, sizeof(cutoff), "%" PRId64, cutoff_ms);
     size_t n = activity_cache_count(reaper->activities);
     for (size_t i = 0; i < n; i++) {
         struct activity *a = activity_cache_at(reaper->activities, i);
@@ -154,7 +171,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 struct reaper *reaper_new(struct event_base *base, const struct config *cfg, struct redisconn *redis,
                           struct activity_cache *activities, struct nodelease *lease,
-                          struct redeliver *redeliver)
+                          struct redeliver *redeliver, const struct queuedmarks *marks)
 {
     struct reaper *reaper = calloc(1, sizeof(*reaper));
     if (!reaper)
@@ -164,6 +181,7 @@ struct reaper *reaper_new(struct event_base *base, const struct config *cfg, str
     reaper->activities = activities;
     reaper->lease = lease;
     reaper->redeliver = redeliver;
+    reaper->marks = marks;
     reaper->grace_ms = reaper_grace_ms(cfg);
     reaper->connected_since_ms = clock_mono_ms();
     reaper->reconnects_seen = redisconn_reconnects(redis);

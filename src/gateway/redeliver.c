@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/holder.h"
 #include "common/log.h"
 #include "common/orderevent.h"
 #include "common/orderno.h"
@@ -65,7 +66,8 @@ static void on_report(struct kafkaprod_ticket *ticket, rd_kafka_resp_err_t err)
     free(msg);
 }
 
-/* Parses "orderNo|userId" into the order's message; -1 for a member of another shape. */
+/* Parses "orderNo|holder" (holder.h) into the order's message; -1 for a member of another
+ * shape. */
 static int member_event(struct redeliver *rd, int64_t activity_id, const char *member, struct orderevent *ev)
 {
     const char *bar = strchr(member, '|');
@@ -78,7 +80,7 @@ static int member_event(struct redeliver *rd, int64_t activity_id, const char *m
     int64_t order_activity;
     struct activity *a = activity_cache_find(rd->activities, activity_id);
     if (!a || orderno_parse(ev->order_no, &id, &order_activity) != 0 || order_activity != activity_id ||
-        parse_id(bar + 1, &ev->user_id) != 0)
+        holder_parse(bar + 1, &ev->user_id, &ev->slot) != 0)
         return -1;
     ev->activity_id = activity_id;
     ev->coupon_id = a->coupon_id;

@@ -29,6 +29,7 @@ struct redisconn_cmd {
     size_t len;
     enum luascript_id script;
     int hops;
+    int node;                        /* the node it was sent to last */
     /* redisconn_eval_wait and redisconn_eval_replicated only: */
     redisconn_wait_cb wait_cb;
     bool unwaited;                   /* no WAIT: wait_cb gets REDISCONN_UNWAITED */
@@ -52,10 +53,11 @@ struct redisconn_waitq {
     bool in_flight;
 };
 
-/* A CLUSTER SLOTS in flight, to the node at host. */
+/* A CLUSTER SLOTS in flight, to the node at host:port. */
 struct redisconn_slots {
     struct redisconn *rc;
     char host[SLOTMAP_HOST_LEN];
+    int port;
 };
 
 /* The connection to one node of the map and its WAITs. Owned by redisconn: in peers[] at
@@ -85,6 +87,11 @@ struct redisconn {
     struct redisconn_peer *peers[SLOTMAP_MAX_NODES];  /* by node of map; NULL for a free number */
     struct redisconn_peer *retired;
     unsigned long retired_reconnects;  /* of the retired peers already freed */
+    /* The node that last answered CLUSTERDOWN: asked for the map only when no other node
+     * can be. A master cut off from the others (a minority) says CLUSTERDOWN once it
+     * notices, yet its map still names itself: asked first, it would keep every gateway
+     * on it for as long as the partition lasts, while the majority has promoted a replica. */
+    struct slotmap_addr down;
     struct event *refresh_timer;
     struct event *sweep_timer;
     char *wait_buf;         /* WAIT redis.wait-replicas redis.wait-timeout-ms, formatted */
@@ -201,11 +208,14 @@ static void on_slots(redisReply *reply, void *privdata)
     memcpy(before, rc->map.nodes, sizeof(before));
     slotmap_set dropped = 0;
     int loaded = slotmap_load(&rc->map, reply, q->host, &dropped, err, sizeof(err));
-    free(q);
     if (loaded != 0) {
+        free(q);
         LOG_WARN("redis cluster: %s", err);
         return;
     }
+    if (strcmp(q->host, rc->down.host) != 0 || q->port != rc->down.port)
+        rc->down = (struct slotmap_addr){ 0 };  /* another node's map: it answers again or is gone */
+    free(q);
     for (int i = 0; i < SLOTMAP_MAX_NODES; i++)
         if (dropped & ((slotmap_set)1 << i))
             retire(rc, i, &before[i]);
@@ -222,7 +232,14 @@ static void on_slots(redisReply *reply, void *privdata)
     }
 }
 
-/* CLUSTER SLOTS to a connected node, masters first (a replica answers too). */
+static bool is_down(const struct redisconn *rc, int i)
+{
+    return rc->down.port != 0 && rc->map.nodes[i].port == rc->down.port &&
+           strcmp(rc->map.nodes[i].host, rc->down.host) == 0;
+}
+
+/* CLUSTER SLOTS to a connected node, masters first (a replica answers too), the node
+ * that said CLUSTERDOWN last of all. */
 static void refresh(struct redisconn *rc, bool triggered)
 {
     int64_t now = clock_mono_us();
@@ -230,15 +247,17 @@ static void refresh(struct redisconn *rc, bool triggered)
         (triggered && now - rc->refreshed_us < REDISCONN_REFRESH_MIN_US))
         return;
     static const char cmd[] = "*2\r\n$7\r\nCLUSTER\r\n$5\r\nSLOTS\r\n";
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 3; pass++)
         for (size_t i = 0; i < rc->map.count; i++) {
             struct redisnode *n = node_of(rc, (int)i);
-            if (!n || !redisnode_ready(n) || (pass == 0) != slotmap_owns_any(&rc->map, (int)i))
+            if (!n || !redisnode_ready(n) || (pass == 2) != is_down(rc, (int)i) ||
+                (pass < 2 && (pass == 0) != slotmap_owns_any(&rc->map, (int)i)))
                 continue;
             struct redisconn_slots *q = malloc(sizeof(*q));
             if (!q)
                 return;
             q->rc = rc;
+            q->port = rc->map.nodes[i].port;
             snprintf(q->host, sizeof(q->host), "%s", rc->map.nodes[i].host);
             if (redisnode_send(n, cmd, sizeof(cmd) - 1, LUASCRIPT_COUNT, false, on_slots, q) == 0) {
                 rc->refreshing = true;
@@ -519,6 +538,7 @@ static int send_to(struct redisconn_cmd *cmd, int i, bool asking)
     struct redisconn_peer *p = peer_at(cmd->rc, i);
     if (!p || redisnode_send(p->node, cmd->buf, cmd->len, cmd->script, asking, on_reply, cmd) != 0)
         return -1;
+    cmd->node = i;
     if (cmd->wait_cb && !cmd->unwaited) {
         queue_leave(cmd);
         struct redisconn_waitq *q = &p->waitq;
@@ -563,6 +583,13 @@ static void on_reply(redisReply *reply, void *privdata)
         if (send_to(cmd, node, rd.verdict == SLOTMAP_ASK) == 0)
             return;
         reply = NULL;
+    }
+    if (reply && reply->type == REDIS_REPLY_ERROR && rc->cluster && !rc->closing &&
+        strncmp(reply->str, "CLUSTERDOWN", 11) == 0 && cmd->node >= 0 &&
+        (size_t)cmd->node < rc->map.count) {
+        /* The answer stays a failure (503); the map may have moved on without this node. */
+        rc->down = rc->map.nodes[cmd->node];
+        refresh(rc, true);
     }
     if (cmd->wait_cb && cmd->unwaited)
         cmd->wait_cb(reply, REDISCONN_UNWAITED, cmd->privdata);

@@ -34,6 +34,7 @@ struct redisnode {
     int port;
     redisAsyncContext *ac;         /* NULL while disconnected */
     bool connected;
+    int64_t connect_us;            /* when the connect in progress (ac, !connected) began */
     struct event *reconnect_timer;
     struct event *deadline_timer;
     int64_t tick_us;               /* the deadline timer's period */
@@ -173,6 +174,7 @@ static void redisnode_connect(struct redisnode *n)
     }
     ac->data = n;
     n->ac = ac;
+    n->connect_us = clock_mono_us();
     redisLibeventAttach(ac, n->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
@@ -192,6 +194,22 @@ static void forgive_own_stall(struct redisnode *n, int64_t now)
         c->deadline_us += late;
 }
 
+/* A connect that got no answer within redis.timeout-ms starts again. hiredis 0.14 has no
+ * connect timeout of its own: across a partition (packets dropped, nothing refused) the
+ * kernel retransmits the SYN after 1, 3, 7, 15, 31 ... s, so a node cut off for 10 s was
+ * reached again only with the SYN of second 15, one cut off for a minute after two. */
+static void connect_timed_out(struct redisnode *n, int64_t now)
+{
+    redisAsyncContext *ac = n->ac;
+    LOG_WARN("redis %s:%d: no answer to connect within %lld ms, connecting again", n->host, n->port,
+             (long long)((now - n->connect_us) / 1000));
+    /* Never connected: no callback of its own to run, and none of on_disconnect's. */
+    ac->onDisconnect = NULL;
+    n->ac = NULL;
+    redisAsyncFree(ac);
+    schedule_reconnect(n);
+}
+
 /* The oldest command is the first to miss its deadline; dropping the connection fails
  * it and everything queued behind it, which would only wait longer. */
 static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
@@ -201,6 +219,11 @@ static void on_deadline_timer(evutil_socket_t fd, short what, void *arg)
     struct redisnode *n = arg;
     int64_t now = clock_mono_us();
     forgive_own_stall(n, now);
+    if (n->ac && !n->connected) {
+        if (now - n->connect_us > n->cfg->redis_timeout_ms * 1000)
+            connect_timed_out(n, now);
+        return;
+    }
     if (!n->ac || n->head.next == &n->head)
         return;
     if (n->head.next->deadline_us > now)

@@ -30,6 +30,7 @@
 #include "gateway/queuedmarks.h"
 #include "gateway/reaper.h"
 #include "gateway/redeliver.h"
+#include "gateway/refusals.h"
 #include "gateway/salestats.h"
 #include "gateway/redisconn.h"
 
@@ -243,14 +244,15 @@ int main(int argc, char **argv)
         LOG_ERROR("out of memory");
         goto out;
     }
-    reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities, gw.lease, redeliver);
+    reaper = reaper_new(gw.base, &cfg, gw.redis, gw.activities, gw.lease, redeliver, gw.marks);
     if (!reaper) {
         LOG_ERROR("out of memory");
         goto out;
     }
     gw.sales = salestats_new(gw.base, &cfg, gw.redis, gw.activities);
+    gw.refusals = refusals_new(gw.base, &cfg, gw.redis, gw.activities);
     gw.rebalance = rebalance_new(gw.base, &cfg, gw.redis, gw.activities);
-    if (!gw.sales || !gw.rebalance) {
+    if (!gw.sales || !gw.refusals || !gw.rebalance) {
         LOG_ERROR("out of memory");
         goto out;
     }
@@ -287,6 +289,7 @@ out:
     reaper_free(reaper);
     redeliver_free(redeliver);  /* after the producer and Redis: their last callbacks have run */
     salestats_free(gw.sales);
+    refusals_free(gw.refusals);
     rebalance_free(gw.rebalance);
     nodelease_free(gw.lease);
     queuedmarks_free(gw.marks);

@@ -219,7 +219,7 @@ static int archive_scan(struct archive_run *r, int b, int64_t *success, int64_t 
             const char *s = fv->element[i]->type == REDIS_REPLY_STRING ? fv->element[i]->str : "";
             if (strcmp(s, "SUCCESS") == 0)
                 (*success)++;
-            else if (strcmp(s, "FAILED") == 0)
+            else if (strcmp(s, "FAILED") == 0 || strcmp(s, "CANCELLED") == 0)
                 (*failed)++;
             else
                 (*processing)++;
@@ -261,7 +261,9 @@ static int archive_check(struct archive_run *r, const struct archive_row *row, i
     }
     char sql[256];
     int64_t rows = 0;
-    snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64, r->id);
+    /* A cancelled order's row stays, CANCELLED: the sold ones are the others. */
+    snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM seckill_order WHERE activity_id = %" PRId64
+             " AND status = 'SUCCESS'", r->id);
     if (archive_mysql_int(r, sql, &rows) != ARCHIVE_DONE)
         return ARCHIVE_ERROR;
     /* The counters first: a sale that MySQL lacks orders of is refused before its orders

@@ -89,12 +89,17 @@ static int couponarchive_remove(struct redisroute *redis, struct couponarchive_r
         for (int i = first; i < n; i++) {
             if (rows[i].master != master)
                 continue;
-            char id[24], used[32], pending[32];
-            snprintf(id, sizeof(id), "%" PRId64, rows[i].id);
-            snprintf(used, sizeof(used), "%" PRId64 ":used", rows[i].id);
-            snprintf(pending, sizeof(pending), "%" PRId64 ":pending", rows[i].id);
-            const char *argv[] = { "HDEL", rows[i].key, id, used, pending };
-            if (redisAppendCommandArgv(master, 5, argv, NULL) != REDIS_OK) {
+            /* every field usercoupon.h lists */
+            static const char *const suffixes[] = { "", ":used", ":pending", ":seq", ":refunded",
+                                                    ":revoked" };
+            enum { NFIELDS = sizeof(suffixes) / sizeof(suffixes[0]) };
+            char fields_text[NFIELDS][32];
+            const char *argv[2 + NFIELDS] = { "HDEL", rows[i].key };
+            for (int f = 0; f < NFIELDS; f++) {
+                snprintf(fields_text[f], sizeof(fields_text[f]), "%" PRId64 "%s", rows[i].id, suffixes[f]);
+                argv[2 + f] = fields_text[f];
+            }
+            if (redisAppendCommandArgv(master, 2 + NFIELDS, argv, NULL) != REDIS_OK) {
                 snprintf(err, errlen, "redis: out of memory");
                 redisroute_failed(redis, master);
                 return -1;

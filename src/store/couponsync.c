@@ -114,13 +114,14 @@ int couponsync_load(MYSQL *db, int64_t coupon_id, struct usercoupon *template_ou
 
 int couponsync_publish(redisContext *redis, const struct usercoupon *uc, char *err, size_t errlen)
 {
-    bool used = strcmp(uc->status, "USED") == 0;
+    bool revoked = strcmp(uc->status, "REVOKED") == 0;
+    bool used = revoked || strcmp(uc->status, "USED") == 0;   /* a second field to write */
     if (uc->id <= 0 || uc->user_id <= 0 || uc->coupon_id <= 0) {
         snprintf(err, errlen, "user coupon %" PRId64 ": missing id, user or coupon", uc->id);
         return -1;
     }
     /* '|' in a reference would shift the fields use.lua splits the value into. */
-    if (used && !usercoupon_valid_ref(uc->order_ref)) {
+    if (used && !revoked && !usercoupon_valid_ref(uc->order_ref)) {
         snprintf(err, errlen, "user coupon %" PRId64 ": order reference '%s' is malformed", uc->id,
                  uc->order_ref);
         return -1;
@@ -128,17 +129,20 @@ int couponsync_publish(redisContext *redis, const struct usercoupon *uc, char *e
     char key[64], field[32], used_field[40], used_value[USERCOUPON_REF_LEN + 80];
     usercoupon_key(key, sizeof(key), uc->user_id);
     snprintf(field, sizeof(field), "%" PRId64, uc->id);
-    snprintf(used_field, sizeof(used_field), "%" PRId64 ":used", uc->id);
-    snprintf(used_value, sizeof(used_value), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, uc->order_ref,
-             uc->discount, uc->payable, uc->used_ms);
+    snprintf(used_field, sizeof(used_field), "%" PRId64 "%s", uc->id, revoked ? ":revoked" : ":used");
+    if (revoked)   /* revoke.lua's mark: the time it was revoked at */
+        snprintf(used_value, sizeof(used_value), "%" PRId64, uc->used_ms);
+    else
+        snprintf(used_value, sizeof(used_value), "%s|%" PRId64 "|%" PRId64 "|%" PRId64, uc->order_ref,
+                 uc->discount, uc->payable, uc->used_ms);
     char *terms = usercoupon_encode(uc);
     if (!terms) {
         snprintf(err, errlen, "user coupon %" PRId64 ": out of memory encoding", uc->id);
         return -1;
     }
 
-    /* One MULTI/EXEC: the terms and the :used mark appear together or not at all, so no
-     * reader sees a used coupon as unused for a moment. */
+    /* One MULTI/EXEC: the terms and the :used (or :revoked) mark appear together or not
+     * at all, so no reader sees a used or revoked coupon as unused for a moment. */
     const char *multi[] = { "MULTI" }, *exec[] = { "EXEC" };
     const char *set_terms[] = { "HSETNX", key, field, terms };
     const char *set_used[] = { "HSETNX", key, used_field, used_value };

@@ -209,6 +209,11 @@ class Ctx:
         self.expect = []     # (name, ok, detail)
         self.notes = []
         self.t_fault = self.t_recovered = None
+        # A fault that cuts clients off from their gateway (test/hosts/test_partitions.py):
+        # a predicate of the tries whose answer could not reach the client; their client
+        # timeouts are the fault's, not a hang. None: every client timeout is a hang.
+        self.unanswerable = None
+        self.post_checks = []    # callables a fault leaves for its scenario's post
 
     def key(self, kind):
         return self.conf.key(kind, self.a)
@@ -440,12 +445,15 @@ def expectations(ctx, tries):
     out = []
     bad = [t for t in tries if t.kind() == "bad"]
     hung = [t for t in tries if t.kind() == "timeout"]
+    cut_off = [t for t in hung if ctx.unanswerable is not None and ctx.unanswerable(t)]
+    hung = [t for t in hung if t not in cut_off]
     odd = [t for t in tries if t.reply is not None and (
         t.code not in (200, 409, 503)
         or (t.code == 409 and t.reply.status not in ("OUT_OF_STOCK", "DUPLICATE"))
         or (t.code == 503 and t.reply.status != "UNAVAILABLE"))]
     out.append(("answers", not bad and not hung and not odd,
                 f"{len(bad)} not JSON, {len(hung)} client timeouts, {len(odd)} unexpected"
+                + (f"; {len(cut_off)} client timeouts of requests the fault cut off" if cut_off else "")
                 + (f" e.g. {(bad + hung + odd)[:2]}" if bad or hung or odd else "")))
     # An answer may come after http.request-timeout-ms only when it waited for the verdict
     # of a rollback Redis had not answered (docs/protocol.md, "Request timeout"): the
@@ -477,40 +485,78 @@ def expectations(ctx, tries):
     return out
 
 
-def run(sc, stack, redis, mysql, results):
+class LocalPlant:
+    """The gateways and consumers of a scenario: this suite starts its own on loopback, each
+    on a configuration written for the scenario, and stops them after it (the clean stops
+    are checks of the row). Another suite passes run() a plant of its own with the same
+    members (test/hosts/partlib.py: the processes of the hosts topology)."""
+
+    netns = None
+
+    def __init__(self, sc, out):
+        overrides = dict(CHAOS_CONF)
+        overrides.update(sc.overrides)
+        overrides.update(extra_settings())
+        self.conf = stacklib.write_conf(out / "seckill.conf", overrides)
+        # Each instance its own HTTP and metrics port; one of a kind logs into `out` itself.
+        confs = [self.conf] + [stacklib.write_conf(out / f"seckill-{i + 1}.conf", overrides)
+                               for i in range(1, max(sc.gateways, sc.consumers))]
+        self.consumers = [stacklib.Consumer(confs[i], out if sc.consumers == 1 else out / f"consumer-{i + 1}")
+                          for i in range(sc.consumers)]
+        self.gateways = [stacklib.Gateway(confs[i], out if sc.gateways == 1 else out / f"gateway-{i + 1}")
+                         for i in range(sc.gateways)]
+
+    def targets(self):
+        """(address, port) of each gateway, as the load reaches it."""
+        return [("127.0.0.1", g.conf.http_port) for g in self.gateways]
+
+    def start(self):
+        for svc in self.consumers + self.gateways:
+            svc.start()
+
+    def finish(self):
+        """(name, ok, detail) of each process: clean stops, exit 0 after SIGTERM, no
+        sanitizer report, no work left undone."""
+        out = []
+        several = len(self.gateways) + len(self.consumers) > 2
+        for svc in self.gateways + self.consumers:
+            try:
+                svc.finish(timeout=int(self.conf.get("http.request-timeout-ms")) / 1000 + 20)
+                ok, detail = True, "exit 0"
+            except BaseException as e:  # noqa: BLE001 - recorded in the table
+                ok, detail = False, str(e)[:400]
+            name = f"{svc.name} {svc.log.parent.name}" if several else svc.name
+            out.append((f"{name} clean", ok, detail))
+        return out
+
+
+def run(sc, stack, redis, mysql, results, plant=None):
     """Runs one scenario and records its row in `results` (a list). Fails the test when
-    any check fails."""
+    any check fails. `plant`: a function of (sc, out) giving the gateways and consumers
+    (LocalPlant by default)."""
     out = OUT / sc.key
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    overrides = dict(CHAOS_CONF)
-    overrides.update(sc.overrides)
-    overrides.update(extra_settings())
-    conf = stacklib.write_conf(out / "seckill.conf", overrides)
-    # Each instance its own HTTP and metrics port; one of a kind logs into `out` itself.
-    confs = [conf] + [stacklib.write_conf(out / f"seckill-{i + 1}.conf", overrides)
-                      for i in range(1, max(sc.gateways, sc.consumers))]
+    plant = (plant or LocalPlant)(sc, out)
+    conf, gateways, consumers = plant.conf, plant.gateways, plant.consumers
+    targets = plant.targets()
     ctl = sales.Ctl(conf)
-    consumers = [stacklib.Consumer(confs[i], out if sc.consumers == 1 else out / f"consumer-{i + 1}")
-                 for i in range(sc.consumers)]
-    gateways = [stacklib.Gateway(confs[i], out if sc.gateways == 1 else out / f"gateway-{i + 1}")
-                for i in range(sc.gateways)]
     row = {"key": sc.key, "title": sc.title, "results": {}, "counts": {}, "notes": [], "expect": []}
     results.append(row)
     load = sampler = metrics = None
     t_start = time.monotonic()
     try:
-        for svc in consumers + gateways:
-            svc.start()
+        plant.start()
         sale = ctl.create_sale(sc.stock)
         log(f"{sc.key}: activity {sale.activity_id}, stock {sc.stock}, gateway "
-            + ", ".join(f":{g.conf.http_port}" for g in gateways))
-        sampler = Sampler(conf.http_port, conf)
+            + ", ".join(f"{h}:{p}" if plant.netns else f":{p}" for h, p in targets))
+        sampler = Sampler(targets[0][1], conf, host=targets[0][0])
         metrics = Scrapers(gateways)
         user_base = (int(time.time() * 1000) % 10**9) * 1000
-        load = Loads([g.conf.http_port for g in gateways], sale.activity_id, user_base, sc.rate,
+        load = Loads([p for _, p in targets], sale.activity_id, user_base, sc.rate,
                      sc.threads, max_requests=int(sc.rate * sc.max_seconds), on_accept=sampler.offer,
-                     generator=sc.generator, bin_dir=BIN, out_dir=out)
+                     generator=sc.generator, bin_dir=BIN, out_dir=out,
+                     hosts=[h for h, _ in targets] if plant.netns else None, netns=plant.netns)
         ctx = Ctx(sc, conf, gateways, consumers, redis, mysql, ctl, stack, sale, load)
         sampler.start()
         metrics.start()
@@ -563,16 +609,7 @@ def run(sc, stack, redis, mysql, results):
         for th in (sampler, metrics):
             if th is not None:
                 th.stop_ev.set()
-        # Clean stops: exit 0 after SIGTERM, no sanitizer report, no work left undone.
-        several = len(gateways) + len(consumers) > 2
-        for i, svc in enumerate(gateways + consumers):
-            try:
-                svc.finish(timeout=int(conf.get("http.request-timeout-ms")) / 1000 + 20)
-                ok, detail = True, "exit 0"
-            except BaseException as e:  # noqa: BLE001 - recorded in the table
-                ok, detail = False, str(e)[:400]
-            name = f"{svc.name} {svc.log.parent.name}" if several else svc.name
-            row["expect"].append((f"{name} clean", ok, detail))
+        row["expect"] += plant.finish()
         stack.ensure_up()
         if load is not None:
             forget_sale(redis, conf, sale.activity_id, load.snapshot())
@@ -604,6 +641,17 @@ def forget_sale(redis, conf, activity, tries):
 
 
 COLUMNS = ("I1", "I2", "I3", "I4", "I5", "I6", "verify")
+
+
+def terminal_summary(terminalreporter, title, results):
+    """The scenario x invariant table at the end of a pytest session, when any ran."""
+    if not results:
+        return
+    tr = terminalreporter
+    tr.section(f"{title}: scenario x invariant")
+    tr.write_line(table(results))
+    tr.write_line("")
+    tr.write_line(f"details: {OUT / 'report.md'}")
 
 
 def table(results):

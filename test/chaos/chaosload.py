@@ -247,13 +247,16 @@ class OpenLoad:
     SKIP_MS = 1000
 
     def __init__(self, bin_dir, log_path, port, activity, user_base, rate, conns, max_requests,
-                 repeat_share=0.05, on_accept=None):
+                 repeat_share=0.05, on_accept=None, host="127.0.0.1", netns=None):
         self.log_path = log_path
-        self.argv = [str(bin_dir / "bench" / "openloop"), "-l", "-p", str(port), "-a", str(activity),
-                     "-r", str(rate), "-n", str(max_requests), "-c", str(conns),
-                     "-u", str(user_base + 1), "-R", str(repeat_share), "-k", str(self.SKIP_MS),
-                     "-T", str(HTTP_TIMEOUT), "-t", str(HTTP_TIMEOUT + 2), "-i", "1000"]
-        self.port, self.activity, self.rate = port, activity, rate
+        # netns: the generator runs on the client machine of the hosts topology (its
+        # namespace), as a real client would, not on the machine of the checks.
+        self.argv = (["ip", "netns", "exec", netns] if netns else []) + [
+            str(bin_dir / "bench" / "openloop"), "-l", "-h", host, "-p", str(port), "-a", str(activity),
+            "-r", str(rate), "-n", str(max_requests), "-c", str(conns),
+            "-u", str(user_base + 1), "-R", str(repeat_share), "-k", str(self.SKIP_MS),
+            "-T", str(HTTP_TIMEOUT), "-t", str(HTTP_TIMEOUT + 2), "-i", "1000"]
+        self.host, self.port, self.activity, self.rate = host, port, activity, rate
         self.on_accept = on_accept
         self.tries = []
         self.lock = threading.Lock()
@@ -361,9 +364,9 @@ class Sampler(threading.Thread):
 
     WATCH = 24
 
-    def __init__(self, port, conf):
+    def __init__(self, port, conf, host="127.0.0.1"):
         super().__init__(daemon=True)
-        self.port = port
+        self.host, self.port = host, port
         self.sql = SqlPipe(conf)
         self.incoming = deque(maxlen=2000)
         self.stop_ev = threading.Event()
@@ -397,7 +400,7 @@ class Sampler(threading.Thread):
                     break
                 try:
                     if conn is None:
-                        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3)
+                        conn = http.client.HTTPConnection(self.host, self.port, timeout=3)
                     status = self._status(conn, order_no)
                 except Exception:  # noqa: BLE001 - the gateway may be down on purpose
                     if conn is not None:
@@ -441,20 +444,25 @@ METRIC_NAMES = ("seckill_orders_accepted_total", "seckill_orders_rolled_back_tot
 
 class MetricsScraper(threading.Thread):
     """The gateway's counters, scraped every half second and kept per gateway process:
-    a process killed with -9 keeps the values of its last scrape."""
+    a process killed with -9 keeps the values of its last scrape. A process that ran
+    before (the hosts topology's gateways serve one scenario after another) counts from
+    the values it had when the scraper was made."""
 
     def __init__(self, gateway):
         super().__init__(daemon=True)
         self.gateway = gateway
         self.stop_ev = threading.Event()
         self.per_pid = {}
+        self.scrape()
+        self.base = dict(self.per_pid)
 
     def scrape(self):
         try:
             pid = self.gateway.pid if self.gateway.running else None
             if pid is None:
                 return
-            c = http.client.HTTPConnection("127.0.0.1", self.gateway.conf.http_port, timeout=2)
+            c = http.client.HTTPConnection(getattr(self.gateway, "host", "127.0.0.1"),
+                                           self.gateway.conf.http_port, timeout=2)
             c.request("GET", "/metrics")
             text = c.getresponse().read().decode()
             c.close()
@@ -478,7 +486,7 @@ class MetricsScraper(threading.Thread):
         self.scrape()
 
     def total(self, name):
-        return sum(v.get(name, 0) for v in self.per_pid.values())
+        return sum(v.get(name, 0) - self.base.get(pid, {}).get(name, 0) for pid, v in self.per_pid.items())
 
 
 # ---- several gateways --------------------------------------------------------------------
@@ -498,15 +506,23 @@ class _AllEvents:
 class Loads:
     """One load per gateway port, the rate, the connections and the request budget split
     evenly, the users distinct; read as one Load. `generator` is "python" (Load) or
-    "openloop" (OpenLoad, which needs bin_dir and out_dir for its logs)."""
+    "openloop" (OpenLoad, which needs bin_dir and out_dir for its logs). With `hosts` (one
+    address a port, openloop only) each load goes to its gateway's address, from the
+    namespace `netns`."""
 
     def __init__(self, ports, activity, user_base, rate, threads, max_requests, on_accept=None,
-                 generator="python", bin_dir=None, out_dir=None):
+                 generator="python", bin_dir=None, out_dir=None, hosts=None, netns=None):
         n = len(ports)
         if generator == "openloop":
-            self.parts = [OpenLoad(bin_dir, out_dir / f"load-{port}.log", port, activity, user_base + i * 10**7, rate / n, max(1, threads // n),
-                                   max_requests // n, on_accept=on_accept) for i, port in enumerate(ports)]
+            hosts = hosts or ["127.0.0.1"] * n
+            # Gateways on addresses of their own share one port: the log is named by the address.
+            names = [f"load-{port}.log" if host == "127.0.0.1" else f"load-{host}.log"
+                     for host, port in zip(hosts, ports)]
+            self.parts = [OpenLoad(bin_dir, out_dir / names[i], port, activity, user_base + i * 10**7,
+                                   rate / n, max(1, threads // n), max_requests // n, on_accept=on_accept,
+                                   host=hosts[i], netns=netns) for i, port in enumerate(ports)]
         else:
+            assert hosts is None and netns is None, "the Python load runs here, on loopback"
             self.parts = [Load(port, activity, user_base + i * 10**7, rate / n, max(1, threads // n),
                                max_requests // n, on_accept=on_accept) for i, port in enumerate(ports)]
         self.stop_ev = _AllEvents(self.parts)

@@ -43,10 +43,4 @@ def chaos(services):
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not RESULTS:
-        return
-    tr = terminalreporter
-    tr.section("chaos: scenario x invariant")
-    tr.write_line(chaoslib.table(RESULTS))
-    tr.write_line("")
-    tr.write_line(f"details: {chaoslib.OUT / 'report.md'}")
+    chaoslib.terminal_summary(terminalreporter, "chaos", RESULTS)

@@ -203,3 +203,28 @@ def test_a_bucketed_sale_takes_the_edit_on_every_bucket(ctl, api, mysql, redis, 
         assert redis("HMGET", f"seckill:activity:{{{tag}}}", "stock", "name") == ["10", "two buckets"], tag
     poll_until(lambda: api.get(f"/seckill/activities/{a}")["stockLeft"] == 10, 20, "10 left on the gateway")
     verified(ctl, a)
+
+
+def test_a_bucketed_sale_gives_back_units_of_every_bucket(ctl, api, mysql, redis, conf, gateway):
+    """Units are taken back from bucket 0's stock key; what it lacks is moved there from the
+    other buckets first, so a bucketed sale gives back all its unsold units, not only
+    bucket 0's."""
+    a = ctl.create_id("activity", "create", "--coupon", coupon(ctl), "--stock", 10, "--start", "+10m",
+                      "--end", "+20m", "--buckets", 2)
+    tags = redis("HGET", conf.key("activity", a), "tags").split(",")
+    stocks = [int(redis("GET", conf.key("stock", tag))) for tag in tags]
+    assert sum(stocks) == 10 and stocks[0] < 9, stocks
+    r = ctl("activity", "update", a, "--stock", "-9")
+    assert r.rc == 0, repr(r)
+    assert [int(redis("GET", conf.key("stock", tag))) for tag in tags] in ([1, 0], [0, 1])
+    for tag in tags:
+        assert redis("HGET", f"seckill:activity:{{{tag}}}", "stock") == "1", tag
+        assert redis("HLEN", f"seckill:xfer:out:{{{tag}}}") == 0, tag
+    assert row(mysql, a)[1] == "1"
+    poll_until(lambda: api.get(f"/seckill/activities/{a}")["stockLeft"] == 1, 20, "1 left on the gateway")
+    verified(ctl, a)
+    # The last unit, wherever it is.
+    ctl.run_ok("activity", "update", a, "--stock", "0")
+    assert [int(redis("GET", conf.key("stock", tag))) for tag in tags] == [0, 0]
+    assert row(mysql, a)[1] == "0"
+    verified(ctl, a)

@@ -105,6 +105,23 @@ def test_a_sale_created_over_the_api_sells_through_the_gateway(admin, api, ctl, 
     assert stats.code == 200 and activity in [a["id"] for a in stats["activities"]], repr(stats)
 
 
+def test_a_bucketed_sale_over_the_api_sells_out_across_its_buckets(admin, api, consumer, mysql, redis, conf, ids):
+    coupon = admin.create_coupon(20)
+    r = admin.post("/admin/activities", {"couponId": coupon, "stock": 8, "start": "now", "end": "+1h",
+                                         "buckets": 4})
+    assert r.code == 201, repr(r)
+    activity = r["id"]
+    show = admin.get(f"/admin/activities/{activity}")
+    assert len(show["redis"]["buckets"]) == 4 and sum(b["stockLeft"] for b in show["redis"]["buckets"]) == 8, show
+    # A gateway answers a bucketed sale once its cache holds the buckets (503 before).
+    poll_until(lambda: activity in [x["activityId"] for x in api.get("/seckill/activities")["activities"]], 15,
+               "the gateway's cache to hold the sale")
+    codes = [api.execute(ids(), activity).code for _ in range(12)]
+    assert codes.count(200) == 8, codes
+    wait_for_consumer(mysql, redis, conf, activity, expected_rows=8, consumer=consumer)
+    assert admin.get(f"/admin/activities/{activity}/verify")["ok"]
+
+
 def test_grant_issues_one_user_coupon(admin, mysql, ids):
     coupon = admin.create_coupon(5)
     user = ids()
@@ -185,6 +202,9 @@ BAD = [
     ("/admin/activities", {"couponId": 1, "stock": "abc", "start": "now", "end": "+1h"}, "stock"),
     ("/admin/activities", {"couponId": 1, "stock": 0, "start": "now", "end": "+1h"}, "stock"),
     ("/admin/activities", {"couponId": "--json", "stock": 1, "start": "now", "end": "+1h"}, "couponId"),
+    ("/admin/activities", {"couponId": 1, "stock": 5, "start": "now", "end": "+1h", "buckets": 0}, "buckets"),
+    ("/admin/activities", {"couponId": 1, "stock": 5, "start": "now", "end": "+1h", "buckets": 17}, "buckets"),
+    ("/admin/activities", {"couponId": 1, "stock": 2, "start": "now", "end": "+1h", "buckets": 3}, "buckets"),
     ("/admin/activities/abc/cancel", None, "abc"),
     ("/admin/activities/-1/cancel", None, "-1"),
     ("/admin/activities/1/cancel", {"force": True}, "force"),
@@ -263,7 +283,7 @@ def test_every_documented_route_is_served(admin):
             assert r.code != 405, (method, path, r)
             assert not (r.code == 404 and r["message"] == "no such endpoint"), (method, path, r)
             seen += 1
-    assert seen == 26  # the route table (src/admin/adminroutes.c) and /healthz
+    assert seen == 28  # the route table (src/admin/adminroutes.c) and /healthz
 
 
 def test_a_control_byte_in_a_path_forges_no_log_line(admin_server):

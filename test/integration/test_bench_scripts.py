@@ -10,7 +10,7 @@ import pytest
 
 from stack import ROOT
 
-PROGRAMS = ["bench.py", "cluster.py", "report.py", "longpoll.py", "soak.py"]
+PROGRAMS = ["bench.py", "cluster.py", "report.py", "longpoll.py", "soak.py", "latency.py"]
 
 
 @pytest.mark.parametrize("program", PROGRAMS)

@@ -6,10 +6,13 @@ passes; `seckillctl activity show` and `verify` on the live sale) must run in bo
 commands: nothing walks the sale's orders hash in one command or script. The test holds a
 sale of 1,000,000 SUCCESS orders with every timer at its shipped setting and fails if
 Redis's SLOWLOG shows a command over 10 ms while they run. A window of two gauge passes and
-the administrative reads is repeated, up to three, while it had a slow command; the test
-fails on a command slow in two windows (a walk of the sale is slow every time, a command
-the kernel merely did not run for a while is not) or when no window was clean; then it checks that the gauges tell
-the truth about that sale (sold = the SUCCESS orders in the hash, I3 balanced).
+the administrative reads is repeated, up to three, while it had a slow command. A walk of
+a million orders in one command takes far over 50 ms and runs in every window; a bounded
+command the kernel merely did not run for a while (two cores, the other lane busy) is
+slow by a few milliseconds, now and then. So the test fails on a command slow in two
+windows with one of those over 50 ms, or slow in every one of three windows; then it
+checks that the gauges tell the truth about that sale (sold = the SUCCESS orders in the
+hash, I3 balanced).
 
 The orders are written straight into the sale's keys (test/lib/bulkfill.py: in the shape
 execute.lua and finalize.lua leave a sold order in), not through HTTP, which would take
@@ -31,6 +34,8 @@ CONF_OVERRIDES = {}
 BULK_ORDERS = 1_000_000
 REAL_ORDERS = 20
 SLOW_WINDOWS = 3
+# What a walk of the sale takes at the least (HVALS of a million fields: over 100 ms).
+WALK_US = 50_000
 # Read after the SLOWLOG check: an O(orders) walk of the test's own.
 COUNT_SUCCESS = """
 local n = 0
@@ -76,6 +81,7 @@ def test_a_million_orders_stall_nothing(ctl, gateway, consumer, api, redis, mysq
         # A command that walks the sale is slow in every window; one that the kernel merely
         # did not run for a while (two cores, the other lane busy) is not slow twice.
         seen = collections.Counter()
+        longest = collections.Counter()
         examples = {}
         for window in range(SLOW_WINDOWS):
             redis("SLOWLOG", "RESET")
@@ -98,17 +104,19 @@ def test_a_million_orders_stall_nothing(ctl, gateway, consumer, api, redis, mysq
             poll_until(settled, 6 * interval_s + 30,
                        f"two sale-stats passes and the gauges at {want} (last {state.get('view')})")
             slow = redis("SLOWLOG", "GET", "1024")
+            for sig in {command_of(e[3]) for e in slow}:
+                seen[sig] += 1
             for e in slow:
                 sig = command_of(e[3])
-                seen[sig] += 1
-                examples[sig] = f"{e[2]} us: {' '.join(str(a) for a in e[3])[:160]}"
+                if e[2] >= longest[sig]:
+                    longest[sig] = e[2]
+                    examples[sig] = f"{e[2]} us: {' '.join(str(a) for a in e[3])[:160]}"
             if not slow:
                 break
-        again = [examples[sig] for sig, n in seen.items() if n > 1]
-        assert not again, "Redis commands over 10 ms in more than one window on a sale of a million orders:\n" + \
-            "\n".join(again)
-        assert window < SLOW_WINDOWS - 1 or not slow, "no window without a command over 10 ms:\n" + \
-            "\n".join(examples.values())
+        walks = [examples[sig] for sig, n in seen.items()
+                 if n == SLOW_WINDOWS or (n > 1 and longest[sig] >= WALK_US)]
+        assert not walks, "Redis commands over 10 ms, like a walk of a sale of a million orders, in " + \
+            f"{window + 1} windows:\n" + "\n".join(walks)
 
         # The gauge's sold is the true count of SUCCESS orders.
         assert redis("EVAL", COUNT_SUCCESS, 1, keys[1]) == want["sold"]

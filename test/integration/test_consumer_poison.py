@@ -11,7 +11,6 @@ refusals counted on /metrics.
 The module has its own topic, dead-letter topic and consumer group, so that a consumer
 that stalls here (the code before the fix) leaves nothing behind for the other modules."""
 
-import ctypes
 import json
 import re
 import subprocess
@@ -20,6 +19,7 @@ import time
 import pytest
 import requests
 
+import kafkaread
 from mariadb import RowLock
 
 from stack import ROOT, child_env, poll_until
@@ -43,97 +43,14 @@ HEALTHY_STOCK = 5
 BOUND_S = 30         # the consumer before the fix never gets there: the test fails in time
 
 
-# ---- the dead-letter topic, read through librdkafka (ctypes) ---------------------------
-
-class _Message(ctypes.Structure):
-    _fields_ = [("err", ctypes.c_int), ("rkt", ctypes.c_void_p), ("partition", ctypes.c_int32),
-                ("payload", ctypes.c_void_p), ("len", ctypes.c_size_t),
-                ("key", ctypes.c_void_p), ("key_len", ctypes.c_size_t),
-                ("offset", ctypes.c_int64), ("_private", ctypes.c_void_p)]
-
-
-def _rdkafka():
-    lib = ctypes.CDLL("librdkafka.so.1")
-    vp, cp, i32, i64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int32, ctypes.c_int64
-    for name, res, args in (
-            ("rd_kafka_conf_new", vp, []),
-            ("rd_kafka_conf_set", ctypes.c_int, [vp, cp, cp, cp, ctypes.c_size_t]),
-            ("rd_kafka_new", vp, [ctypes.c_int, vp, cp, ctypes.c_size_t]),
-            ("rd_kafka_query_watermark_offsets", ctypes.c_int,
-             [vp, cp, i32, ctypes.POINTER(i64), ctypes.POINTER(i64), ctypes.c_int]),
-            ("rd_kafka_topic_partition_list_new", vp, [ctypes.c_int]),
-            ("rd_kafka_topic_partition_list_add", vp, [vp, cp, i32]),
-            ("rd_kafka_topic_partition_list_set_offset", ctypes.c_int, [vp, cp, i32, i64]),
-            ("rd_kafka_topic_partition_list_destroy", None, [vp]),
-            ("rd_kafka_assign", ctypes.c_int, [vp, vp]),
-            ("rd_kafka_consumer_poll", ctypes.POINTER(_Message), [vp, ctypes.c_int]),
-            ("rd_kafka_message_headers", ctypes.c_int, [ctypes.POINTER(_Message), ctypes.POINTER(vp)]),
-            ("rd_kafka_header_get_last", ctypes.c_int,
-             [vp, cp, ctypes.POINTER(vp), ctypes.POINTER(ctypes.c_size_t)]),
-            ("rd_kafka_message_destroy", None, [ctypes.POINTER(_Message)]),
-            ("rd_kafka_consumer_close", ctypes.c_int, [vp]),
-            ("rd_kafka_destroy", None, [vp])):
-        fn = getattr(lib, name)
-        fn.restype, fn.argtypes = res, args
-    return lib
-
+# ---- the dead-letter topic ---------------------------------------------------------------
 
 HEADERS = ("x-error", "x-source-topic", "x-source-partition", "x-source-offset")
 
 
-def read_topic(brokers, topic, timeout_s=20):
-    """Every message of `topic` from its low to its high watermark, as
-    [(value, {header: value})]. Assigns the partitions directly: no group, no commit."""
-    k = _rdkafka()
-    conf = k.rd_kafka_conf_new()
-    err = ctypes.create_string_buffer(512)
-    for name, value in (("bootstrap.servers", brokers), ("group.id", "poison-test-reader"),
-                        ("enable.auto.commit", "false")):
-        assert k.rd_kafka_conf_set(conf, name.encode(), value.encode(), err, 512) == 0, err.value
-    rk = k.rd_kafka_new(1, conf, err, 512)   # RD_KAFKA_CONSUMER
-    assert rk, err.value
-    try:
-        want = {}
-        parts = k.rd_kafka_topic_partition_list_new(8)
-        p = 0
-        while True:
-            lo, hi = ctypes.c_int64(), ctypes.c_int64()
-            if k.rd_kafka_query_watermark_offsets(rk, topic.encode(), p, ctypes.byref(lo),
-                                                  ctypes.byref(hi), 5000) != 0:
-                break
-            if hi.value > lo.value:
-                want[p] = hi.value - 1
-                k.rd_kafka_topic_partition_list_add(parts, topic.encode(), p)
-                k.rd_kafka_topic_partition_list_set_offset(parts, topic.encode(), p, lo.value)
-            p += 1
-        assert p > 0, f"topic {topic} has no partition"
-        assert k.rd_kafka_assign(rk, parts) == 0
-        k.rd_kafka_topic_partition_list_destroy(parts)
-        out, done = [], {}
-        deadline = time.monotonic() + timeout_s
-        while any(done.get(q, -1) < last for q, last in want.items()):
-            assert time.monotonic() < deadline, f"{topic}: read up to {done}, high watermarks {want}"
-            m = k.rd_kafka_consumer_poll(rk, 200)
-            if not m:
-                continue
-            msg = m.contents
-            if msg.err == 0:
-                value = ctypes.string_at(msg.payload, msg.len) if msg.payload else b""
-                headers = {}
-                hdrs = ctypes.c_void_p()
-                if k.rd_kafka_message_headers(m, ctypes.byref(hdrs)) == 0:
-                    for h in HEADERS:
-                        v, n = ctypes.c_void_p(), ctypes.c_size_t()
-                        if k.rd_kafka_header_get_last(hdrs, h.encode(), ctypes.byref(v),
-                                                      ctypes.byref(n)) == 0:
-                            headers[h] = ctypes.string_at(v, n.value).decode()
-                out.append((value, headers))
-                done[msg.partition] = msg.offset
-            k.rd_kafka_message_destroy(m)
-        k.rd_kafka_consumer_close(rk)
-        return out
-    finally:
-        k.rd_kafka_destroy(rk)
+def read_topic(brokers, topic):
+    """Every message of `topic` as [(value, {header: value})]."""
+    return [(r.value, r.headers) for r in kafkaread.read(brokers, topic, HEADERS)]
 
 
 # ---- the consumer's /metrics -------------------------------------------------------------

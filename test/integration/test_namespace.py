@@ -28,7 +28,7 @@ NAMESPACES = [ROOT / "test" / "conf" / name for name in ("namespace.conf", "name
 # Everything through which two stacks on one machine could meet.
 RESOURCES = [
     "stack.data-dir", "http.port", "redis.port", "kafka.brokers", "kafka.topic",
-    "kafka.dead-letter-topic", "mysql.port", "mysql.database", "consumer.group-id",
+    "kafka.dead-letter-topic", "kafka.outcome-topic", "mysql.port", "mysql.database", "consumer.group-id",
     "consumer.metrics-port",
 ]
 # A cluster stack's Redis is a Redis Cluster: its nodes are a resource of their own.

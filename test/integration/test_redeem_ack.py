@@ -22,20 +22,8 @@ import pytest
 
 from sales import won_coupon
 
-from stack import Gateway, free_port, poll_until, write_conf
+from stack import DeafKafkaGateway, free_port, poll_until, write_conf
 from gatewayhttp import Api
-
-
-class DeafKafkaGateway(Gateway):
-    """A gateway whose broker never answers: its /healthz says 503 for good, so it is
-    ready once it answers at all."""
-
-    def is_ready(self):
-        try:
-            Api(self.base_url).get("/healthz", timeout=2)
-            return True
-        except OSError:
-            return False
 
 
 @pytest.fixture

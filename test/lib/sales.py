@@ -60,7 +60,7 @@ class Ctl:
         assert text.isdigit(), f"expected an id alone on the last line: {r!r}"
         return int(text)
 
-    def create_sale(self, stock, start="now", end="+1h", name=None):
+    def create_sale(self, stock, start="now", end="+1h", name=None, per_user=None):
         coupon = self.create_id("coupon", "create", "--name", "t", "--type", "CASH",
                                 "--amount", "5.00", "--min-order", "10.00",
                                 "--total", stock * 2, "--start", "-1m", "--end", "+1d")
@@ -68,6 +68,8 @@ class Ctl:
                 "--start", start, "--end", end]
         if name:
             args += ["--name", name]
+        if per_user is not None:
+            args += ["--per-user", per_user]
         return Sale(self.create_id(*args), coupon, stock)
 
 

@@ -13,7 +13,8 @@
  * notes how many EVALSHAs had been answered on that node before it; with wait_delay_ms it
  * answers that much later and, as Redis does, reads nothing more of that connection
  * meanwhile. CLUSTER SLOTS answers owner[0] for slots
- * 0-8191 and owner[1] for 8192-16383, at each one's current address. The counters say what
+ * 0-8191 and owner[1] for 8192-16383, at each one's current address (a node in a
+ * minority answers the owners it knew when it was cut off). The counters say what
  * reached each node. The state may live in shared memory, for a client in another process.
  *
  * A node can move to a new address (fakeredis_move), as a master replaced on another
@@ -74,6 +75,9 @@ struct fakeredis_node {
     int wait_delay_ms;          /* a WAIT blocks its connection this long */
     struct bufferevent *blocked; /* the connection a WAIT is blocking */
     bool needs_asking;
+    bool minority;              /* cut off from the other masters: its CLUSTER SLOTS keeps
+                                   minority_owner, what it knew, while fake->owner moves on */
+    int minority_owner[2];
     int moves;                  /* addresses left, in old[] */
     int moves_asked;            /* by a client in another process; applied on a timer */
     bool moves_serving;         /* how those leave their old address */
@@ -94,13 +98,13 @@ struct fakeredis {
 
 static struct fakeredis *fake;
 
-static inline void fakeredis_slots(struct evbuffer *out)
+static inline void fakeredis_slots(struct evbuffer *out, const int owner[2])
 {
     evbuffer_add_printf(out, "*2\r\n");
     const int ranges[2][2] = { { 0, 8191 }, { 8192, 16383 } };
     for (int i = 0; i < 2; i++)
         evbuffer_add_printf(out, "*3\r\n:%d\r\n:%d\r\n*3\r\n$9\r\n127.0.0.1\r\n:%d\r\n$2\r\nid\r\n",
-                            ranges[i][0], ranges[i][1], fake->node[fake->owner[i]].port);
+                            ranges[i][0], ranges[i][1], fake->node[owner[i]].port);
 }
 
 /* RESP pieces for fake->answer: an array header is followed by its elements' pieces. */
@@ -133,7 +137,7 @@ static inline void fakeredis_answer(struct fakeredis_node *f, int argc, char **a
     struct fakeredis_node *other = &fake->node[f == &fake->node[0] ? 1 : 0];
     if (argc >= 2 && strcmp(argv[0], "CLUSTER") == 0 && strcmp(argv[1], "SLOTS") == 0) {
         f->slots_asked++;
-        fakeredis_slots(out);
+        fakeredis_slots(out, f->minority ? f->minority_owner : fake->owner);
     } else if (strcmp(argv[0], "SCRIPT") == 0) {
         f->loads++;
         f->loaded = true;

@@ -302,10 +302,12 @@ void execute_batch(const struct xreq *reqs, size_t n, const struct exec_opts *o,
         assert_true(v->elements >= 1);
         snprintf(x->status, sizeof(x->status), "%s", v->element[0]->str);
         if (strcmp(x->status, "OK") == 0) {
-            assert_int_equal(v->elements, 3);
+            assert_int_equal(v->elements, 4);
             snprintf(x->order_no, sizeof(x->order_no), "%s", v->element[1]->str);
             snprintf(x->coupon, sizeof(x->coupon), "%s", v->element[2]->str);
-        } else if (strcmp(x->status, "DUPLICATE") == 0) {
+            assert_int_equal(v->element[3]->type, REDIS_REPLY_INTEGER);
+            x->slot = v->element[3]->integer;
+        } else if (strcmp(x->status, "DUPLICATE") == 0 || strcmp(x->status, "LIMIT_REACHED") == 0) {
             assert_int_equal(v->elements, 2);
             snprintf(x->order_no, sizeof(x->order_no), "%s", v->element[1]->str);
         } else if (strcmp(x->status, "RATE_LIMITED") == 0 || strcmp(x->status, "BLOCKED") == 0) {

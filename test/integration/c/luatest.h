@@ -59,8 +59,9 @@ extern const struct exec_opts NO_LIMITS;
 
 struct xres {
     char status[32];
-    char order_no[ORDERNO_LEN]; /* OK / DUPLICATE */
+    char order_no[ORDERNO_LEN]; /* OK / DUPLICATE / LIMIT_REACHED */
     char coupon[32];            /* OK */
+    int64_t slot;               /* OK: the user's slot the order took (holder.h) */
     int64_t retry_after;        /* RATE_LIMITED / BLOCKED */
     char sent_no[ORDERNO_LEN];  /* the order number this attempt offered */
 };

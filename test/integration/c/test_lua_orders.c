@@ -210,6 +210,51 @@ static void test_supersede_keeps_the_unit_for_the_forgotten_winner(void **state)
 
 /* A sale warmed before the 'sold' counter existed: finalize does not start one (it would
  * count only the orders after the upgrade), so the gauges can tell it is unknown. */
+/* ordercancel.lua: a SUCCESS order CANCELLED with its unit back (I3 holds), once; a batch
+ * replayed since, confirmed while the order was SUCCESS and finalized after the cancel,
+ * leaves it cancelled and counts nothing. */
+static void test_a_cancelled_order_stays_cancelled(void **state)
+{
+    (void)state;
+    warm_open(10);
+    struct xres x = execute_ok(1);
+    assert_confirm(x.order_no, 1, "CLAIMED");
+    assert_int_equal(finalize_one(x.order_no, 1), 1);
+    assert_confirm(x.order_no, 1, "CONFIRMED");   /* the replay, before the cancel */
+    const enum keys_kind kinds[] = { KEYS_ACTIVITY, KEYS_STOCK, KEYS_ORDERS };
+    const char *args[] = { x.order_no };
+    redisReply *r = script_call(LUASCRIPT_ORDERCANCEL, kinds, 3, 1, args);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_str(r->element[0]->str, "OK");
+    freeReplyObject(r);
+    assert_order_status(x.order_no, "CANCELLED");
+    assert_int_equal(stock_left(), 10);
+    assert_int_equal(sold_counter(), 0);
+    assert_conserved(10);
+    r = script_call(LUASCRIPT_ORDERCANCEL, kinds, 3, 1, args);
+    assert_str(r->element[0]->str, "CANCELLED");
+    freeReplyObject(r);
+    assert_int_equal(stock_left(), 10);
+    /* The replayed batch's finalize, then a later replay's confirm. */
+    assert_int_equal(finalize_one(x.order_no, 1), 1);
+    assert_order_status(x.order_no, "CANCELLED");
+    assert_int_equal(sold_counter(), 0);
+    assert_confirm(x.order_no, 1, "REJECTED");
+    assert_conserved(10);
+    /* The user keeps their one order: a second attempt is a DUPLICATE of it. */
+    struct xres again = execute(1);
+    assert_str(again.status, "DUPLICATE");
+    /* An order not SUCCESS is not cancelled. */
+    struct xres y = execute_ok(2);
+    const char *yargs[] = { y.order_no };
+    r = script_call(LUASCRIPT_ORDERCANCEL, kinds, 3, 1, yargs);
+    assert_str(r->element[0]->str, "NOT_SUCCESS");
+    assert_str(r->element[1]->str, "PROCESSING");
+    freeReplyObject(r);
+    assert_order_status(y.order_no, "PROCESSING");
+    assert_conserved(10);
+}
+
 static void test_finalize_leaves_a_sale_without_counter_alone(void **state)
 {
     (void)state;
@@ -731,6 +776,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_supersede_keeps_the_unit_for_the_forgotten_winner, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_finalize_leaves_a_sale_without_counter_alone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_cancelled_order_stays_cancelled, setup, teardown),
     };
     return luatest_run("test_lua_orders", tests, sizeof(tests) / sizeof(tests[0]));
 }

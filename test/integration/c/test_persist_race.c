@@ -156,7 +156,7 @@ static void persist_in_child(const struct orderevent *ev)
     batch_collect_accepted(&b);
     struct sqltx_stats stats;
     memset(&stats, 0, sizeof(stats));
-    enum persist_result r = persist_batch(db, &b, &stats, err, sizeof(err));
+    enum persist_result r = persist_batch(db, &b, false, &stats, err, sizeof(err));
     if (r != PERSIST_OK)
         fprintf(stderr, "persist_batch: %s\n", err);
     else if (stats.conflicts > 0)
@@ -280,7 +280,7 @@ static void persist_one(MYSQL *db, const struct orderevent *ev, int *in_db, size
     batch_collect_accepted(&b);
     struct sqltx_stats stats;
     memset(&stats, 0, sizeof(stats));
-    if (persist_batch(db, &b, &stats, err, sizeof(err)) != PERSIST_OK)
+    if (persist_batch(db, &b, false, &stats, err, sizeof(err)) != PERSIST_OK)
         fail_msg("persist_batch: %s", err);
     *in_db = b.in_db[0];
     *conflicts = stats.conflicts;

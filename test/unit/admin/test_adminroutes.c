@@ -82,6 +82,18 @@ static void test_body_becomes_options(void **state)
     assert_string_equal(err, "ref: must be a string");
     cJSON_Delete(body);
 
+    /* A user coupon's revocation: its id is the positional, the reason an option. */
+    r = find("POST", "/admin/user-coupons/7/revoke", id, allow);
+    assert_non_null(r);
+    assert_string_equal(r->command, "coupon revoke");
+    body = cJSON_Parse("{\"reason\":\"chargeback\"}");
+    assert_int_equal(adminroutes_argv(r, id, body, &argv, &argc, err, sizeof(err)), 0);
+    assert_int_equal(argc, 2);
+    assert_string_equal(argv[0], "7");
+    assert_string_equal(argv[1], "--reason=chargeback");
+    adminroutes_free_argv(argv, argc);
+    cJSON_Delete(body);
+
     r = find("GET", "/admin/activities/5", id, allow);
     assert_int_equal(adminroutes_argv(r, id, NULL, &argv, &argc, err, sizeof(err)), 0);
     assert_int_equal(argc, 1);

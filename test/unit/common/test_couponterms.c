@@ -524,12 +524,17 @@ static void test_useevent_round_trip(void **state)
     char ref64[USERCOUPON_REF_LEN];
     memset(ref64, 'z', sizeof(ref64) - 1);
     ref64[sizeof(ref64) - 1] = '\0';
-    const struct redeemevent cases[] = {
+    struct redeemevent cases[] = {
         make_use(7, 1001, "CHK-1", 1000, 9000, 1733000000000LL),
         make_use(1, 1, "a", 0, 0, 0),
         make_use(max_exact, max_exact, ref64, max_exact, max_exact, max_exact),
         make_use(3, 4, "order_2026.12.01:7-x", 15, 86, 1796126400123LL),
+        make_use(3, 4, "CHK-9", 0, 0, 1796126400123LL),
+        make_use(3, 4, "CHK-9", 0, 0, 1796126400999LL),
     };
+    cases[4].seq = 1796126400123LL;
+    cases[5].seq = 1796126400999LL;
+    cases[5].kind = REDEEMEVENT_REFUNDED;   /* its amounts (0) are not carried */
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char buf[512];
         int n = redeemevent_encode(&cases[i], buf, sizeof(buf));
@@ -546,6 +551,8 @@ static void test_useevent_round_trip(void **state)
         assert_true(back.discount == cases[i].discount);
         assert_true(back.payable == cases[i].payable);
         assert_true(back.used_ms == cases[i].used_ms);
+        assert_true(back.seq == cases[i].seq);
+        assert_true(back.kind == cases[i].kind);
     }
     char small[16];
     assert_int_equal(redeemevent_encode(&cases[0], small, sizeof(small)), -1);
@@ -587,6 +594,20 @@ static void test_useevent_rejects(void **state)
             fail_msg("redeemevent_decode accepted %s", bad[i]);
         assert_true(err[0] != '\0');   /* always says why */
     }
+    /* A refund must carry its seq and no amounts are read from it. */
+    struct redeemevent ev;
+    char err[128] = "";
+    assert_int_equal(use_decode_exact("{\"type\":\"coupon.refunded\",\"userCouponId\":7,\"userId\":1,"
+                                      "\"orderRef\":\"A\",\"refundedAt\":5}", &ev, err, sizeof(err)), -1);
+    assert_int_equal(use_decode_exact("{\"type\":\"coupon.refunded\",\"userCouponId\":7,\"userId\":1,"
+                                      "\"orderRef\":\"A\",\"refundedAt\":5,\"seq\":9}",
+                                      &ev, err, sizeof(err)), 0);
+    assert_true(ev.kind == REDEEMEVENT_REFUNDED && ev.seq == 9 && ev.used_ms == 5);
+    /* A coupon.used from before seq existed is read with seq 0. */
+    assert_int_equal(use_decode_exact("{\"type\":\"coupon.used\",\"userCouponId\":7,\"userId\":1,"
+                                      "\"orderRef\":\"A\",\"discount\":1,\"payable\":2,\"usedAt\":5}",
+                                      &ev, err, sizeof(err)), 0);
+    assert_true(ev.kind == REDEEMEVENT_USED && ev.seq == 0);
     /* An order event is not a coupon.used event. */
     static const char order[] = "{\"orderNo\":\"1-2\",\"userId\":1,\"activityId\":2,\"couponId\":3,"
                                 "\"createdAt\":1}";

@@ -38,6 +38,9 @@ static struct orderevent make_event(uint64_t id, int64_t user, int64_t activity,
     return ev;
 }
 
+#define GOOD_NO "\"orderNo\":\"99-2\""
+#define GOOD_REST "\"activityId\":2,\"couponId\":3,\"createdAt\":1733000000000"
+
 static void test_round_trip(void **state)
 {
     (void)state;
@@ -96,10 +99,44 @@ static void test_round_trip(void **state)
     assert_true(orderevent_encode(&one, buf, sizeof(buf)) > 0);
     assert_string_equal(buf, "{\"orderNo\":\"99-2\",\"userId\":1,\"activityId\":2,\"couponId\":3,"
                              "\"createdAt\":1733000000000}");
+    assert_int_equal(one.slot, 0);
+    assert_int_equal(decode_exact(buf, &ev, err, sizeof(err)), 0);
+    assert_int_equal(ev.slot, 1);  /* no userSlot: the user's first order */
 }
 
-#define GOOD_NO "\"orderNo\":\"99-2\""
-#define GOOD_REST "\"activityId\":2,\"couponId\":3,\"createdAt\":1733000000000"
+/* An order in slot 2.. of its user (holder.h) says so; slot 1 is written as before. */
+static void test_slot_round_trip(void **state)
+{
+    (void)state;
+    for (int slot = 1; slot <= 100; slot++) {
+        struct orderevent ev = make_event(99, 1, 2, 3, 1733000000000LL), back;
+        ev.slot = slot;
+        char buf[256], err[128] = "";
+        assert_true(orderevent_encode(&ev, buf, sizeof(buf)) > 0);
+        assert_true((strstr(buf, "userSlot") != NULL) == (slot > 1));
+        if (decode_exact(buf, &back, err, sizeof(err)) != 0)
+            fail_msg("decode of %s failed: %s", buf, err);
+        assert_int_equal(back.slot, slot);
+    }
+    struct orderevent ev = make_event(99, 1, 2, 3, 1);
+    char buf[256];
+    ev.slot = 101;
+    assert_int_equal(orderevent_encode(&ev, buf, sizeof(buf)), -1);
+    static const char *const bad[] = {
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"userSlot\":1}",
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"userSlot\":0}",
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"userSlot\":101}",
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"userSlot\":2.5}",
+        "{" GOOD_NO ",\"userId\":1," GOOD_REST ",\"userSlot\":\"2\"}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char err[128] = "";
+        if (decode_exact(bad[i], &ev, err, sizeof(err)) == 0)
+            fail_msg("decode accepted %s", bad[i]);
+        assert_non_null(strstr(err, "userSlot"));
+    }
+}
+
 
 static void test_decode_rejects(void **state)
 {
@@ -269,6 +306,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_slot_round_trip),
         cmocka_unit_test(test_decode_rejects),
         cmocka_unit_test(test_decode_limits_accepted),
         cmocka_unit_test(test_encode_small_buffer),

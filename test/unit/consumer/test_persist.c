@@ -1,6 +1,6 @@
 /* What persist writes, checked without a server: the SQL text of each statement (the
  * MYSQL handle only quotes, it is never connected), the counters applied at the end of
- * the transaction, and the verdict on each coupon.used event. */
+ * the transaction, and the verdict on each coupon.used and coupon.refunded event. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +16,7 @@
 #include "consumer/orderbulk.h"
 #include "consumer/orderrows.h"
 #include "consumer/persist.h"
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 /* 2026-12-01T12:00:00.250Z */
 #define T0 1796126400250LL
@@ -150,7 +150,9 @@ static void test_counters_coalesce_in_id_order(void **state)
     assert_int_equal(counters_add(&c, 4, 5, 1), 0);
     for (int i = 0; i < 40; i++)
         assert_int_equal(counters_add(&c, 7, 1, 0), 0);
-    assert_int_equal(c.count, 44);
+    assert_int_equal(counters_add(&c, 9, 0, -1), 0);   /* a refund gives one back */
+    assert_int_equal(counters_add(&c, 9, 0, 1), 0);
+    assert_int_equal(c.count, 46);
     counters_coalesce(&c);
     assert_int_equal(c.count, 3);
     assert_int_equal(c.v[0].id, 4);
@@ -363,33 +365,139 @@ static void test_use_verdicts(void **state)
     assert_non_null(strstr(why, "beyond the range of DATETIME"));
 }
 
+static struct redeemevent refund(int64_t uc, int64_t user, const char *ref, int64_t seq)
+{
+    struct redeemevent ev = use(uc, user, ref);
+    ev.kind = REDEEMEVENT_REFUNDED;
+    ev.discount = ev.payable = 0;
+    ev.used_ms = T0 + 1000;
+    ev.seq = seq;
+    return ev;
+}
+
+static void test_refund_verdicts(void **state)
+{
+    (void)state;
+    char why[200];
+    struct redeemevent ev = refund(7, 1001, "CHK-1", 20);
+    struct couponuse_row u = row(7, 1001, "USED", "CHK-1");
+    u.seq = 10;
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_APPLIED);
+    assert_int_equal(couponuse_step(&u, &ev, 0), -1);
+
+    /* Numbered after what MySQL has: the state Redis reached, even where an event between
+     * never reached Kafka (a use lost, then its refund: nothing to give back). */
+    u = row(7, 1001, "USED", "CHK-2");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_APPLIED);
+    u = row(7, 1001, "UNUSED", "");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_APPLIED);
+    assert_int_equal(couponuse_step(&u, &ev, 0), 0);
+    assert_string_equal(u.refunded_ref, "CHK-1");
+
+    u = row(7, 1001, "REVOKED", "");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_string_equal(why, "user coupon 7 is REVOKED");
+    u = row(7, 1002, "USED", "CHK-1");
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+    assert_int_equal(couponuse_judge(&ev, NULL, why, sizeof(why)), BATCH_USE_INCONSISTENT);
+
+    /* Applied before: its number is not above the row's, whatever the row says now. */
+    u = row(7, 1001, "USED", "CHK-9");
+    u.seq = 20;
+    assert_int_equal(couponuse_judge(&ev, &u, why, sizeof(why)), BATCH_USE_REPEATED);
+    struct redeemevent again = use(7, 1001, "CHK-1");
+    again.seq = 5;
+    u = row(7, 1001, "UNUSED", "");
+    u.seq = 20;
+    assert_int_equal(couponuse_judge(&again, &u, why, sizeof(why)), BATCH_USE_REPEATED);
+
+    /* A use numbered after a use MySQL has by another order: that one's refund was lost;
+     * the coupon stays counted once. */
+    again.seq = 21;
+    u = row(7, 1001, "USED", "CHK-0");
+    u.seq = 20;
+    assert_int_equal(couponuse_judge(&again, &u, why, sizeof(why)), BATCH_USE_APPLIED);
+    assert_int_equal(couponuse_step(&u, &again, 0), 0);
+    assert_string_equal(u.order_ref, "CHK-1");
+}
+
+/* A use, its refund and another checkout's use of the same coupon in one batch apply in
+ * arrival order; the same events again (a replayed batch) change nothing. */
+static void test_use_refund_use_in_order(void **state)
+{
+    (void)state;
+    char why[200];
+    struct redeemevent ev[4] = { use(7, 1001, "CHK-A"), refund(7, 1001, "CHK-A", 2),
+                                 use(7, 1001, "CHK-B"), refund(7, 1001, "CHK-A", 2) };
+    ev[0].seq = 1;
+    ev[2].seq = 3;
+    struct couponuse_row u = row(7, 1001, "UNUSED", "");
+    int delta = 0;
+    static const enum batch_use_verdict want[4] = { BATCH_USE_APPLIED, BATCH_USE_APPLIED,
+                                                    BATCH_USE_APPLIED, BATCH_USE_REPEATED };
+    for (size_t i = 0; i < 4; i++) {
+        enum batch_use_verdict v = couponuse_judge(&ev[i], &u, why, sizeof(why));
+        assert_int_equal(v, want[i]);
+        if (v == BATCH_USE_APPLIED)
+            delta += couponuse_step(&u, &ev[i], i);
+    }
+    assert_int_equal(delta, 1);
+    assert_string_equal(u.status, "USED");
+    assert_string_equal(u.order_ref, "CHK-B");
+    assert_string_equal(u.refunded_ref, "CHK-A");
+    assert_true(u.use == &ev[2] && u.refund == &ev[1]);
+    assert_int_equal(u.seq, 3);
+    assert_int_equal(u.last, 2);
+    assert_true(u.changed);
+
+    struct couponuse_row after = u;   /* as the next read finds it */
+    after.use = after.refund = NULL;
+    after.changed = false;
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(couponuse_judge(&ev[i], &after, why, sizeof(why)), BATCH_USE_REPEATED);
+
+    /* A use and its refund leave the coupon as it was, but with the refund recorded. */
+    u = row(7, 1001, "UNUSED", "");
+    assert_int_equal(couponuse_step(&u, &ev[0], 0) + couponuse_step(&u, &ev[1], 1), 0);
+    assert_string_equal(u.status, "UNUSED");
+    assert_string_equal(u.order_ref, "");
+    assert_null(u.use);
+}
+
 static void test_use_statements(void **state)
 {
     (void)state;
     struct redeemevent a = use(7, 1001, "CHK-1"), b = use(9, 1002, "O'Brien");
+    struct redeemevent back = refund(9, 1002, "O'Brien", 1796126401250LL);
     b.discount = 5;
     b.payable = 195;
-    const struct redeemevent *uses[2] = { &a, &b };
+    b.seq = 1796126400250LL;
+    struct couponuse_row ra = row(7, 1001, "UNUSED", ""), rb = row(9, 1002, "UNUSED", "");
+    couponuse_step(&ra, &a, 0);
+    couponuse_step(&rb, &b, 1);
+    const struct couponuse_row *rows[2] = { &ra, &rb };
     struct sqltext s = { 0 };
 
-    couponuse_update_sql(&s, quoter, uses, 1);
+    couponuse_update_sql(&s, quoter, rows, 1);
     assert_false(s.failed);
-    assert_string_equal(s.data, "UPDATE user_coupon SET status='USED', order_ref='CHK-1', "
-                                "discount=10.00, payable=90.00, used_at='2026-12-01 12:00:00.250' "
-                                "WHERE id=7 AND user_id=1001 AND status IN ('UNUSED','EXPIRED')");
+    assert_string_equal(s.data, "UPDATE user_coupon uc JOIN ("
+                                "SELECT 7 AS id, 1001 AS user_id, 'USED' AS status, 'CHK-1' AS order_ref, "
+                                "10.00 AS discount, 90.00 AS payable, '2026-12-01 12:00:00.250' AS used_at, "
+                                "NULL AS refunded_ref, NULL AS refunded_at, 0 AS event_seq"
+                                ") v ON uc.id = v.id AND uc.user_id = v.user_id "
+                                "SET uc.status=v.status, uc.order_ref=v.order_ref, uc.discount=v.discount, "
+                                "uc.payable=v.payable, uc.used_at=v.used_at, "
+                                "uc.refunded_ref=COALESCE(v.refunded_ref, uc.refunded_ref), "
+                                "uc.refunded_at=COALESCE(v.refunded_at, uc.refunded_at), "
+                                "uc.event_seq=v.event_seq");
 
-    couponuse_update_sql(&s, quoter, uses, 2);
+    couponuse_step(&rb, &back, 2);
+    couponuse_update_sql(&s, quoter, rows, 2);
     assert_false(s.failed);
-    assert_string_equal(s.data,
-                        "UPDATE user_coupon uc JOIN ("
-                        "SELECT 7 AS id, 1001 AS user_id, 'CHK-1' AS order_ref, 10.00 AS discount, "
-                        "90.00 AS payable, '2026-12-01 12:00:00.250' AS used_at UNION ALL "
-                        "SELECT 9 AS id, 1002 AS user_id, 'O\\'Brien' AS order_ref, 0.05 AS "
-                        "discount, 1.95 AS payable, '2026-12-01 12:00:00.250' AS used_at"
-                        ") v ON uc.id = v.id AND uc.user_id = v.user_id "
-                        "SET uc.status='USED', uc.order_ref=v.order_ref, "
-                        "uc.discount=v.discount, uc.payable=v.payable, uc.used_at=v.used_at "
-                        "WHERE uc.status IN ('UNUSED','EXPIRED')");
+    assert_non_null(strstr(s.data, " UNION ALL SELECT 9 AS id, 1002 AS user_id, 'UNUSED' AS status, "
+                                   "NULL AS order_ref, NULL AS discount, NULL AS payable, NULL AS used_at, "
+                                   "'O\\'Brien' AS refunded_ref, '2026-12-01 12:00:01.250' AS refunded_at, "
+                                   "1796126401250 AS event_seq) v ON "));
 
     int64_t ids[] = { 9, 3, 9, 7, 3, 3 };
     size_t n = couponuse_distinct_ids(ids, 6);
@@ -398,8 +506,8 @@ static void test_use_statements(void **state)
     assert_int_equal(ids[1], 7);
     assert_int_equal(ids[2], 9);
     couponuse_lock_sql(&s, ids, n);
-    assert_string_equal(s.data, "SELECT id, user_id, coupon_id, status, order_ref FROM "
-                                "user_coupon WHERE id IN (3,7,9) ORDER BY id FOR UPDATE");
+    assert_string_equal(s.data, "SELECT id, user_id, coupon_id, status, order_ref, refunded_ref, "
+                                "event_seq FROM user_coupon WHERE id IN (3,7,9) ORDER BY id FOR UPDATE");
     sqltext_free(&s);
 }
 
@@ -415,6 +523,8 @@ int main(void)
         cmocka_unit_test(test_order_statements),
         cmocka_unit_test(test_user_coupon_statements_are_chunked),
         cmocka_unit_test(test_use_verdicts),
+        cmocka_unit_test(test_refund_verdicts),
+        cmocka_unit_test(test_use_refund_use_in_order),
         cmocka_unit_test(test_use_statements),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

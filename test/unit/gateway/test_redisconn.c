@@ -203,6 +203,32 @@ static void test_a_master_gone_fails_only_its_slots(void **state)
     redisconn_free(rc);
 }
 
+/* A master cut off from the other masters says CLUSTERDOWN once it notices, while its own
+ * CLUSTER SLOTS still names itself; the majority has promoted its replica meanwhile. The
+ * router asks another node for the map and follows it: the slot is served again before
+ * the partition heals, not after. (A is node 0 of the map: the first the router asks.) */
+static void test_a_minority_master_is_not_asked_for_the_map(void **state)
+{
+    (void)state;
+    struct redisconn *rc = connected();
+    assert_string_equal(get(rc, "bar").text, "A:bar");
+    fake->node[0].minority = true;
+    fake->node[0].minority_owner[0] = 0;
+    fake->node[0].minority_owner[1] = 1;
+    snprintf(fake->node[0].get_error, sizeof(fake->node[0].get_error), "CLUSTERDOWN The cluster is down");
+    fake->owner[0] = 1;  /* the majority's map: B serves A's slots */
+    int asked_b = fake->node[1].slots_asked;
+    struct answer a = get(rc, "bar");
+    assert_false(a.null);
+    for (int i = 0; i < 20 && strcmp(a.text, "B:bar") != 0; i++) {
+        unitloop_run_for(base, 150);  /* past the triggered reloads' spacing */
+        a = get(rc, "bar");
+    }
+    assert_string_equal(a.text, "B:bar");
+    assert_true(fake->node[1].slots_asked > asked_b);
+    redisconn_free(rc);
+}
+
 static void test_single_mode_asks_for_no_map(void **state)
 {
     (void)state;
@@ -573,6 +599,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_redirects_stop_after_a_few_hops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_master_gone_fails_only_its_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_mode_asks_for_no_map, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_minority_master_is_not_asked_for_the_map, setup, teardown),
         cmocka_unit_test_setup_teardown(test_masters_replaced_at_new_addresses_keep_being_found, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

@@ -1,4 +1,4 @@
-#include "consumer/sqltext.h"
+#include "store/sqltext.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
