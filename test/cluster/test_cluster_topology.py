@@ -82,8 +82,7 @@ def test_a_sale_through_the_shared_port_runs_on_both_gateways_and_both_consumers
     nodes = collections.Counter((int(o.split("-")[0]) >> NODE_BITS_SHIFT) & 1023 for o in orders)
     assert len(nodes) == 2, f"every accepted order came from one gateway: {nodes}"
     poll_until(lambda: cluster.rows(sale.activity_id) == 50, 60, "the 50 orders in MariaDB")
-    r = cluster.ctl("verify", sale.activity_id)
-    assert r.rc == 0, repr(r)
+    cluster.verified(sale.activity_id)
     # Both consumers hold partitions of the order topic (one group, 6 partitions).
     topic = cluster.conf.get("kafka.topic")
     # The group may still be rebalancing when the orders are in: the second consumer's
@@ -130,8 +129,7 @@ def test_losing_the_broker_that_leads_most_partitions_loses_no_order(cluster, id
     assert set(statuses) <= {200, 409, 503} and statuses[200] <= 30, statuses
     poll_until(lambda: cluster.rows(during.activity_id) == statuses[200], 90,
                f"the {statuses[200]} accepted orders in MariaDB")
-    r = cluster.ctl("verify", during.activity_id)
-    assert r.rc == 0, repr(r)
+    cluster.verified(during.activity_id)
 
     # After the failover every partition has a live leader, and with two replicas of three
     # min.insync.replicas=2 still holds: produce succeeds, no 503.
@@ -142,8 +140,7 @@ def test_losing_the_broker_that_leads_most_partitions_loses_no_order(cluster, id
     statuses = collections.Counter(status for status, _ in answers)
     assert statuses == {200: 30, 409: 10}, statuses
     poll_until(lambda: cluster.rows(after.activity_id) == 30, 90, "the 30 orders in MariaDB")
-    r = cluster.ctl("verify", after.activity_id)
-    assert r.rc == 0, repr(r)
+    cluster.verified(after.activity_id)
     p = cluster.sh("kafka.sh", "--node", str(victim), "start", timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
 
@@ -163,8 +160,7 @@ def test_sales_on_three_masters_sell_exactly_their_stock_through_both_gateways(c
         assert len(nodes) == 2, f"{sale}: every accepted order came from one gateway: {nodes}"
     for sale in sales:
         poll_until(lambda: cluster.rows(sale.activity_id) == 30, 60, f"the 30 orders of {sale} in MariaDB")
-        r = cluster.ctl("verify", sale.activity_id)
-        assert r.rc == 0, repr(r)
+        cluster.verified(sale.activity_id)
     r = cluster.ctl("stats", "--json")
     assert r.rc == 0, repr(r)
     stats = {a["id"]: a for a in json.loads(r.stdout)["activities"]}
@@ -202,8 +198,7 @@ def test_a_sale_goes_on_while_its_slot_migrates_to_another_master(cluster, ids):
     assert rest == {200: left, 409: 3}, rest
 
     poll_until(lambda: cluster.rows(sale.activity_id) == 12, 60, "the 12 orders in MariaDB")
-    r = cluster.ctl("verify", sale.activity_id)
-    assert r.rc == 0, repr(r)
+    cluster.verified(sale.activity_id)
     logs = "".join((cluster.data / "log" / f"seckill-server-{i}.log").read_text(errors="replace") for i in (1, 2))
     assert re.search(rf"redis: ASK {slot} ", logs) and re.search(rf"redis: MOVED {slot} ", logs), logs[-3000:]
     # The consumers' maps were as old: their claims of the later orders met the MOVED too.
@@ -228,8 +223,7 @@ def sells_and_persists(cluster, ids, sale, orders, within):
     poll_until(lambda: cluster.mysql.count(persisted) == len(accepted), within,
                f"the {len(accepted)} orders of {sale} in MariaDB")
     # SUCCESS follows the row by a finalize, later when its slot's master was away then.
-    poll_until(lambda: cluster.ctl("verify", sale.activity_id).rc == 0, within,
-               f"the orders of {sale} SUCCESS in Redis as in MariaDB (seckillctl verify)")
+    cluster.verified(sale.activity_id, within)
     return accepted
 
 

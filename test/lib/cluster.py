@@ -12,12 +12,13 @@ import os
 import re
 import signal
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mariadb import MySQL
 from resp import Redis, RedisError
 from sales import Ctl
-from stack import CLUSTER_UP_TIMEOUT, ROOT, poll_until
+from stack import CLUSTER_UP_TIMEOUT, POLL, ROOT, poll_until
 
 UP_TIMEOUT = CLUSTER_UP_TIMEOUT
 # The admin API (seckill-admin) is on in this stack: make up starts it, make status lists it.
@@ -70,6 +71,19 @@ class Cluster:
 
     def rows(self, activity):
         return self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
+
+    def verified(self, activity, within=30):
+        """Waits for `seckillctl verify` of `activity` to pass and returns its report. An
+        order's row reaches MariaDB a moment before the consumer's finalize makes it SUCCESS
+        in Redis, and a verify run in between reports that disagreement; one that lasts
+        `within` seconds fails the test with verify's last report."""
+        deadline = time.monotonic() + within
+        while True:
+            r = self.ctl("verify", activity)
+            if r.rc == 0:
+                return r
+            assert time.monotonic() < deadline, f"verify of {activity} still failing after {within} s: {r!r}"
+            time.sleep(POLL)
 
     # ---- the Redis Cluster, node by node (redis.nodes) ----
 

@@ -94,10 +94,40 @@ def poll_until(predicate, timeout, what, interval=POLL):
 # ---- configuration -----------------------------------------------------------------------
 
 
+def _port_block():
+    """The ports free_port hands out in this process: the 2,700 below the kernel's ephemeral
+    range, where no outgoing connection of another process can take one between the choice
+    and the listener's bind, split between make test's lanes so that two lanes never choose
+    the same one. The stacks' own services listen below them."""
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    first = max(low - 2700, 1024)
+    lanes = max(len(os.environ.get("SECKILL_LANE_CONFS", "").split()), 1)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    lane = int(worker[2:]) % lanes if worker.startswith("gw") else 0
+    size = (low - first) // lanes
+    return range(first + lane * size, first + (lane + 1) * size)
+
+
+_PORTS = _port_block()
+_next_port = [os.getpid() % len(_PORTS)]
+
+
 def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port nothing listens on, for a listener a test starts; never the same one twice in
+    a row of this process, so that a port chosen and not yet bound is not chosen again."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[_next_port[0]]
+        _next_port[0] = (_next_port[0] + 1) % len(_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in {_PORTS.start}-{_PORTS.stop - 1}")
 
 
 def conf_of(path):
