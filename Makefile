@@ -314,9 +314,14 @@ $(BENCH_DELAYPROXY): bench/delayproxy.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $< $(LDFLAGS) -o $@
 
+# make bench TOPOLOGY=hosts is make bench-latency: the hosts topology's benchmark.
 .PHONY: bench
+ifeq ($(TOPOLOGY),hosts)
+bench: bench-latency
+else
 bench: deps all $(BENCH_BASELINE) $(BENCH_OPENLOOP)
 	BUILD=$(BUILD) bash bench/run.sh
+endif
 
 #   make bench-latency  the contended sale on the hosts topology (root) with 0, 0.5 and 2 ms
 #                 added to each round trip between the gateways and Redis and Kafka
@@ -338,15 +343,19 @@ soak: deps all $(BENCH_OPENLOOP)
 	PY=$$(bash scripts/venv.sh) && SECKILL_BIN=$(abspath $(BUILD)) "$$PY" bench/soak.py
 
 # ---- chaos suite (docs/chaos.md) ---------------------------------------------------
-#   make chaos [TOPOLOGY=cluster]
+#   make chaos [TOPOLOGY=cluster|hosts]
 #                 the release binaries in a sale under load while one component fails
 #                 per scenario (kill -9, SIGTERM, Kafka or MariaDB stopped, Redis frozen
 #                 or restarted); I1-I6 and seckillctl verify after each; the table is
 #                 printed and written to build/chaos/report.md. Starts the services it
-#                 needs and stops again those it started.
+#                 needs and stops again those it started. TOPOLOGY=hosts: make chaos-hosts.
 .PHONY: chaos
+ifeq ($(TOPOLOGY),hosts)
+chaos: chaos-hosts
+else
 chaos: deps all $(BENCH_OPENLOOP) $(TEST_CONF) $(TEST_CLUSTER_CONF)
 	CONF=$(CHAOS_STACK_CONF) TOPOLOGY=$(TOPOLOGY) bash test/chaos/run.sh
+endif
 
 $(TEST_CONF): conf/seckill.conf test/conf/namespace.conf
 	@mkdir -p $(dir $@)
@@ -367,9 +376,9 @@ make check          line length, unit tests (cmocka, ASan+UBSan) and the tests t
 make test           the suite on its own stacks: unit, C integration, fuzz smoke, pytest in two lanes, chaos
 make test-cluster   the integration tests on the tests' Redis and Kafka cluster (.ci/run runs both)
 make test-hosts     the hosts topology (a namespace per process) up, a sale over both gateways, I1-I6, down
-make chaos-hosts    network partitions under load on the hosts topology, I1-I6 after each (docs/chaos.md)
-make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster]
-make bench          the benchmark and its report in bench/results/
+make chaos-hosts    network partitions under load on the hosts topology, I1-I6 after each [HOSTS_DELAY_US=N]
+make chaos          one fault per scenario in a sale under load, invariants after each [TOPOLOGY=cluster|hosts]
+make bench          the benchmark and its report in bench/results/ [TOPOLOGY=hosts: make bench-latency]
 make bench-latency  the contended sale on the hosts topology with 0.5 and 2 ms added per round trip (root)
 make soak           30 min of sales at half the maximum with chaos faults: RSS, fds, memory, lag over time
 make fuzz           libFuzzer harnesses for FUZZ_SECONDS each (clang)
@@ -439,10 +448,14 @@ test-cluster: deps $(TEST_CONF) $(TEST_CLUSTER_CONF)
 # make chaos-hosts: the partition scenarios of test/hosts/test_partitions.py on the same
 # topology (docs/chaos.md, "Partitions on the hosts topology"): some ten minutes, so not
 # part of test-hosts. The session's end brings the topology down, as for test-hosts.
+# HOSTS_DELAY_US=N: the partitions with N us added each way between the gateways and the
+# Redis nodes and brokers (scripts/hosts.sh delay); the table goes to
+# build/hosts-test/partitions-Nus/.
+HOSTS_DELAY_US ?= 0
 .PHONY: test-hosts chaos-hosts
 test-hosts: deps all $(BENCH_OPENLOOP) $(BENCH_DELAYPROXY)
-	PY=$$(bash scripts/venv.sh) && SECKILL_BIN=$(abspath $(BUILD)) "$$PY" -m pytest -q -p no:cacheprovider \
-	  --ignore=test/hosts/test_partitions.py test/hosts
-chaos-hosts: deps all $(BENCH_OPENLOOP)
-	PY=$$(bash scripts/venv.sh) && SECKILL_BIN=$(abspath $(BUILD)) "$$PY" -m pytest -q -rA -p no:cacheprovider \
-	  test/hosts/test_partitions.py
+	PY=$$(bash scripts/venv.sh) && HOSTS_DELAY_US=0 SECKILL_BIN=$(abspath $(BUILD)) "$$PY" -m pytest -q \
+	  -p no:cacheprovider --ignore=test/hosts/test_partitions.py test/hosts
+chaos-hosts: deps all $(BENCH_OPENLOOP) $(BENCH_DELAYPROXY)
+	PY=$$(bash scripts/venv.sh) && HOSTS_DELAY_US=$(HOSTS_DELAY_US) SECKILL_BIN=$(abspath $(BUILD)) "$$PY" -m pytest \
+	  -q -rA -p no:cacheprovider test/hosts/test_partitions.py

@@ -3,9 +3,13 @@
 # machines"): the cluster topology with every process on a "machine" of its own, a Linux
 # network namespace with its own address on one bridge, so that binds, announced addresses
 # and grants are those of several machines and a network fault can cut one part off.
-#   hosts.sh up|down|status|running|clean|conf|net-up
+#   hosts.sh up|down|status|running|clean|conf|net-up|delay US
 #     up       the namespaces (made anew when missing or incomplete), the configuration,
-#              then stack.sh up with every process in the namespace of its address
+#              the delay of HOSTS_DELAY_US, then stack.sh up with every process in the
+#              namespace of its address
+#     delay US US microseconds added each way between each gateway and every Redis node
+#              and broker, for the connections opened after it (0: none); up applies
+#              HOSTS_DELAY_US before it starts the gateways
 #     down     stack.sh down, then clean
 #     clean    stops whatever still runs inside an sk-* namespace and removes the
 #              namespaces, their veths and the bridge; idempotent
@@ -16,6 +20,8 @@
 #   HOSTS_CONF=FILE      where the configuration goes (default build/conf/hosts.conf)
 #   HOSTS_BASE=FILE      what it derives from (default conf/cluster.conf)
 #   HOSTS_EXTRA=FILE     key = value lines appended last (the tests' relaxed limits)
+#   HOSTS_DELAY_US=N     the delay of up (default 0): a datacenter link is some 250, a
+#                        link between zones some 1000
 set -euo pipefail
 
 HERE=$(CDPATH="" cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -209,6 +215,47 @@ all_reachable() {
   done
 }
 
+# The kernel here has no netem: a delay is bench/delayproxy.c in each gateway's namespace,
+# and an nftables redirect there sends it every new TCP connection to a Redis node or a
+# broker; the proxy's own connections carry DELAY_MARK and go out as they are. Its table's
+# name does not start with "sk", so the tests' clearing of their cuts leaves it.
+DELAY_TABLE=hostsdelay
+DELAY_MARK=0x5c
+DELAY_PROXY=${STACK_BIN_DIR:-$TOP/build}/bench/delayproxy
+
+gateway_namespaces() { awk '$3 == "gateway" { print $1 }' <<<"$LAYOUT"; }
+service_addresses() { awk '$1 ~ /^sk-(redis|kafka)/ { print $2 }' <<<"$LAYOUT" | paste -sd, | sed 's/,/, /g'; }
+
+proxy_listening() { grep -q '^listening [0-9]' "$1"; }
+
+delay() {
+  local us=$1 n pidfile log port
+  case $us in '' | *[!0-9]*) die "delay: expected a number of microseconds, got '$us'" ;; esac
+  net_complete || die "delay: the namespaces are not up (hosts.sh up)"
+  for n in $(gateway_namespaces); do
+    pidfile=$VAR/run/delayproxy-$n.pid
+    log=$VAR/log/delayproxy-$n.log
+    ip netns exec "$n" nft delete table ip "$DELAY_TABLE" 2>/dev/null || true
+    stop_pid "delayproxy ($n)" "$pidfile" 10 delayproxy >/dev/null
+    [ "$us" -gt 0 ] || continue
+    [ -x "$DELAY_PROXY" ] || die "$DELAY_PROXY not built (make $(realpath --relative-to="$TOP" "$DELAY_PROXY"))"
+    mkdir -p "$VAR/run" "$VAR/log"
+    : >"$log"
+    # SCHED_FIFO: at normal priority on a saturated machine it releases chunks late.
+    spawn "$pidfile" "$log" ip netns exec "$n" chrt -f 10 "$DELAY_PROXY" --one-way-us "$us" --mark "$DELAY_MARK"
+    WAIT_PID=$(pid_read "$pidfile") wait_until 10 "the delay proxy in $n" proxy_listening "$log" \
+      || { show_log "$log"; die "the delay proxy in $n did not start"; }
+    port=$(sed -n 's/^listening \([0-9]*\).*/\1/p' "$log" | head -1)
+    ip netns exec "$n" nft -f - <<EOF
+table ip $DELAY_TABLE {
+  chain out { type nat hook output priority -100;
+    meta mark != $DELAY_MARK ip daddr { $(service_addresses) } meta l4proto tcp redirect to :$port; }
+}
+EOF
+  done
+  echo "hosts: $us us added each way between the gateways and the Redis nodes and brokers"
+}
+
 up() {
   need_root
   trap undo EXIT
@@ -218,6 +265,7 @@ up() {
   else
     net_up
   fi
+  delay "${HOSTS_DELAY_US:-0}"
   bash "$HERE/stack.sh" up
   echo "hosts: configuration $HOSTS_CONF (seckillctl -c ${HOSTS_CONF#"$TOP"/} ...)"
 }
@@ -235,6 +283,12 @@ status() {
   local n
   if net_complete; then
     echo "hosts: $(names | wc -l) namespaces on $BRIDGE ($NET.0/$PREFIX, this host $HOST_ADDR)"
+    for n in $(gateway_namespaces); do
+      [ -s "$VAR/run/delayproxy-$n.pid" ] || continue
+      status_line "delayproxy ($n)" "$VAR/run/delayproxy-$n.pid" delayproxy \
+        "$(tr '\0' ' ' <"/proc/$(pid_read "$VAR/run/delayproxy-$n.pid")/cmdline" 2>/dev/null \
+           | sed -n 's/.*--one-way-us \([0-9]*\).*/\1 us each way/p')" || true
+    done
   else
     n=$(ours | wc -l)
     echo "hosts: network not up ($n sk-* namespaces)"
@@ -247,8 +301,9 @@ case ${1:-} in
   down) take_lock hosts; down ;;
   clean) need_root; take_lock hosts; clean ;;
   net-up) need_root; take_lock hosts; trap undo EXIT; trap 'undo 130' INT TERM; net_up ;;
+  delay) need_root; take_lock hosts; delay "${2:-}" ;;
   conf) echo "$HOSTS_CONF" ;;
   status) status ;;
   running) net_complete && bash "$HERE/stack.sh" running ;;
-  *) echo "usage: $0 up|down|status|running|clean|conf|net-up" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|status|running|clean|conf|net-up|delay US" >&2; exit 2 ;;
 esac

@@ -16,6 +16,7 @@ import requests
 
 import sales
 from mariadb import MySQL
+from netfault import ping_rtt_ms
 from resp import redis_client
 from stack import poll_until
 
@@ -244,3 +245,26 @@ def test_archived_reads_reach_the_admin_on_its_own_host(topology):
         assert got.status_code == 200 and got.json()["status"] == "SUCCESS", (base, got.status_code, got.text)
         got = requests.get(f"{base}/seckill/result", params={"userId": user, "activityId": sale}, timeout=10)
         assert got.status_code == 200 and got.json()["orderNo"] == order, (base, got.status_code, got.text)
+
+
+def test_a_delay_between_the_gateways_and_the_services(topology):
+    """hosts.sh delay US: each gateway's new connections to a Redis node or a broker go
+    through a delay proxy in its namespace, and nobody else's; a bad value is refused and
+    changes nothing; delay 0 takes it away. Left at 100 us, so that test_zz_down sees down
+    stop the proxies too."""
+    host, port = topology.conf.get("redis.nodes").split(",")[0].rsplit(":", 1)
+    rc, out = topology.sh("delay", "2000")
+    assert rc == 0, out
+    for ns in ("sk-gw1", "sk-gw2"):
+        assert ping_rtt_ms(ns, host, port) >= 3.9, f"{ns}: a round trip to {host} not 2 x 2 ms"
+    assert ping_rtt_ms("sk-cons1", host, port) < 2, "a consumer's connection went through a gateway's delay"
+    rc, out = topology.sh("status")
+    assert "delayproxy (sk-gw1):" in out and "2000 us each way" in out, out
+    rc, out = topology.sh("delay", "2ms")
+    assert rc != 0 and "expected a number of microseconds" in out, out
+    assert ping_rtt_ms("sk-gw1", host, port) >= 3.9, "a refused delay changed the one in place"
+    rc, out = topology.sh("delay", "0")
+    assert rc == 0, out
+    assert ping_rtt_ms("sk-gw1", host, port) < 2, "delay 0 left a delay"
+    rc, out = topology.sh("delay", "100")
+    assert rc == 0, out
