@@ -124,8 +124,9 @@ class LatencyBench:
         self.stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         self.logs = ROOT / "var" / "bench" / f"latency-{self.stamp}"
         Proc.RUN_DIR = str(self.logs / "run")
+        # The delays are this script's, per setting: none from the topology's up.
         self.env = dict(os.environ, HOSTS_CONF=str(HOSTS_CONF), HOSTS_EXTRA=str(HOSTS_EXTRA),
-                        STACK_BIN_DIR=str(BUILD))
+                        STACK_BIN_DIR=str(BUILD), HOSTS_DELAY_US="0")
         self.gateways, self.proxies, self.redirects = [], [], []
         self.up = False
         self.user_base = USER_BASE_STEP
