@@ -1,7 +1,7 @@
 """The chaos scenarios of the cluster topology (make chaos TOPOLOGY=cluster): a Redis Cluster
 of 3 masters with 2 replicas each, three Kafka nodes with the order topic on three replicas
 (min.insync.replicas=2), two gateways and two consumers of one group, a sale under load
-while one part fails: a Kafka broker or two (C1, C2), a gateway (C3), a consumer (C4), the
+while one part fails: a Kafka broker or two, killed, frozen or stopped (C1, C1b, C2), a gateway (C3), a consumer (C4), the
 Redis master or replica of the sale's slot, or the slot itself moving (R1-R3). chaoslib.run
 does the rest, as for the single stack: I1-I6 and seckillctl verify after each."""
 
@@ -18,6 +18,10 @@ from chaosredis import RedisCluster
 from resp import RedisError
 
 BROKERS_DOWN_S = 10
+FREEZE_S = 12
+# The controllers fence a silent broker after broker.session.timeout.ms (4 s here) and
+# elect new leaders; a second later every gateway's metadata names them.
+SOLD_ON_AFTER_S = 6
 RATE = 1200  # requests/s over both gateways: at least a quarter of what they take together
 
 
@@ -45,6 +49,34 @@ def leader_kill(ctx):
     time.sleep(5)
     ctx.stack.sh("kafka", "--node", str(victim), "start")
     ctx.fault_end()
+
+
+def leader_freeze(ctx):
+    """The broker that leads most partitions of the order topic frozen (SIGSTOP) for
+    FREEZE_S, then thawed: a hung broker, whose connections stay open and whose kernel
+    still accepts new ones, so no producer sees it go. The controllers fence it after
+    broker.session.timeout.ms and elect new leaders; each gateway must sell on them while
+    it is still frozen (it learns of them from its periodic metadata refresh,
+    kafka.producer.topic.metadata.refresh.interval.ms). Its orders in flight time out,
+    roll back and are answered 503."""
+    before = leaders(ctx)
+    victim = collections.Counter(before.values()).most_common(1)[0][0]
+    led = sum(1 for n in before.values() if n == victim)
+    ctx.fault_start()
+    ctx.stack.sh("kafka", "--node", str(victim), "freeze")
+    try:
+        # Held on purpose: the scenario is the hang's length.
+        time.sleep(FREEZE_S)
+    finally:
+        ctx.stack.sh("kafka", "--node", str(victim), "thaw")
+    ctx.fault_end()
+    ctx.notes.append(f"Kafka node {victim}, leader of {led} of {len(before)} partitions, frozen {FREEZE_S} s")
+    for g in ctx.gateways:
+        port = g.conf.http_port
+        n = sum(1 for p in ctx.load.parts if p.port == port for t in p.snapshot()
+                if t.code == 200 and t.sent >= ctx.t_fault + SOLD_ON_AFTER_S and t.done <= ctx.t_recovered)
+        ctx.expect.append((f"gateway :{port} sold on the new leaders before the thaw", n > 0,
+                           f"{n} orders sent from {SOLD_ON_AFTER_S} s into the freeze accepted before the thaw"))
 
 
 def two_brokers_stop(ctx):
@@ -395,6 +427,8 @@ REDIS = dict(CLUSTER, stock=20000, sellout=True,
 
 SCENARIOS = [
     Scenario("C1", "Kafka leader kill -9 (most partitions) + restart", leader_kill,
+             expect_503=True, **CLUSTER),
+    Scenario("C1b", f"Kafka leader frozen {FREEZE_S} s (most partitions), then thawed", leader_freeze,
              expect_503=True, **CLUSTER),
     Scenario("C2", f"2 of 3 Kafka brokers stopped {BROKERS_DOWN_S} s", two_brokers_stop,
              expect_503=True, **CLUSTER),
