@@ -198,6 +198,12 @@ class Scenario:
         self.post = post      # post(ctx): after quiescence, before the checks
 
 
+def accepted(part, t0, t1=None):
+    """Requests of one load part answered 200, sent from t0 on and, with t1, answered by t1
+    (time.monotonic(), as Ctx.t_fault and t_recovered)."""
+    return sum(1 for t in part.snapshot() if t.code == 200 and t.sent >= t0 and (t1 is None or t.done <= t1))
+
+
 class Ctx:
     def __init__(self, scenario, conf, gateways, consumers, redis, mysql, ctl, stack, sale, load):
         self.scenario, self.conf = scenario, conf

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from chaoslib import Scenario, log
+from chaoslib import Scenario, accepted, log
 from gatewayhttp import Api
 from chaosredis import RedisCluster
 from resp import RedisError
@@ -73,8 +73,7 @@ def leader_freeze(ctx):
     ctx.notes.append(f"Kafka node {victim}, leader of {led} of {len(before)} partitions, frozen {FREEZE_S} s")
     for g in ctx.gateways:
         port = g.conf.http_port
-        n = sum(1 for p in ctx.load.parts if p.port == port for t in p.snapshot()
-                if t.code == 200 and t.sent >= ctx.t_fault + SOLD_ON_AFTER_S and t.done <= ctx.t_recovered)
+        n = sum(accepted(p, ctx.t_fault + SOLD_ON_AFTER_S, ctx.t_recovered) for p in ctx.load.parts if p.port == port)
         ctx.expect.append((f"gateway :{port} sold on the new leaders before the thaw", n > 0,
                            f"{n} orders sent from {SOLD_ON_AFTER_S} s into the freeze accepted before the thaw"))
 

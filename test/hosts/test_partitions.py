@@ -44,7 +44,7 @@ import pytest
 import chaoslib
 import netfault
 import stack as stacklib
-from chaoslib import Scenario
+from chaoslib import Scenario, accepted
 from chaosredis import RedisCluster
 from conftest import DATA, DIR, PARTITION_RESULTS
 from mariadb import MySQL, RowLock
@@ -196,10 +196,6 @@ def part_of(ctx, gateway):
     return ctx.load.parts[ctx.gateways.index(gateway)]
 
 
-def accepted(part, t0, t1=None):
-    return sum(1 for t in part.snapshot() if t.code == 200 and t.sent >= t0 and (t1 is None or t.done <= t1))
-
-
 def answered(part, code, t0, t1):
     return sum(1 for t in part.snapshot() if t.code == code and t0 <= t.done <= t1)
 
@@ -230,6 +226,22 @@ def rejoined(ctx, rc, master, promoted, what):
     ctx.expect.append((f"{what} rejoined as a replica of the promoted one",
                        not back.master and back.master_id == rc.node_at(promoted).id,
                        f"{master.addr[0]}: {'master' if back.master else 'replica'}"))
+
+
+def cut_until_promoted(ctx, rc, slot, master, peers):
+    """The sale's master's host cut off from `peers` (None: from all) for HOST_CUT_S, once
+    one of its replicas is promoted; returns its namespace, the promoted node's address and
+    how long after the cut it took over."""
+    ns = ctx.stack.ns_of(master.addr[0])
+    replicas = rc.replicas_of(master)
+    ctx.fault_start()
+    with Cut(ns, peers):
+        addr, took = rc.wait_owner(slot, [r.addr for r in replicas], PROMOTION_TIMEOUT, skip={master.addr})
+        # The rest of the partition is held on purpose: the scenario is its length.
+        time.sleep(max(0.0, HOST_CUT_S - (time.monotonic() - ctx.t_fault)))
+    ctx.fault_end()
+    window_notes(ctx)
+    return ns, addr, took
 
 
 def window_notes(ctx):
@@ -293,15 +305,7 @@ def master_host_cut(ctx):
     names the promoted one. Back, it learns the newer epoch and rejoins as a replica of
     the promoted one, its own last writes (none acknowledged by a replica) dropped."""
     rc, slot, master = sale_master(ctx)
-    replicas = rc.replicas_of(master)
-    ns = ctx.stack.ns_of(master.addr[0])
-    ctx.fault_start()
-    with Cut(ns):
-        addr, took = rc.wait_owner(slot, [r.addr for r in replicas], PROMOTION_TIMEOUT, skip={master.addr})
-        # The rest of the partition is held on purpose: the scenario is its length.
-        time.sleep(max(0.0, HOST_CUT_S - (time.monotonic() - ctx.t_fault)))
-    ctx.fault_end()
-    window_notes(ctx)
+    ns, addr, took = cut_until_promoted(ctx, rc, slot, master, None)
     ctx.notes.append(f"slot {slot}: {master} ({ns}) cut off from all for {HOST_CUT_S} s; "
                      f"{addr[0]}:{addr[1]} promoted {took:.1f} s after the cut")
     rejoined(ctx, rc, master, addr, "the cut master")
@@ -356,16 +360,8 @@ def master_minority(ctx):
     cut, so with redis.wait-replicas = 1 the gateways answer none of it 200 (503 after the
     rollback); back, it rejoins as a replica and those writes are gone."""
     rc, slot, master = sale_master(ctx)
-    replicas = rc.replicas_of(master)
-    ns = ctx.stack.ns_of(master.addr[0])
     others = sorted({a for a, _ in rc.addrs} - {master.addr[0]})
-    ctx.fault_start()
-    with Cut(ns, others):
-        addr, took = rc.wait_owner(slot, [r.addr for r in replicas], PROMOTION_TIMEOUT, skip={master.addr})
-        # Held on purpose: the scenario is the partition's length.
-        time.sleep(max(0.0, HOST_CUT_S - (time.monotonic() - ctx.t_fault)))
-    ctx.fault_end()
-    window_notes(ctx)
+    ns, addr, took = cut_until_promoted(ctx, rc, slot, master, others)
     ctx.notes.append(f"slot {slot}: {master} ({ns}) cut off from the other {len(others)} Redis nodes for "
                      f"{HOST_CUT_S} s; {addr[0]}:{addr[1]} promoted {took:.1f} s after the cut")
     # The gateways still reach the minority, which answers CLUSTERDOWN once it sees it is
@@ -421,11 +417,20 @@ def zombie_leader(ctx):
 # ---- P5: a consumer cut off from MariaDB, or from Redis, mid-batch -------------------------
 
 
-def consumer_cut(ctx, peers, what):
-    """sk-cons1 cut off from `peers` for CONSUMER_CUT_S, from a moment it has a batch
+def log_warnings(proc):
+    """A note's tail: how many warnings and errors proc logged in the scenario, the first."""
+    warns = [line for line in proc.log_text().splitlines() if " warn " in line or " error " in line]
+    return f"{len(warns)} warnings in its log" + (f", the first: {warns[0].split(' ', 3)[-1][:160]}" if warns else "")
+
+
+def consumer_cut_from_mysql(ctx):
+    """sk-cons1 cut off from MariaDB for CONSUMER_CUT_S, from a moment it has a batch
     claimed and not finalized (the claimed set not empty: its transaction is about to run,
-    runs, or its finalize is to come). Its partitions' orders wait; once healed it writes
-    them, and quiescence (every order SUCCESS with its row) says it did."""
+    runs, or its finalize is to come). The transaction in flight gets no answer (the
+    client's 5 s read timeout): whether it committed is unknown to the consumer, which
+    reconnects and retries with backoff until the heal, then writes the batch again
+    (idempotent inserts: a commit that did happen is not doubled, I5); quiescence (every
+    order SUCCESS with its row) says it did. The gateways never need MariaDB: no 503."""
     cons = ctx.consumers[0]
     claimed = ctx.key("claimed")
     deadline = time.monotonic() + 15
@@ -434,23 +439,13 @@ def consumer_cut(ctx, peers, what):
         n = ctx.redis("SCARD", claimed)
         time.sleep(0.002)
     ctx.fault_start()
-    with Cut(cons.ns, peers):
+    with Cut(cons.ns, [ctx.conf.get("mysql.host")]):
         # Held on purpose: the scenario is the partition's length.
         time.sleep(CONSUMER_CUT_S)
     ctx.fault_end()
     ctx.expect.append(("cut mid-batch", n > 0, f"{n} orders claimed and not finalized when the cut began"))
-    warns = [line for line in cons.log_text().splitlines() if " warn " in line or " error " in line]
-    ctx.notes.append(f"{cons.name} ({cons.host}) cut off from {what} for {CONSUMER_CUT_S} s with {n} orders "
-                     f"claimed; {len(warns)} warnings in its log"
-                     + (f", the first: {warns[0].split(' ', 3)[-1][:160]}" if warns else ""))
-
-
-def consumer_cut_from_mysql(ctx):
-    """The transaction in flight gets no answer (the client's 5 s read timeout): whether it
-    committed is unknown to the consumer, which reconnects and retries with backoff until
-    the heal, then writes the batch again (idempotent inserts: a commit that did happen is
-    not doubled, I5). The gateways never need MariaDB: no 503."""
-    consumer_cut(ctx, [ctx.conf.get("mysql.host")], "MariaDB")
+    ctx.notes.append(f"{cons.name} ({cons.host}) cut off from MariaDB for {CONSUMER_CUT_S} s with {n} orders "
+                     f"claimed; {log_warnings(cons)}")
 
 
 def committed_unfinalized(ctx):
@@ -493,10 +488,8 @@ def consumer_cut_from_redis(ctx):
     ctx.fault_end()
     ctx.expect.append(("cut between commit and finalize", committed > 0,
                        f"{committed} orders committed in MariaDB and not finalized in Redis during the cut"))
-    warns = [line for line in cons.log_text().splitlines() if " warn " in line or " error " in line]
     ctx.notes.append(f"{cons.name} ({cons.host}) cut off from every Redis node for {CONSUMER_CUT_S} s, "
-                     f"{committed} orders committed and not finalized; {len(warns)} warnings in its log"
-                     + (f", the first: {warns[0].split(' ', 3)[-1][:160]}" if warns else ""))
+                     f"{committed} orders committed and not finalized; {log_warnings(cons)}")
 
 
 def run_post_checks(ctx):

@@ -12,13 +12,12 @@ import os
 import re
 import signal
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mariadb import MySQL
 from resp import Redis, RedisError
 from sales import Ctl
-from stack import CLUSTER_UP_TIMEOUT, POLL, ROOT, poll_until
+from stack import CLUSTER_UP_TIMEOUT, ROOT, poll_until
 
 UP_TIMEOUT = CLUSTER_UP_TIMEOUT
 # The admin API (seckill-admin) is on in this stack: make up starts it, make status lists it.
@@ -77,13 +76,13 @@ class Cluster:
         order's row reaches MariaDB a moment before the consumer's finalize makes it SUCCESS
         in Redis, and a verify run in between reports that disagreement; one that lasts
         `within` seconds fails the test with verify's last report."""
-        deadline = time.monotonic() + within
-        while True:
-            r = self.ctl("verify", activity)
-            if r.rc == 0:
-                return r
-            assert time.monotonic() < deadline, f"verify of {activity} still failing after {within} s: {r!r}"
-            time.sleep(POLL)
+        last = {}
+
+        def passes():
+            last["report"] = self.ctl("verify", activity)
+            return last["report"] if last["report"].rc == 0 else None
+
+        return poll_until(passes, within, f"verify of {activity} to pass", detail=lambda: repr(last["report"]))
 
     # ---- the Redis Cluster, node by node (redis.nodes) ----
 

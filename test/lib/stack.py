@@ -78,16 +78,16 @@ SANITIZER_LINE = re.compile(r"ERROR: \w*Sanitizer|runtime error:|SUMMARY: \w*San
 POLL = 0.05
 
 
-def poll_until(predicate, timeout, what, interval=POLL):
+def poll_until(predicate, timeout, what, interval=POLL, detail=None):
     """Calls predicate until it returns a true value, which is returned; fails the test
-    naming `what` after `timeout` seconds."""
+    naming `what` after `timeout` seconds, with what detail() says then when given."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() >= deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {what}")
+            pytest.fail(f"timed out after {timeout}s waiting for {what}" + (f": {detail()}" if detail else ""))
         time.sleep(interval)
 
 
