@@ -161,7 +161,7 @@ def test_a_503_while_redis_is_frozen_never_ends_success(gateway_with, consumer, 
         poll_until(lambda: buyers.count() >= mark + 200, 30, "orders after the thaw")
     finally:
         buyers.stop()
-    assert buyers.refused, "no request was refused: the freeze did not reach a script"
+    assert buyers.refused, f"no request was refused: the freeze did not reach a script (answers {dict(buyers.codes)})"
     accepted = buyers.accepted[0]
     assert_every_200_ends_success(redis, mysql, ctl, conf, sale.activity_id, accepted)
     poll_until(lambda: redis("ZCARD", conf.key("resv", sale.activity_id)) == 0, 30, "no reservation left")
