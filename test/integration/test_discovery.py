@@ -5,6 +5,7 @@ with the reason, not 404."""
 
 import json
 import time
+from datetime import datetime
 
 from longpoll import release, stuck_order
 from sales import won_coupon
@@ -63,7 +64,10 @@ def test_current_and_upcoming_sales_with_their_coupon_and_the_server_clock(api, 
     assert terms["validFrom"] and terms["validUntil"], terms
     # Over sales are left out; the rest come earliest start first.
     assert sale_in(listing, gone) is None, listing
-    starts = [(s["startTime"], s["activityId"]) for s in listing["activities"]]
+    # By instant, not by text: a start on a whole second is written without ".000", and
+    # "16Z" sorts after "16.027Z" as text.
+    starts = [(datetime.fromisoformat(s["startTime"].replace("Z", "+00:00")), s["activityId"])
+              for s in listing["activities"]]
     assert starts == sorted(starts), starts
     # The sale's own page says the same.
     one = api.get(f"/seckill/activities/{now}")
