@@ -46,6 +46,7 @@ from benchlib import (BUILD, CLK_TCK, CTL, NCPU, ROOT, MySQL, Proc, ctl, ctl_id,
                       redis_persistence, reset_peak_rss, run_wrk, scrape, system_ticks)
 
 sys.path.insert(0, str(ROOT / "test" / "lib"))  # before the scenarios: bigsale imports bulkfill from there
+from cpuprofile import Perf, thread_shares, thread_ticks  # noqa: E402
 from sale import SaleScenarios  # noqa: E402
 from bigsale import BigSaleScenarios  # noqa: E402
 from ctlconf import Conf  # noqa: E402 - test/lib is on the path only from here
@@ -64,6 +65,12 @@ E2E_ORDERS = env_int("BENCH_E2E_ORDERS", 2000)
 E2E_RATE = env_int("BENCH_E2E_RATE", 400)
 IDLE_CONNS = env_int("BENCH_IDLE_CONNS", 10000)
 WARMUP_SECONDS = 5
+# The contended sale's warm-up goes on, WARMUP_SECONDS at a time, until the broker's JIT
+# compiler threads took less than this share of its CPU in one of them (or BROKER_WARM_MAX_S
+# passed): a broker that has run for a while does not compile, and a cold one's compiler
+# takes a core's worth of CPU from a two-core machine.
+BROKER_WARM_COMPILER_SHARE = 0.05
+BROKER_WARM_MAX_S = env_int("BENCH_BROKER_WARM_MAX_S", 120)
 
 # The issues' targets (issues 10 and 24; the idle RSS from issue 6; docs: bench/README.md).
 TARGETS = {
@@ -88,6 +95,8 @@ TARGETS = {
 
 # The processes whose CPU counts as the stack's per accepted order (issue 10).
 STACK = ("server", "redis", "kafka")
+# perf's window in a profiled run (bench/cpuprofile.py), shorter than the run it samples
+PROFILE_SECONDS = 5
 
 # User ids of each run start USER_BASE_STEP apart (bench/wrkexecute.lua adds thread * 1e9).
 USER_BASE_STEP = 10**10
@@ -284,6 +293,15 @@ class Bench(SaleScenarios, BigSaleScenarios):
             for conns in (64, 256):
                 self.http_scenario(f"baseline-{conns}", f"baseline evhttp server, {conns} connections",
                                    "baseline", b.pid, conns, 1, ["OK"], metrics=False)
+            # What evhttp alone costs per request: the floor under the gateway's profile.
+            perf = Perf(str(self.logs / "profile-baseline"), {"server": b.pid}, PROFILE_SECONDS)
+            r = self.http_scenario("baseline-256-profiled", "", "baseline", b.pid, 256, 1, ["OK"],
+                                   metrics=False, record=False, seconds=SECONDS)
+            self.results.setdefault("profiles", {})["baseline-256"] = {
+                "twin_of": "baseline-256", "seconds": PROFILE_SECONDS,
+                "cpu_us_per_order": {"server": r["cpu_us_per_request"].get("server")},
+                "perf": perf.breakdown(), "threads": {},
+            }
         finally:
             rc, _ = b.stop(10)
             if rc != 0:
@@ -391,16 +409,56 @@ class Bench(SaleScenarios, BigSaleScenarios):
         return res["outcomes"].get("OK 200", 0)
 
     def contended(self, activity):
-        r = self.http_scenario("contended-warmup", "", "contended", self.gateway.pid, 64, activity,
-                               ["OK"], record=False)
-        self.contended_accepted += self.accepted_ok(r)
+        self.warm_broker(activity)
         for conns in (64, 256):
             r = self.http_scenario(f"contended-{conns}",
                                    f"contended sale, every request a new user, {conns} connections",
                                    "contended", self.gateway.pid, conns, activity, ["OK"],
                                    baseline_id=f"baseline-{conns}")
             self.contended_accepted += self.accepted_ok(r)
+        self.profile_contended(activity)
         self.contended_early(activity)
+
+    def warm_broker(self, activity):
+        """Unmeasured rounds of the contended sale until the broker stops compiling."""
+        kafka = self.service_pids["kafka"]
+        t0, rounds, share = time.monotonic(), 0, None
+        while True:
+            k0 = thread_ticks(kafka)
+            r = self.http_scenario("contended-warmup", "", "contended", self.gateway.pid, 64, activity,
+                                   ["OK"], record=False)
+            self.contended_accepted += self.accepted_ok(r)
+            rounds += 1
+            used = thread_shares(k0, thread_ticks(kafka))
+            share = sum(v for name, v in used if "Compiler" in name)
+            if share < BROKER_WARM_COMPILER_SHARE or time.monotonic() - t0 > BROKER_WARM_MAX_S:
+                break
+        self.results["broker_warmup"] = {"seconds": round(time.monotonic() - t0, 1), "rounds": rounds,
+                                         "compiler_share_last": round(share, 3),
+                                         "warm": share < BROKER_WARM_COMPILER_SHARE}
+        log(f"broker warm-up: {rounds} rounds, {time.monotonic() - t0:.0f} s; its JIT compiler "
+            f"took {share * 100:.0f} % of its CPU in the last")
+
+    def profile_contended(self, activity, conns=256):
+        """The profile behind the CPU targets: a twin of contended-256, not counted, with
+        perf on the gateway, Redis and the broker for PROFILE_SECONDS and the CPU of every
+        thread of the gateway and the broker (whose JVM frames perf cannot name) over the run."""
+        pids = {"server": self.gateway.pid, "redis": self.service_pids["redis"],
+                "kafka": self.service_pids["kafka"]}
+        t0 = {k: thread_ticks(p) for k, p in (("server", self.gateway.pid),
+                                              ("kafka", self.service_pids["kafka"]))}
+        perf = Perf(str(self.logs / "profile-contended"), pids, PROFILE_SECONDS)
+        r = self.http_scenario(f"contended-{conns}-profiled", "", "contended", self.gateway.pid, conns,
+                               activity, ["OK"], record=False, seconds=SECONDS)
+        self.contended_accepted += self.accepted_ok(r)
+        t1 = {"server": thread_ticks(self.gateway.pid), "kafka": thread_ticks(self.service_pids["kafka"])}
+        self.results.setdefault("profiles", {})[f"contended-{conns}"] = {
+            "twin_of": f"contended-{conns}", "seconds": PROFILE_SECONDS,
+            "cpu_us_per_order": {k: round(v * 1e6 / max(self.accepted_ok(r), 1), 1)
+                                 for k, v in r["cpu_s"].items() if k in STACK},
+            "perf": perf.breakdown(),
+            "threads": {k: thread_shares(t0[k], t1[k]) for k in t1},
+        }
 
     def contended_early(self, activity):
         """The same sale with seckill.order.reply-after-ack = false: the 200 goes out once
@@ -473,12 +531,24 @@ class Bench(SaleScenarios, BigSaleScenarios):
         t_start = time.monotonic()
         c = self.start_consumer()
         t_ready = time.monotonic()
+        # At a fifth of the contended run's rate, so that the measured figure pays for it
+        # no more than the noise of the machine.
+        perf = Perf(str(self.logs / "profile-consumer"),
+                    {"consumer": c.pid, "mariadb": self.service_pids["mariadb"],
+                     "redis": self.service_pids["redis"], "kafka": self.service_pids["kafka"]},
+                    PROFILE_SECONDS, freq=99)
         timeout = max(180, expected / 2000)
         rows = rows0
+        # The consumer's own counter is polled, and the rows counted only once it says
+        # they are in: a COUNT(*) over the sale's index every 50 ms cost MariaDB as much
+        # CPU as the inserts it was measuring (its profile: index walks and COUNT).
+        metrics = (self.conf.get("consumer.metrics-host"), int(self.conf.get("consumer.metrics-port")))
         while True:
-            rows = self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
-            if rows >= expected:
-                break
+            persisted = scrape(metrics)["values"].get("seckill_consumer_orders_persisted_total", 0)
+            if persisted + rows0 >= expected:
+                rows = self.mysql.count(f"SELECT COUNT(*) FROM seckill_order WHERE activity_id = {activity}")
+                if rows >= expected:
+                    break
             if not c.alive():
                 raise RuntimeError(f"order-consumer exited with {c.proc.returncode}")
             if time.monotonic() - t_start > timeout:
@@ -521,6 +591,12 @@ class Bench(SaleScenarios, BigSaleScenarios):
             "partitions": int(self.conf.get("kafka.topic-partitions")),
         }
         self.results["scenarios"].append(res)
+        self.results.setdefault("profiles", {})["consumer"] = {
+            "twin_of": None, "seconds": PROFILE_SECONDS,
+            "cpu_us_per_order": res["cpu_us_per_order"],
+            "perf": perf.breakdown(),
+            "threads": {},
+        }
         log(f"consumer: {n:,} orders in {t_done - t_ready:.2f}s after ready = {res['orders_per_s']:,.0f}/s "
             f"(first->last row {res['orders_per_s_first_to_last_row']}/s), batches {batches}, "
             f"mean batch {res['mean_batch']}, exit {rc}")

@@ -255,6 +255,17 @@ def outcome_text(outcomes):
     return ", ".join(f"{k} {v:,}" for k, v in outcomes.items()) or "–"
 
 
+def warmup_text(w):
+    """The contended sale's warm-up, which lasts until the broker's JIT compiler is quiet."""
+    if not w:
+        return " and the contended sale"
+    how = ("its JIT compiler threads took "
+           f"{w['compiler_share_last'] * 100:.0f} % of its CPU in the last one"
+           + ("" if w["warm"] else ", still compiling when the warm-up's limit came"))
+    return (f"; before the contended sale, {w['rounds']} such rounds ({w['seconds']:g} s) until the "
+            f"broker was warm ({how})")
+
+
 def markdown(result, evaluation, stamp, command, png_name):
     env_m = result.get("machine", {})
     v = result.get("versions", {})
@@ -276,8 +287,12 @@ def markdown(result, evaluation, stamp, command, png_name):
     L.append(f"## Targets: {met} of {len(evaluation)} met\n")
     L.append("| target | figure | value | |")
     L.append("|---|---|---|---|")
+    profiles = result.get("profiles") or {}
     for e in evaluation:
-        L.append(f"| {e['target']} | {e['figure']} | {e['value']} | {'met' if e['met'] else '**missed**'} |")
+        verdict = "met" if e["met"] else "**missed**"
+        if not e["met"] and PROFILE_OF.get(e["figure"]) in profiles:
+            verdict += f" ([profile](#{PROFILE_OF[e['figure']]}))"
+        L.append(f"| {e['target']} | {e['figure']} | {e['value']} | {verdict} |")
     L.append("")
     L.append(f"![throughput and p99 per scenario]({png_name})\n")
 
@@ -287,8 +302,8 @@ def markdown(result, evaluation, stamp, command, png_name):
     L.append("## HTTP scenarios\n")
     L.append(f"wrk {st.get('wrk_threads')} threads, {st.get('wrk_seconds')} s per run, `--latency`, "
              f"bench/wrkexecute.lua (POST /seckill/execute, a new user on every request); a "
-             f"{st.get('warmup_seconds')} s unmeasured warm-up before the baseline and the contended sale. "
-             f"Latencies are wrk's (client side, ms).\n")
+             f"{st.get('warmup_seconds')} s unmeasured warm-up before the baseline"
+             + warmup_text(result.get("broker_warmup")) + ". Latencies are wrk's (client side, ms).\n")
     L.append("| scenario | conn | req/s | × baseline | p50 | p90 | p99 | max | outcomes (API status, HTTP code) | socket errors | unexpected |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for s in http:
@@ -335,7 +350,9 @@ def markdown(result, evaluation, stamp, command, png_name):
         L.append("## Consumer throughput\n")
         L.append(f"{c['orders']:,} order events of the contended sale waited in Kafka (the consumer was stopped "
                  f"during the HTTP scenarios, {c['partitions']} partitions); then `order-consumer` started and "
-                 f"the time until the last row was in MariaDB was measured (COUNT(*) polled every 50 ms).\n")
+                 f"the time until the last row was in MariaDB was measured (the consumer's "
+                 f"`seckill_consumer_orders_persisted_total` polled every 50 ms, then the sale's rows "
+                 f"counted with COUNT(*)).\n")
         L.append("| figure | value |")
         L.append("|---|---|")
         rows = [
@@ -409,6 +426,7 @@ def markdown(result, evaluation, stamp, command, png_name):
     L += wait_cost_section(result)
     L += hot_buckets_section(result)
     L += forks_section(result)
+    L += profile_section(result)
 
     stops = result.get("stops", {})
     if stops:
@@ -539,6 +557,64 @@ def sale_sections(result):
         for name, ok in sp["checks"].items():
             L.append(f"| {name} | {'ok' if ok else '**FAILED**'} |")
         L.append("")
+    return L
+
+
+PROCESS_NAMES = {"server": "gateway", "redis": "Redis", "kafka": "broker", "mariadb": "MariaDB",
+                 "consumer": "order-consumer"}
+# Which profile explains a missed target, by the target's figure.
+PROFILE_OF = {"contended-256": "contended-256", "contended-64": "contended-256", "consumer": "consumer"}
+# The profiles, in the order they are shown: the floor first, then what stands on it.
+PROFILE_ORDER = ("baseline-256", "contended-256", "consumer")
+
+
+def profile_section(result):
+    """Where the CPU went in the profiled runs: the explanation behind a missed CPU target."""
+    profiles = result.get("profiles") or {}
+    if not profiles:
+        return []
+    L = ["## Where the CPU goes\n",
+         "The profiles behind the CPU and throughput targets (bench/cpuprofile.py). **baseline-256**: "
+         "the bare evhttp server (bench/baseline.c) in a twin of baseline-256, what answering a request "
+         "costs before any work is done. "
+         "**contended-256**: a twin of that run right after it (same sale, same load, not counted), "
+         f"with `perf record -a --call-graph dwarf` at 499 Hz (the gateway, Redis and the broker) for "
+         f"{profiles.get('contended-256', {}).get('seconds', '?')} s. **consumer**: perf at 99 Hz (the "
+         "consumer, MariaDB, Redis and the broker) for the first seconds of the consumer throughput run. A sample "
+         "counts where the CPU was: in a system call (named by its libc wrapper; a socket write "
+         "includes the loopback delivery to the reader), in other kernel work, or in a library or "
+         "the process's own code. *µs per order* is the share times the process's CPU per order "
+         "in that run. *inside* names the functions the most samples were within (a sample counts "
+         "for every function on its stack). Thread shares come from /proc over the whole run.\n"]
+    for name in sorted(profiles, key=lambda n: PROFILE_ORDER.index(n) if n in PROFILE_ORDER else 99):
+        pr = profiles[name]
+        per_order = pr.get("cpu_us_per_order", {})
+        bare = name.startswith("baseline")
+        unit = "request" if bare else "order"
+        L.append(f"### {name}\n")
+        for proc, b in pr.get("perf", {}).items():
+            label = "the bare evhttp server" if bare else PROCESS_NAMES.get(proc, proc)
+            if "error" in b:
+                L.append(f"{label}: no profile ({b['error']}).\n")
+                continue
+            us = per_order.get(proc)
+            L.append(f"**{label}** ({b['samples']:,} samples, {fmt(us, 1)} µs per {unit})\n")
+            L.append(f"| where | share | µs per {unit} |")
+            L.append("|---|---:|---:|")
+            shown = [(c, v) for c, v in b["categories"] if v >= 0.01]
+            for c, v in shown:
+                L.append(f"| {c} | {v * 100:.1f} % | {fmt(us * v if us is not None else None, 1)} |")
+            rest = 1 - sum(v for _, v in shown)
+            if rest > 0.0005:
+                L.append(f"| the rest, under 1 % each | {rest * 100:.1f} % | "
+                         f"{fmt(us * rest if us is not None else None, 1)} |")
+            L.append("")
+            if b.get("within"):
+                L.append("inside: " + ", ".join(f"`{f}` {v * 100:.0f} %" for f, v in b["within"]) + "\n")
+        for proc, shares in pr.get("threads", {}).items():
+            if shares:
+                L.append(f"{PROCESS_NAMES.get(proc, proc)} threads: "
+                         + ", ".join(f"{t} {v * 100:.0f} %" for t, v in shares[:8] if v >= 0.01) + "\n")
     return L
 
 
