@@ -97,7 +97,7 @@ consumer.metrics-host = $(addr_of sk-cons1)
 stack.data-dir = var/hosts
 # seckill-admin on a machine of its own, bound to every address there: the gateways reach
 # it where it is advertised.
-admin.port = 38090
+admin.port = 17090
 admin.host = 0.0.0.0
 admin.advertised-host = $(addr_of sk-admin)
 admin.token = $(admin_token)
