@@ -48,7 +48,7 @@ from benchlib import (BUILD, CLK_TCK, CTL, NCPU, ROOT, MySQL, Proc, ctl, ctl_id,
 sys.path.insert(0, str(ROOT / "test" / "lib"))  # before the scenarios: bigsale imports bulkfill from there
 from cpuprofile import Perf, thread_shares, thread_ticks  # noqa: E402
 from sale import SaleScenarios  # noqa: E402
-from bigsale import BigSaleScenarios  # noqa: E402
+from bigsale import BigSaleScenarios, info_field  # noqa: E402
 from ctlconf import Conf  # noqa: E402 - test/lib is on the path only from here
 from resp import RedisError, redis_client  # noqa: E402
 
@@ -437,7 +437,7 @@ class Bench(SaleScenarios, BigSaleScenarios):
                                          "compiler_share_last": round(share, 3),
                                          "warm": share < BROKER_WARM_COMPILER_SHARE}
         log(f"broker warm-up: {rounds} rounds, {time.monotonic() - t0:.0f} s; its JIT compiler "
-            f"took {share * 100:.0f} % of its CPU in the last")
+            f"took {share * 100:.1f} % of its CPU in the last")
 
     def profile_contended(self, activity, conns=256):
         """The profile behind the CPU targets: a twin of contended-256, not counted, with
@@ -860,6 +860,31 @@ class Bench(SaleScenarios, BigSaleScenarios):
         accepted = self.end_to_end()
         self.check_activity("e2e", accepted=accepted)
 
+    def forget_in_redis(self, aid):
+        """Removes a sale's keys from Redis (its rows in MariaDB stay)."""
+        for node in self.redis.nodes():
+            cursor = "0"
+            while True:
+                cursor, keys = node("SCAN", cursor, "MATCH", f"*{{{aid}}}*", "COUNT", 1000)
+                if keys:
+                    node("UNLINK", *keys)
+                if cursor == "0":
+                    break
+        self.redis("SREM", "seckill:activities", aid)
+
+    def forget_checked_sales(self):
+        """Before a scenario that is about one sale's size: the sales of the steps before,
+        checked and over, leave Redis, as a shop's ended sales do once archived. Kept when
+        a check failed (cleanup_data keeps them then too)."""
+        if any(not c["ok"] for c in self.results["correctness"]) or os.environ.get("BENCH_KEEP_DATA") == "1":
+            return None
+        t0 = time.monotonic()
+        for a in self.activities.values():
+            self.forget_in_redis(a["id"])
+        used = info_field(self.redis("INFO", "memory"), "used_memory_human")
+        log(f"the checked sales left Redis in {time.monotonic() - t0:.1f}s: {used} used")
+        return used
+
     def cleanup_data(self):
         """Removes the run's sales from Redis and MariaDB (a run leaves hundreds of
         thousands of orders behind), unless BENCH_KEEP_DATA=1 or a check failed: then they
@@ -874,15 +899,7 @@ class Bench(SaleScenarios, BigSaleScenarios):
         try:
             for a in self.activities.values():
                 aid, coupon = a["id"], a["coupon"]
-                for node in self.redis.nodes():
-                    cursor = "0"
-                    while True:
-                        cursor, keys = node("SCAN", cursor, "MATCH", f"*{{{aid}}}*", "COUNT", 1000)
-                        if keys:
-                            node("UNLINK", *keys)
-                        if cursor == "0":
-                            break
-                self.redis("SREM", "seckill:activities", aid)
+                self.forget_in_redis(aid)
                 for table, where in (("user_coupon", f"coupon_id = {coupon}"),
                                      ("seckill_order", f"activity_id = {aid}")):
                     while True:
