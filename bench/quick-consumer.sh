@@ -20,7 +20,8 @@ quick_setup "$out_dir" "seckill.quick.$(date +%s)" "$@"
 build/seckill-server -c "$conf" > "$out_dir/gateway.log" 2>&1 &
 gw=$!
 cons=
-trap 'kill $gw $cons 2>/dev/null; wait $gw $cons 2>/dev/null; bash scripts/stack.sh down >/dev/null 2>&1' EXIT
+cid= aid=
+trap 'kill $gw $cons 2>/dev/null; wait $gw $cons 2>/dev/null; quick_forget "$cid" "$aid"; bash scripts/stack.sh down >/dev/null 2>&1' EXIT
 wait_until 30 "the gateway" curl -sf "127.0.0.1:$port/healthz" || die "the gateway did not answer"
 cid=$(ctl coupon create --name quick --type CASH --amount 1.00 --total 100000000 --start now --end +1d | tail -1)
 aid=$(ctl activity create --coupon "$cid" --stock "$want" --start now --end +50m | tail -1)
