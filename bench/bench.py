@@ -35,6 +35,7 @@ import platform
 import re
 import resource
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -136,6 +137,7 @@ class Bench(SaleScenarios, BigSaleScenarios):
         self.user_base = USER_BASE_STEP
         # Orders accepted on the contended activity, by run (metrics OK deltas).
         self.contended_accepted = 0
+        self.archived_coupons = set()
 
     # -- bookkeeping ------------------------------------------------------------------------
 
@@ -860,14 +862,25 @@ class Bench(SaleScenarios, BigSaleScenarios):
         accepted = self.end_to_end()
         self.check_activity("e2e", accepted=accepted)
 
-    def archive_coupon(self, coupon):
-        """Ends a coupon of the run now and archives it (`seckillctl coupon archive`): its
-        users' coupon records leave Redis. Without it every run left millions of them
-        behind (`seckill:ucoupon:{u<id>}`, a user's hash, keyed by no sale), and the bench's
-        Redis grew by gigabytes a run."""
-        self.mysql.rows(f"UPDATE coupon SET end_time = NOW(3) - INTERVAL 1 SECOND WHERE id = {coupon} "
-                        f"AND end_time > NOW(3)")
-        ctl(self.conf, "coupon", "archive", coupon)
+    def archive_coupons(self):
+        """Ends the run's coupons now and archives them (`seckillctl coupon archive`, all at
+        once: each walk waits on MariaDB and Redis more than it computes), so that their
+        users' coupon records leave Redis. Without it every run left millions of them behind
+        (`seckill:ucoupon:{u<id>}`, a user's hash, keyed by no sale), and the bench's Redis
+        grew by gigabytes a run. A coupon archived once in the run is not walked again."""
+        coupons = [a["coupon"] for a in self.activities.values() if a["coupon"] not in self.archived_coupons]
+        if not coupons:
+            return
+        self.mysql.rows(f"UPDATE coupon SET end_time = NOW(3) - INTERVAL 1 SECOND "
+                        f"WHERE id IN ({','.join(map(str, coupons))}) AND end_time > NOW(3)")
+        walks = [(c, subprocess.Popen([str(CTL), "-c", self.conf.path, "coupon", "archive", str(c)], cwd=ROOT,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+                 for c in coupons]
+        for c, p in walks:
+            _, err = p.communicate(timeout=1800)
+            if p.returncode != 0:
+                raise RuntimeError(f"seckillctl coupon archive {c}: rc {p.returncode}: {err.strip()}")
+            self.archived_coupons.add(c)
 
     def forget_in_redis(self, aid):
         """Removes a sale's keys from Redis (its rows in MariaDB stay)."""
@@ -888,8 +901,8 @@ class Bench(SaleScenarios, BigSaleScenarios):
         if any(not c["ok"] for c in self.results["correctness"]) or os.environ.get("BENCH_KEEP_DATA") == "1":
             return None
         t0 = time.monotonic()
+        self.archive_coupons()
         for a in self.activities.values():
-            self.archive_coupon(a["coupon"])
             self.forget_in_redis(a["id"])
         used = info_field(self.redis("INFO", "memory"), "used_memory_human")
         log(f"the checked sales left Redis in {time.monotonic() - t0:.1f}s: {used} used")
@@ -907,9 +920,9 @@ class Bench(SaleScenarios, BigSaleScenarios):
             return
         t0 = time.monotonic()
         try:
+            self.archive_coupons()
             for a in self.activities.values():
                 aid, coupon = a["id"], a["coupon"]
-                self.archive_coupon(coupon)
                 self.forget_in_redis(aid)
                 for table, where in (("user_coupon", f"coupon_id = {coupon}"),
                                      ("seckill_order", f"activity_id = {aid}")):
