@@ -154,6 +154,11 @@ def test_a_rollback_without_verdict_holds_the_answer_until_redis_decides(gateway
         client.start()
         poll_until(lambda: redis("HEXISTS", conf.key("users", a), str(user)) == 1, 10, "the reservation",
                    interval=0.01)
+        # The script's verdict must have come back through the proxy and the order gone to
+        # the producer before the stall: a verdict the stall caught is another case (a 503
+        # at redis.timeout-ms, the reservation left to expire).
+        poll_until(lambda: gateway_metrics(g.conf.http_port).get("seckill_kafka_queue_messages", 0) >= 1, 10,
+                   "the order in the producer's queue", interval=0.01)
         proxy.stall()
         # The delivery times out within 1-2 s and its rollback meets the silence; a second
         # past the request timeout, nothing is known yet, so nothing may have been answered.
