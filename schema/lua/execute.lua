@@ -6,8 +6,8 @@
 --       5+5i+1 rl:user  +2 rl:ip  +3 brush  +4 ban  +5 token (the spent-token key of the
 --       request's purchase token)
 -- ARGV: 1 limits on (0/1)  2 per-user limit/min  3 per-ip limit/min  4 anti-brush on (0/1)
---       5 anti-brush threshold/10s  6 ban seconds  7 token lifetime in seconds, 0 when
---       purchase tokens are off; then three per request: 7+3i+1 userId  +2 orderNo  +3 now_ms
+--       5 anti-brush threshold/10s  6 ban seconds  7 the longest a purchase token lives,
+--       in seconds (token-ttl-seconds + 1), 0 when tokens are off; then three per request: 7+3i+1 userId  +2 orderNo  +3 now_ms
 -- Returns one verdict per request, in order, each {status, ...}:
 --   {'OK', orderNo, couponId, slot} | {'DUPLICATE', orderNo} | {'LIMIT_REACHED', orderNo}
 --   | {'RATE_LIMITED', retryAfterSeconds} | {'BLOCKED', retryAfterSeconds}

@@ -270,8 +270,10 @@ struct executebatch *executebatch_new(struct event_base *base, const struct conf
     snprintf(b->settings[1], sizeof(b->settings[1]), "%" PRId64, cfg->max_requests_per_ip);
     snprintf(b->settings[2], sizeof(b->settings[2]), "%" PRId64, cfg->anti_brush_threshold);
     snprintf(b->settings[3], sizeof(b->settings[3]), "%" PRId64, cfg->anti_brush_ban_seconds);
-    snprintf(b->settings[4], sizeof(b->settings[4]), "%" PRId64, cfg->require_token ? cfg->token_ttl_seconds
-             : 0);
+    /* A token's expiry is rounded up to a whole second (tokenapi.c): its spent nonce is
+     * kept for the longest it can live, token-ttl-seconds + 1. */
+    snprintf(b->settings[4], sizeof(b->settings[4]), "%" PRId64,
+             cfg->require_token ? cfg->token_ttl_seconds + 1 : 0);
     return b;
 }
 

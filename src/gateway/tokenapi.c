@@ -108,7 +108,10 @@ void tokenapi_issue(struct gateway *gw, struct evhttp_request *req)
     case ACTIVITY_ACTIVE:
         break;
     }
-    int64_t expires = now_ms / 1000 + gw->cfg->token_ttl_seconds;
+    /* The expiry is a whole second, rounded up: a token lives at least token-ttl-seconds
+     * (and less than one more), never a fraction of a second when the ttl is 1. The
+     * script keeps a spent nonce one second longer than the ttl for that reason. */
+    int64_t expires = (now_ms + gw->cfg->token_ttl_seconds * 1000 + 999) / 1000;
     char token[PURCHASETOKEN_LEN];
     gw->token_nonce += 0x9E3779B97F4A7C15ULL;  /* Weyl sequence from a random start: never repeats */
     if (purchasetoken_issue(gw->cfg->token_secret, activity_id, user_id, expires, gw->token_nonce, token,

@@ -439,7 +439,7 @@ static void test_the_settings_come_from_the_configuration(void **state)
     executebatch_add(batch, &r->item);
     await_verdicts(1);
     const struct call *c = &calls[0];
-    static const char *const settings[] = { "0", "3", "4", "0", "2", "9", "30" };
+    static const char *const settings[] = { "0", "3", "4", "0", "2", "9", "31" };
     for (int i = 0; i < 7; i++)
         assert_string_equal(call_arg(c, i), settings[i]);
     assert_string_equal(call_arg(c, 9), "0");
