@@ -445,15 +445,14 @@ class Bench(SaleScenarios, BigSaleScenarios):
         """The profile behind the CPU targets: a twin of contended-256, not counted, with
         perf on the gateway, Redis and the broker for PROFILE_SECONDS and the CPU of every
         thread of the gateway and the broker (whose JVM frames perf cannot name) over the run."""
-        pids = {"server": self.gateway.pid, "redis": self.service_pids["redis"],
-                "kafka": self.service_pids["kafka"]}
-        t0 = {k: thread_ticks(p) for k, p in (("server", self.gateway.pid),
-                                              ("kafka", self.service_pids["kafka"]))}
-        perf = Perf(str(self.logs / "profile-contended"), pids, PROFILE_SECONDS)
+        threaded = {"server": self.gateway.pid, "kafka": self.service_pids["kafka"]}
+        t0 = {k: thread_ticks(p) for k, p in threaded.items()}
+        perf = Perf(str(self.logs / "profile-contended"), dict(threaded, redis=self.service_pids["redis"]),
+                    PROFILE_SECONDS)
         r = self.http_scenario(f"contended-{conns}-profiled", "", "contended", self.gateway.pid, conns,
                                activity, ["OK"], record=False, seconds=SECONDS)
         self.contended_accepted += self.accepted_ok(r)
-        t1 = {"server": thread_ticks(self.gateway.pid), "kafka": thread_ticks(self.service_pids["kafka"])}
+        t1 = {k: thread_ticks(p) for k, p in threaded.items()}
         self.results.setdefault("profiles", {})[f"contended-{conns}"] = {
             "twin_of": f"contended-{conns}", "seconds": PROFILE_SECONDS,
             "cpu_us_per_order": {k: round(v * 1e6 / max(self.accepted_ok(r), 1), 1)

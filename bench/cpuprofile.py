@@ -17,7 +17,8 @@ import re
 import subprocess
 from collections import Counter
 
-FRAME = re.compile(r"^\s*[0-9a-f]+\s+(.+?)(?:\s+\((.*)\))?$")
+from flamegraph import samples
+
 KERNEL = "[kernel.kallsyms]"
 ALLOC = re.compile(r"malloc|free|calloc|realloc|_int_|unlink_chunk|tcache|cfree|memalign")
 FORMAT = re.compile(r"printf|_IO_|strchrnul|__printf_|itoa|_fitoa|__mpn_|strtod|strtol")
@@ -31,55 +32,36 @@ def _module(path):
 
 
 def _syscall(user_frame):
-    name = re.sub(r"\+0x[0-9a-f]+$", "", user_frame)
-    name = re.sub(r"^(__GI_+|__libc_|_+)", "", name)
+    name = re.sub(r"^(__GI_+|__libc_|_+)", "", user_frame)
     name = re.sub(r"^(GI_+|libc_)", "", name)
     return name or "?"
 
 
 def classify(frames, binary):
-    """One sample's category and its innermost function. frames: (function, module),
-    innermost first."""
+    """One sample's category. frames: (function, module), innermost first."""
     func, module = frames[0]
-    func = re.sub(r"\+0x[0-9a-f]+$", "", func)
     if module == "inlined":  # the code it was inlined into is the next frame's module
         module = next((m for _, m in frames if m != "inlined"), "")
     if module == KERNEL:
         names = [f for f, _ in frames]
         user = next((f for f, m in frames if m != KERNEL), None)
         if any(n.startswith("do_syscall_64") for n in names) and user:
-            return f"kernel: {_syscall(user)}", func
+            return f"kernel: {_syscall(user)}"
         if any("softirq" in n or "irq" in n for n in names):
-            return "kernel: interrupts", func
-        return "kernel: other (scheduling, faults)", func
+            return "kernel: interrupts"
+        return "kernel: other (scheduling, faults)"
     mod = _module(module)
     if mod in ("libc", "ld-linux-x86-64"):
         if ALLOC.search(func):
-            return "libc: malloc/free", func
+            return "libc: malloc/free"
         if FORMAT.search(func):
-            return "libc: formatting", func
-        return "libc: other", func
+            return "libc: formatting"
+        return "libc: other"
     if mod == binary and re.match(r"lua[A-Z_]|luaV_|luaH_|luaS_|luaD_|luaC_|luaF_|luaG_|luaK_", func):
-        return "Lua interpreter", func
+        return "Lua interpreter"
     if mod == binary:
-        return "its own code", func
-    return mod, func
-
-
-def _samples(text):
-    """(comm, [(function, module), ...innermost first]) per sample of `perf script`."""
-    header, body = None, []
-    for raw in text.splitlines() + [""]:
-        if not raw.strip():
-            if header is not None and body:
-                yield header.split()[0], body
-            header, body = None, []
-        elif header is None:
-            header = raw
-        else:
-            m = FRAME.match(raw)
-            if m:
-                body.append((m.group(1), m.group(2) or ""))
+        return "its own code"
+    return mod
 
 
 class Perf:
@@ -121,10 +103,11 @@ class Perf:
             script = subprocess.run(["perf", "script", "-i", self.data, "--pid", str(pid)],
                                     capture_output=True, text=True, timeout=600)
             cats, within, n = Counter(), Counter(), 0
-            for _, frames in _samples(script.stdout):
-                cats[classify(frames, self.binaries[name])[0]] += 1
-                within.update({re.sub(r"\+0x[0-9a-f]+$", "", f) for f, m in frames
-                               if m not in (KERNEL, "inlined") and not f.startswith("[unknown]")})
+            for _, frames in samples(script.stdout.splitlines()):
+                if not frames:
+                    continue
+                cats[classify(frames, self.binaries[name])] += 1
+                within.update({f for f, m in frames if m not in (KERNEL, "inlined") and not f.startswith("[unknown]")})
                 n += 1
             if not n:
                 out[name] = {"error": "no samples"}

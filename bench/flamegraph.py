@@ -20,42 +20,33 @@ from collections import defaultdict
 FRAME = re.compile(r"^\s*[0-9a-f]+\s+(.+?)(?:\s+\((.*)\))?$")
 
 
-def frames_of(sample_lines):
-    """The sample's frames, outermost first, as "function" (module when unknown)."""
-    names = []
-    for line in sample_lines:
-        m = FRAME.match(line)
-        if not m:
-            continue
-        func, module = m.group(1), m.group(2) or ""
-        func = re.sub(r"\+0x[0-9a-f]+$", "", func)
-        if func == "[unknown]":
-            func = "[" + module.rsplit("/", 1)[-1] + "]" if module else "[unknown]"
-        names.append(func)
-    names.reverse()
-    return names
-
-
-def fold(lines):
-    """Folded stacks: {(comm, frame, ...): samples}."""
-    stacks = defaultdict(int)
+def samples(lines):
+    """(comm, [(function, module), ...]) per sample of `perf script` text, innermost frame
+    first, the offset dropped from each function ("tcp_sendmsg", not "tcp_sendmsg+0x1d")."""
     header, body = None, []
-
-    def emit():
-        if header is not None:
-            words = header.split()
-            stacks[tuple([words[0] if words else "?"] + frames_of(body))] += 1
-
-    for raw in lines:
+    for raw in list(lines) + [""]:
         line = raw.rstrip("\n")
         if not line.strip():
-            emit()
+            if header is not None:
+                words = header.split()
+                yield (words[0] if words else "?"), body
             header, body = None, []
         elif header is None:
             header = line
         else:
-            body.append(line)
-    emit()
+            m = FRAME.match(line)
+            if m:
+                body.append((re.sub(r"\+0x[0-9a-f]+$", "", m.group(1)), m.group(2) or ""))
+
+
+def fold(lines):
+    """Folded stacks: {(comm, frame, ...): samples}, outermost frame first, a frame perf
+    could not name shown as its module."""
+    stacks = defaultdict(int)
+    for comm, frames in samples(lines):
+        names = [("[" + module.rsplit("/", 1)[-1] + "]" if module else "[unknown]")
+                 if func == "[unknown]" else func for func, module in reversed(frames)]
+        stacks[tuple([comm] + names)] += 1
     return stacks
 
 
